@@ -1,0 +1,28 @@
+import { performance } from 'node:perf_hooks';
+
+/**
+ * Milliseconds from a monotonic clock. Never goes backwards when the wall clock is adjusted;
+ * all elapsed-time and validity arithmetic in the engine uses it (REDLOCK.md, "N masters" step 1).
+ */
+export function monotonicNow(): number {
+  return performance.now();
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason once it aborts. Leaves no timer. */
+export function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

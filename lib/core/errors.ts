@@ -1,0 +1,230 @@
+/**
+ * Errors thrown by the Redlock engine. They are plain `Error` subclasses that know nothing about
+ * transports (HTTP, RPC, ...); the Nest layer maps them. Each carries structured detail so that
+ * callers and logs can tell *why* a lock was not granted.
+ */
+
+/** How one master answered one request. */
+export type NodeOutcome =
+  /** The master set (or extended / deleted) the key for us. */
+  | 'ok'
+  /** The master answered, but another holder owns at least one of the keys (or the key is not ours). */
+  | 'held'
+  /** The master answered `ok`, but it restarted too recently to be trusted (restart quarantine). */
+  | 'quarantined'
+  /** The request failed with an error (connection refused, script error, ...). */
+  | 'error'
+  /** No answer within the per-node timeout. */
+  | 'timeout'
+  /** No answer yet when the outcome was already certain (the request is cleaned up later). */
+  | 'pending';
+
+/** One master's answer to one request, as recorded in locks and errors. */
+export interface NodeVote {
+  /** Position of the master in the client list given to the engine. */
+  readonly node: number;
+  /** Human-readable address of the master, with any password redacted. */
+  readonly name: string;
+  /** What the master answered. */
+  readonly outcome: NodeOutcome;
+  /** Milliseconds between sending the request and the answer (or the timeout). */
+  readonly latency: number;
+  /** Error message for `error` outcomes (never contains credentials). */
+  readonly error?: string;
+  /** For `held` outcomes of an acquire: the holder's remaining TTL in ms, when known. */
+  readonly holderTtl?: number;
+}
+
+/** Machine-readable codes of {@link RedlockError}s. */
+export type RedlockErrorCode =
+  | 'LOCK_CONTENDED'
+  | 'NO_QUORUM'
+  | 'LOCK_LOST'
+  | 'WAIT_TIMEOUT'
+  | 'ABORTED'
+  | 'EXTENSION_LIMIT'
+  | 'INVALID_ARGUMENT'
+  | 'INVALID_CONFIGURATION';
+
+/** Detail shared by errors about a lock operation. */
+export interface LockErrorDetail {
+  /** Resources the operation was about (de-duplicated, sorted). */
+  readonly resources: readonly string[];
+  /** Per-node answers of the last attempt. */
+  readonly votes: readonly NodeVote[];
+  /** Number of attempts made. */
+  readonly attempts: number;
+  /** Milliseconds spent in the whole operation. */
+  readonly elapsed: number;
+}
+
+/** Base class of every error the engine throws on purpose. */
+export abstract class RedlockError extends Error {
+  /** Machine-readable code; stable across versions. */
+  abstract readonly code: RedlockErrorCode;
+
+  protected constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Base class of errors that describe a lock operation on some resources. */
+export abstract class LockOperationError extends RedlockError implements LockErrorDetail {
+  readonly resources: readonly string[];
+  readonly votes: readonly NodeVote[];
+  readonly attempts: number;
+  readonly elapsed: number;
+
+  protected constructor(message: string, detail: LockErrorDetail, options?: { cause?: unknown }) {
+    super(message, options);
+    this.resources = detail.resources;
+    this.votes = detail.votes;
+    this.attempts = detail.attempts;
+    this.elapsed = detail.elapsed;
+  }
+}
+
+/** Someone else holds (a majority of) the lock. The usual "try again later" outcome. */
+export class LockContendedError extends LockOperationError {
+  readonly code = 'LOCK_CONTENDED' as const;
+  /**
+   * Best guess, in ms, of when the current holder's lock expires at the latest (the largest TTL a
+   * master reported for the holder), or `undefined` when unknown. Suitable for `Retry-After`.
+   */
+  readonly retryAfter: number | undefined;
+
+  constructor(detail: LockErrorDetail) {
+    super(`Resource ${formatResources(detail.resources)} is locked by another holder`, detail);
+    this.retryAfter = holderTtl(detail.votes);
+  }
+}
+
+/** Why a quorum was not reached although the lock was not (only) contended. */
+export type NoQuorumReason =
+  /** Too many masters failed, timed out or are in restart quarantine. */
+  | 'unavailable'
+  /** A quorum answered, but so late that no validity was left (ttl − elapsed − drift ≤ 0). */
+  | 'validity-exhausted';
+
+/** Not enough masters could be reached (or too late) to make a majority decision. */
+export class NoQuorumError extends LockOperationError {
+  readonly code = 'NO_QUORUM' as const;
+  /** Why no usable quorum was reached. */
+  readonly reason: NoQuorumReason;
+  /** Votes needed. */
+  readonly quorum: number;
+
+  constructor(detail: LockErrorDetail & { reason: NoQuorumReason; quorum: number }) {
+    super(
+      detail.reason === 'validity-exhausted'
+        ? `Quorum for ${formatResources(detail.resources)} came too late: no validity left`
+        : `No quorum for ${formatResources(detail.resources)}: ${countOk(detail.votes)} of ${detail.votes.length} masters usable, ${detail.quorum} needed (${summarizeVotes(detail.votes)})`,
+      detail,
+    );
+    this.reason = detail.reason;
+    this.quorum = detail.quorum;
+  }
+}
+
+/** The lock is no longer held: it expired, was lost on a majority, or an extension failed. */
+export class LockLostError extends LockOperationError {
+  readonly code = 'LOCK_LOST' as const;
+
+  constructor(detail: LockErrorDetail, why: string) {
+    super(`Lock on ${formatResources(detail.resources)} lost: ${why}`, detail);
+  }
+}
+
+/** `acquire` gave up because its `waitTimeout` elapsed. */
+export class WaitTimeoutError extends LockOperationError {
+  readonly code = 'WAIT_TIMEOUT' as const;
+  /** The deadline that elapsed, in ms. */
+  readonly waitTimeout: number;
+
+  constructor(detail: LockErrorDetail & { waitTimeout: number }, options?: { cause?: unknown }) {
+    super(
+      `Gave up waiting for ${formatResources(detail.resources)} after ${detail.waitTimeout} ms`,
+      detail,
+      options,
+    );
+    this.waitTimeout = detail.waitTimeout;
+  }
+}
+
+/** A pending `acquire` was cancelled through its AbortSignal. */
+export class LockAbortedError extends LockOperationError {
+  readonly code = 'ABORTED' as const;
+
+  constructor(detail: LockErrorDetail, options?: { cause?: unknown }) {
+    super(`Acquisition of ${formatResources(detail.resources)} was aborted`, detail, options);
+  }
+}
+
+/** `extend` was called more often than the `maxExtensions` setting allows. */
+export class ExtensionLimitError extends LockOperationError {
+  readonly code = 'EXTENSION_LIMIT' as const;
+  /** The limit that was reached. */
+  readonly maxExtensions: number;
+
+  constructor(detail: LockErrorDetail & { maxExtensions: number }) {
+    super(
+      `Lock on ${formatResources(detail.resources)} reached its limit of ${detail.maxExtensions} extensions`,
+      detail,
+    );
+    this.maxExtensions = detail.maxExtensions;
+  }
+}
+
+/** A call received an invalid argument. Thrown before any Redis call is made. */
+export class InvalidArgumentError extends RedlockError {
+  readonly code = 'INVALID_ARGUMENT' as const;
+  /** Name of the offending argument or option, e.g. `ttl` or `resources[2]`. */
+  readonly field: string;
+
+  constructor(field: string, problem: string) {
+    super(`Invalid argument "${field}": ${problem}`);
+    this.field = field;
+  }
+}
+
+/** The engine (or module) settings are invalid. Thrown at construction / bootstrap. */
+export class InvalidConfigurationError extends RedlockError {
+  readonly code = 'INVALID_CONFIGURATION' as const;
+  /** Name of the offending setting, e.g. `driftFactor` or `clients[1]`. */
+  readonly field: string;
+
+  constructor(field: string, problem: string) {
+    super(`Invalid Redlock configuration "${field}": ${problem}`);
+    this.field = field;
+  }
+}
+
+function formatResources(resources: readonly string[]): string {
+  const shown = resources
+    .slice(0, 5)
+    .map((r) => JSON.stringify(r.length > 80 ? `${r.slice(0, 77)}...` : r));
+  return resources.length > 5
+    ? `[${shown.join(', ')}, +${resources.length - 5} more]`
+    : shown.join(', ');
+}
+
+function countOk(votes: readonly NodeVote[]): number {
+  return votes.filter((v) => v.outcome === 'ok').length;
+}
+
+function summarizeVotes(votes: readonly NodeVote[]): string {
+  const counts = new Map<string, number>();
+  for (const v of votes) counts.set(v.outcome, (counts.get(v.outcome) ?? 0) + 1);
+  return [...counts].map(([k, n]) => `${n} ${k}`).join(', ');
+}
+
+function holderTtl(votes: readonly NodeVote[]): number | undefined {
+  let max: number | undefined;
+  for (const v of votes) {
+    if (v.outcome === 'held' && v.holderTtl !== undefined && v.holderTtl >= 0) {
+      max = Math.max(max ?? 0, v.holderTtl);
+    }
+  }
+  return max;
+}

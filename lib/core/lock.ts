@@ -1,0 +1,180 @@
+import { monotonicNow } from './clock';
+import { LockLostError } from './errors';
+import type { NodeVote } from './errors';
+
+/** What a release achieved on each master. */
+export interface ReleaseResult {
+  /** Masters that deleted at least one of the lock's keys. */
+  readonly deleted: number;
+  /** `true` when every master answered (deleted or had nothing of ours to delete). */
+  readonly complete: boolean;
+  /** Per-master outcomes: `ok` = deleted, `held` = nothing of ours there (expired or never set). */
+  readonly votes: readonly NodeVote[];
+}
+
+/** The engine operations a {@link Lock} delegates to. */
+export interface LockOwner {
+  release(lock: Lock): Promise<ReleaseResult>;
+  extend(lock: Lock, ttl?: number): Promise<Lock>;
+}
+
+/** Mutable part of a lock, changed only by the engine. */
+export interface LockState {
+  /** Monotonic-clock time (ms) at which the lock stops being valid. */
+  validUntil: number;
+  /** Wall-clock ms at which the lock stops being valid, for humans. */
+  expiresAt: number;
+  ttl: number;
+  extensions: number;
+  released: boolean;
+  votes: readonly NodeVote[];
+  controller?: AbortController;
+  timer?: NodeJS.Timeout;
+}
+
+const states = new WeakMap<Lock, LockState>();
+
+/** Engine-internal access to a lock's mutable state. */
+export function lockState(lock: Lock): LockState {
+  const state = states.get(lock);
+  if (!state) throw new TypeError('Not a lock created by this Redlock engine');
+  return state;
+}
+
+/**
+ * A lock held on a majority of masters. Mutual exclusion is guaranteed only while
+ * {@link remainingValidity} is positive; {@link signal} aborts when it ends.
+ */
+export class Lock {
+  /** Locked resources, de-duplicated and sorted. */
+  readonly resources: readonly string[];
+  /** The random token (≥ 128 bits) that proves ownership on each master. */
+  readonly value: string;
+  /** Attempts made by the acquire that produced this lock. */
+  readonly attempts: number;
+  /**
+   * Fencing token per resource: strictly increasing across successive holders of the resource.
+   * Empty when fencing is disabled.
+   */
+  readonly fencingTokens: Readonly<Record<string, number>>;
+
+  /** @param owner engine that created the lock; @param state its initial mutable state. */
+  constructor(
+    private readonly owner: LockOwner,
+    init: {
+      resources: readonly string[];
+      value: string;
+      attempts: number;
+      fencingTokens: Readonly<Record<string, number>>;
+      state: LockState;
+    },
+  ) {
+    this.resources = init.resources;
+    this.value = init.value;
+    this.attempts = init.attempts;
+    this.fencingTokens = init.fencingTokens;
+    states.set(this, init.state);
+  }
+
+  /** The fencing token of the first resource (the only one for single-resource locks). */
+  get fencingToken(): number | undefined {
+    return this.fencingTokens[this.resources[0]];
+  }
+
+  /** Milliseconds of validity left, from a monotonic clock; 0 once expired or released. */
+  get remainingValidity(): number {
+    const s = lockState(this);
+    return s.released ? 0 : Math.max(0, s.validUntil - monotonicNow());
+  }
+
+  /** Whether the lock can still be relied on (not released, validity left). */
+  get isValid(): boolean {
+    return this.remainingValidity > 0;
+  }
+
+  /** Wall-clock time (ms since epoch) at which the validity ends. For display only. */
+  get expiresAt(): number {
+    return lockState(this).expiresAt;
+  }
+
+  /** TTL in ms requested by the last acquire or extend. */
+  get ttl(): number {
+    return lockState(this).ttl;
+  }
+
+  /** Number of successful extensions so far. */
+  get extensions(): number {
+    return lockState(this).extensions;
+  }
+
+  /** Per-master votes of the winning attempt (or of the last extension). */
+  get votes(): readonly NodeVote[] {
+    return lockState(this).votes;
+  }
+
+  /** Whether {@link release} was called. */
+  get released(): boolean {
+    return lockState(this).released;
+  }
+
+  /**
+   * Aborts (with a {@link LockLostError} as reason) when the validity window ends — at the local
+   * deadline, even if the event loop was busy when it passed (reading `remainingValidity` or
+   * `signal` re-checks) — or when the engine learns the lock was lost. Not aborted by `release()`.
+   */
+  get signal(): AbortSignal {
+    const s = lockState(this);
+    if (!s.controller) {
+      s.controller = new AbortController();
+      scheduleExpiry(this, s);
+    } else if (!s.controller.signal.aborted && !s.released && s.validUntil <= monotonicNow()) {
+      expire(this, s, 'validity ended');
+    }
+    return s.controller.signal;
+  }
+
+  /** Releases the lock on every master. Same as `redlock.release(lock)`. */
+  release(): Promise<ReleaseResult> {
+    return this.owner.release(this);
+  }
+
+  /** Extends the lock to `ttl` ms (default: its current ttl). Same as `redlock.extend(lock, ttl)`. */
+  extend(ttl?: number): Promise<Lock> {
+    return this.owner.extend(this, ttl);
+  }
+}
+
+/** (Re)arms the expiry timer of a lock whose signal is in use. */
+export function scheduleExpiry(lock: Lock, s: LockState): void {
+  if (s.timer) clearTimeout(s.timer);
+  s.timer = undefined;
+  if (!s.controller || s.controller.signal.aborted || s.released) return;
+  const left = s.validUntil - monotonicNow();
+  if (left <= 0) {
+    expire(lock, s, 'validity ended');
+    return;
+  }
+  s.timer = setTimeout(() => scheduleExpiry(lock, s), left + 1);
+  s.timer.unref?.();
+}
+
+/** Marks a lock as lost now and aborts its signal. */
+export function expire(lock: Lock, s: LockState, why: string, cause?: unknown): void {
+  if (s.timer) clearTimeout(s.timer);
+  s.timer = undefined;
+  s.validUntil = Math.min(s.validUntil, monotonicNow());
+  if (s.controller && !s.controller.signal.aborted) {
+    const err = new LockLostError(
+      { resources: lock.resources, votes: s.votes, attempts: lock.attempts, elapsed: 0 },
+      why,
+    );
+    if (cause !== undefined) Object.defineProperty(err, 'cause', { value: cause });
+    s.controller.abort(err);
+  }
+}
+
+/** Stops the expiry timer (after release). */
+export function disarm(s: LockState): void {
+  if (s.timer) clearTimeout(s.timer);
+  s.timer = undefined;
+}

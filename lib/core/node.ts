@@ -1,0 +1,194 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { NodeOutcome } from './errors';
+import { monotonicNow } from './clock';
+import type { LuaScript } from './scripts';
+import { MARKER_SEED_SCRIPT } from './scripts';
+import type { RedlockClient, RedlockLogger } from './settings';
+
+/** Result of one request to one master, bounded by a timeout. */
+export type NodeReply =
+  | { readonly kind: 'reply'; readonly value: unknown; readonly latency: number }
+  | { readonly kind: 'error'; readonly error: string; readonly latency: number }
+  | { readonly kind: 'timeout'; readonly latency: number };
+
+/** Outcome of one reply as a vote. */
+export function outcomeOf(reply: NodeReply): NodeOutcome {
+  return reply.kind === 'reply' ? 'ok' : reply.kind;
+}
+
+/** `redis://host:port` style name of a client, never including credentials. */
+export function describeClient(client: RedlockClient): string {
+  if (isCluster(client)) {
+    const nodes = client.nodes('master');
+    const first = nodes[0]?.options;
+    return first
+      ? `cluster(${first.host ?? '?'}:${first.port ?? '?'}, ${nodes.length} masters)`
+      : 'cluster';
+  }
+  const o = (client as Redis).options;
+  if (o.path) return `unix:${o.path}`;
+  return `${o.host ?? 'localhost'}:${o.port ?? 6379}${o.db ? `/${o.db}` : ''}`;
+}
+
+/** Whether a client is an ioredis Cluster. */
+export function isCluster(client: RedlockClient): client is Cluster {
+  return (client as { isCluster?: boolean }).isCluster === true;
+}
+
+/** Strips anything that looks like credentials in a URL from an error message. */
+export function redact(message: string): string {
+  return message.replace(/(\w+:\/\/)([^@\s/]*)@/g, '$1***@');
+}
+
+/**
+ * One Redis master: runs scripts with a per-request timeout (EVALSHA with NOSCRIPT fallback) and
+ * keeps the restart-quarantine state of the master.
+ *
+ * Restart quarantine: a master that lost its data (restart without persistence, restart from an
+ * old snapshot, FLUSHALL) holds a *boot marker* key whose value is its data set's birth time on
+ * the server's clock. The acquire script reads it (no extra round trip) and reports the marker's
+ * age; votes from a master whose marker is younger than the quarantine duration do not count.
+ * After every (re)connect, before the master is used for acquiring, `INFO server` tells its
+ * uptime and the marker is raised to at least "now − uptime" — a restored snapshot cannot make a
+ * freshly started process look old.
+ */
+export class MasterNode {
+  /** Redacted address, for votes and logs. */
+  readonly name: string;
+  /** Whether this master is an ioredis Cluster (no boot marker, keys grouped by slot). */
+  readonly cluster: boolean;
+  /** `true` when the master persists every write (AOF with fsync always): no quarantine needed. */
+  durable = false;
+
+  private verified = false;
+  private verifying: Promise<void> | undefined;
+  private readonly onReady = (): void => void this.verify();
+  private readonly onClose = (): void => {
+    this.verified = false;
+    this.verifying = undefined;
+  };
+
+  constructor(
+    readonly index: number,
+    readonly client: RedlockClient,
+    private readonly markerKey: string,
+    private readonly quarantine: { enabled: boolean; trustAppendFsyncAlways: boolean },
+    private readonly logger: RedlockLogger,
+  ) {
+    this.name = describeClient(client);
+    this.cluster = isCluster(client);
+    if (this.quarantine.enabled && !this.cluster) {
+      client.on('ready', this.onReady);
+      client.on('close', this.onClose);
+      if (client.status === 'ready') void this.verify();
+    }
+  }
+
+  /** Whether acquire scripts on this master must check the boot marker. */
+  get checksMarker(): boolean {
+    return this.quarantine.enabled && !this.cluster && !this.durable;
+  }
+
+  /** Stops listening to the client's events. The client itself is left alone. */
+  detach(): void {
+    this.client.off('ready', this.onReady);
+    this.client.off('close', this.onClose);
+  }
+
+  /**
+   * Resolves once the master was checked after its last (re)connect; acquire requests wait for
+   * it (within their per-node timeout) so that no vote is counted from an unchecked master.
+   */
+  ready(): Promise<void> | undefined {
+    if (!this.checksMarker || this.verified) return undefined;
+    return this.verifying ?? this.verify();
+  }
+
+  private verify(): Promise<void> {
+    const run = async (): Promise<void> => {
+      const client = this.client as Redis;
+      try {
+        if (this.quarantine.trustAppendFsyncAlways) this.durable = await this.detectDurable(client);
+        const info = await client.info('server');
+        const uptime = /uptime_in_seconds:(\d+)/.exec(info)?.[1];
+        if (uptime === undefined) throw new Error('INFO server has no uptime_in_seconds');
+        if (!this.durable) {
+          await this.evalScript(
+            MARKER_SEED_SCRIPT,
+            [this.markerKey],
+            [String(Number(uptime) * 1000)],
+          );
+        }
+      } catch (err) {
+        // Without INFO, the boot marker alone still detects a restart without persistence.
+        this.logger.warn(
+          `Redlock: could not check master ${this.name} for a restart (${redact(errorMessage(err))}); relying on its boot marker`,
+        );
+      }
+      if (this.verifying === promise) this.verified = true;
+    };
+    const promise = run();
+    this.verifying = promise;
+    return promise;
+  }
+
+  private async detectDurable(client: Redis): Promise<boolean> {
+    try {
+      const reply = (await client.config('GET', 'appendfsync')) as string[];
+      const aof = (await client.config('GET', 'appendonly')) as string[];
+      return reply[1] === 'always' && aof[1] === 'yes';
+    } catch {
+      return false;
+    }
+  }
+
+  /** Runs a script with EVALSHA, loading it with EVAL when the master does not know it yet. */
+  async evalScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
+    const client = this.client as Redis;
+    try {
+      return await client.evalsha(script.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!errorMessage(err).startsWith('NOSCRIPT')) throw err;
+      return client.eval(script.source, keys.length, ...keys, ...args);
+    }
+  }
+
+  /**
+   * Runs `task` (typically {@link evalScript}) bounded by `timeoutMs`. Never rejects; a late
+   * answer after the timeout is swallowed (the request may still take effect on the master, which
+   * is why failed acquires release on every master).
+   */
+  request(task: () => Promise<unknown>, timeoutMs: number, waitReady = false): Promise<NodeReply> {
+    const start = monotonicNow();
+    return new Promise<NodeReply>((resolve) => {
+      const timer = setTimeout(
+        () => resolve({ kind: 'timeout', latency: monotonicNow() - start }),
+        Math.max(1, timeoutMs),
+      );
+      const pending = waitReady ? this.ready() : undefined;
+      (pending ? pending.then(task) : task()).then(
+        (value) => {
+          clearTimeout(timer);
+          resolve({ kind: 'reply', value, latency: monotonicNow() - start });
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          resolve({
+            kind: 'error',
+            error: redact(errorMessage(err)),
+            latency: monotonicNow() - start,
+          });
+        },
+      );
+    });
+  }
+}
+
+/** Message of an unknown thrown value. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,747 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { delay, monotonicNow } from './clock';
+import {
+  ExtensionLimitError,
+  InvalidArgumentError,
+  InvalidConfigurationError,
+  LockAbortedError,
+  LockContendedError,
+  LockLostError,
+  NoQuorumError,
+  WaitTimeoutError,
+} from './errors';
+import type { LockErrorDetail, NodeOutcome, NodeVote } from './errors';
+import { ReleaseNotifier } from './handoff';
+import { Lock, disarm, expire, lockState, scheduleExpiry } from './lock';
+import type { LockState, ReleaseResult } from './lock';
+import { MasterNode, errorMessage, outcomeOf, redact } from './node';
+import type { NodeReply } from './node';
+import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, FENCE_RAISE_SCRIPT, RELEASE_SCRIPT } from './scripts';
+import {
+  MAX_TIMER_MS,
+  checkInteger,
+  checkNonNegative,
+  describe,
+  driftFor,
+  resolveSettings,
+} from './settings';
+import type { RedlockClient, RedlockSettings, ResolvedSettings } from './settings';
+import { slotGroups } from './slots';
+
+/** Longest accepted resource name, in characters. */
+export const MAX_RESOURCE_LENGTH = 1024;
+/** Most resources accepted in one lock. */
+export const MAX_RESOURCES = 256;
+
+/** Per-call options of {@link Redlock.acquire}. Unset fields fall back to the engine settings. */
+export interface AcquireOptions {
+  /** Lock time-to-live in ms (integer, at most the `maxTtl` setting). */
+  ttl?: number;
+  /** Retries after the first attempt. */
+  retryCount?: number;
+  /** Base delay in ms between attempts. */
+  retryDelay?: number;
+  /** Random ± spread in ms added to each delay. */
+  retryJitter?: number;
+  /** Overall deadline in ms: give up with {@link WaitTimeoutError} once it passes. */
+  waitTimeout?: number;
+  /** Cancels a pending acquire with {@link LockAbortedError}. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@link Redlock.using}: acquire options plus automatic extension control. */
+export interface UsingOptions extends AcquireOptions {
+  /** Extend the lock automatically while the routine runs. Default `true`. */
+  autoExtend?: boolean;
+  /** Extend when the remaining validity falls below this many ms. Default: the engine setting. */
+  extendThreshold?: number;
+}
+
+/** The routine run by {@link Redlock.using}. */
+export type LockedRoutine<T> = (signal: AbortSignal, lock: Lock) => Promise<T> | T;
+
+interface Request {
+  readonly resources: readonly string[];
+  readonly keys: readonly string[];
+  readonly ttl: number;
+  readonly retryCount: number;
+  readonly retryDelay: number;
+  readonly retryJitter: number;
+  readonly waitTimeout: number | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+type Attempt =
+  | { readonly lock: Lock }
+  | {
+      readonly lock?: undefined;
+      readonly error: LockContendedError | NoQuorumError;
+      readonly holderTtl?: number;
+    };
+
+/** A script's reply for one group of resources (one slot on a Cluster master). */
+interface GroupReply {
+  readonly resources: readonly string[];
+  readonly value: unknown;
+}
+
+interface Tally {
+  readonly votes: NodeVote[];
+  readonly replies: (NodeReply | undefined)[];
+  readonly ok: number;
+}
+
+/**
+ * The Redlock algorithm on N independent Redis masters (see REDLOCK.md).
+ *
+ * Framework-free: give it ioredis clients, one per master. The engine never closes them;
+ * {@link close} only drops what the engine itself created (subscriber connections, listeners).
+ */
+export class Redlock {
+  /** The validated settings in force. */
+  readonly settings: ResolvedSettings;
+  /** Votes needed for a decision. */
+  readonly quorum: number;
+  private readonly nodes: readonly MasterNode[];
+  private readonly notifier: ReleaseNotifier;
+  private readonly held = new Set<Lock>();
+  private closed = false;
+
+  constructor(clients: readonly RedlockClient[], settings: RedlockSettings = {}) {
+    if (!Array.isArray(clients) || clients.length === 0) {
+      throw new InvalidConfigurationError('clients', 'at least one Redis client is required');
+    }
+    clients.forEach((c, i) => {
+      const candidate = c as Partial<Redis> | null;
+      if (
+        !candidate ||
+        typeof candidate.evalsha !== 'function' ||
+        typeof candidate.on !== 'function'
+      ) {
+        throw new InvalidConfigurationError(
+          `clients[${i}]`,
+          `must be an ioredis Redis or Cluster instance, got ${describe(c)}`,
+        );
+      }
+    });
+    if (new Set(clients).size !== clients.length) {
+      throw new InvalidConfigurationError('clients', 'the same client instance is listed twice');
+    }
+    this.settings = resolveSettings(settings, clients.length);
+    this.quorum = this.settings.quorum;
+    const { logger, keyPrefix, quarantine } = this.settings;
+    if (clients.length < 3) {
+      logger.warn(
+        `Redlock: only ${clients.length} master(s); a single failure makes locking unavailable. Use 3 or 5 independent masters.`,
+      );
+    } else if (clients.length % 2 === 0) {
+      logger.warn(
+        `Redlock: ${clients.length} masters is an even count; ${clients.length + 1} would tolerate one more failure at no extra quorum cost.`,
+      );
+    }
+    if (this.quorum <= clients.length / 2) {
+      logger.warn(
+        `Redlock: quorum ${this.quorum} of ${clients.length} is not a majority; two holders can own the same lock at once.`,
+      );
+    }
+    this.nodes = clients.map(
+      (c, i) => new MasterNode(i, c, `${keyPrefix}boot`, quarantine, logger),
+    );
+    this.notifier = new ReleaseNotifier(this.nodes, logger, this.settings.requestTimeout);
+  }
+
+  /** Number of masters. */
+  get masterCount(): number {
+    return this.nodes.length;
+  }
+
+  /** Redacted addresses of the masters, in order. */
+  get masterNames(): readonly string[] {
+    return this.nodes.map((n) => n.name);
+  }
+
+  /** Locks acquired by this engine and not yet released (whether still valid or not). */
+  get heldLocks(): readonly Lock[] {
+    return [...this.held];
+  }
+
+  /** Redis key of a resource's lock: `${keyPrefix}{resource}` (the hash tag keeps a resource's keys in one slot). */
+  keyOf(resource: string): string {
+    return `${this.settings.keyPrefix}{${resource}}`;
+  }
+
+  /**
+   * Acquires a lock on all `resources` (all-or-nothing), retrying on contention up to
+   * `retryCount` times or until `waitTimeout`. Throws {@link LockContendedError},
+   * {@link NoQuorumError}, {@link WaitTimeoutError} or {@link LockAbortedError}.
+   */
+  async acquire(
+    resources: string | readonly string[],
+    options: AcquireOptions = {},
+  ): Promise<Lock> {
+    const req = this.prepare(resources, options);
+    const start = monotonicNow();
+    const deadline = req.waitTimeout === undefined ? Infinity : start + req.waitTimeout;
+    let attempts = 0;
+    let subscribed = false;
+    let last: Attempt | undefined;
+    const detail = (): LockErrorDetail => ({
+      resources: req.resources,
+      votes: last?.lock ? [] : (last?.error.votes ?? []),
+      attempts,
+      elapsed: monotonicNow() - start,
+    });
+    try {
+      for (;;) {
+        if (req.signal?.aborted) throw new LockAbortedError(detail(), { cause: req.signal.reason });
+        attempts++;
+        last = await this.attempt(req, attempts, start);
+        if (last.lock) return last.lock;
+        const left = deadline - monotonicNow();
+        if (attempts > req.retryCount) break;
+        if (left <= 0)
+          throw new WaitTimeoutError(
+            { ...detail(), waitTimeout: req.waitTimeout ?? 0 },
+            { cause: last.error },
+          );
+        const contended = last.error instanceof LockContendedError;
+        if (contended && this.settings.handoff && !subscribed) {
+          // Listen for the holder's release, then retry at once: a release that happened
+          // before the subscription became active cannot be missed.
+          subscribed = true;
+          await this.notifier.subscribe(req.keys);
+          continue;
+        }
+        let wait = req.retryDelay + (Math.random() * 2 - 1) * req.retryJitter;
+        if (last.holderTtl !== undefined) wait = Math.min(wait, last.holderTtl + 1);
+        wait = Math.max(0, Math.min(wait, left));
+        if (subscribed) {
+          await this.notifier.wait(req.keys, start, wait, req.signal);
+        } else {
+          await delay(wait, req.signal).catch(() => undefined);
+        }
+      }
+      throw last.error;
+    } finally {
+      if (subscribed) this.notifier.unsubscribe(req.keys);
+    }
+  }
+
+  /** One attempt, no waiting: the lock, or `null` when it is held elsewhere or no quorum answered. */
+  async tryAcquire(
+    resources: string | readonly string[],
+    options: Omit<AcquireOptions, 'retryCount' | 'waitTimeout'> = {},
+  ): Promise<Lock | null> {
+    const req = { ...this.prepare(resources, options), retryCount: 0, waitTimeout: undefined };
+    if (req.signal?.aborted) {
+      throw new LockAbortedError(
+        { resources: req.resources, votes: [], attempts: 0, elapsed: 0 },
+        { cause: req.signal.reason },
+      );
+    }
+    const result = await this.attempt(req, 1, monotonicNow());
+    return result.lock ?? null;
+  }
+
+  /**
+   * Releases a lock: compare-and-delete on **every** master, each bounded by the request timeout.
+   * Never throws because the lock expired; resolves with what each master did.
+   */
+  async release(lock: Lock): Promise<ReleaseResult> {
+    const s = this.stateOf(lock);
+    s.released = true;
+    disarm(s);
+    this.held.delete(lock);
+    return this.releaseKeys(lock.resources, lock.value);
+  }
+
+  /**
+   * Extends a lock to `ttl` ms from now (default: its current ttl) with compare-and-pexpire on
+   * every master. Succeeds only when a quorum accepts within the remaining validity; never
+   * re-creates a key that expired. Throws {@link LockLostError} when the lock is gone,
+   * {@link NoQuorumError} when too few masters answered in time (the lock keeps its old validity),
+   * {@link ExtensionLimitError} past `maxExtensions`.
+   */
+  async extend(lock: Lock, ttl?: number): Promise<Lock> {
+    const s = this.stateOf(lock);
+    const newTtl = ttl === undefined ? s.ttl : this.checkTtl(ttl);
+    const detail = (votes: readonly NodeVote[], elapsed = 0): LockErrorDetail => ({
+      resources: lock.resources,
+      votes,
+      attempts: 1,
+      elapsed,
+    });
+    if (s.released) throw new LockLostError(detail(s.votes), 'it was released');
+    if (s.extensions >= this.settings.maxExtensions) {
+      throw new ExtensionLimitError({
+        ...detail(s.votes),
+        maxExtensions: this.settings.maxExtensions,
+      });
+    }
+    const start = monotonicNow();
+    const remaining = s.validUntil - start;
+    if (remaining <= 0) {
+      expire(lock, s, 'validity ended before the extension');
+      throw new LockLostError(detail(s.votes), 'its validity ended before the extension');
+    }
+    const wallStart = Date.now();
+    const timeout = Math.min(this.settings.requestTimeout, remaining);
+    const tally = await this.vote(
+      (node) =>
+        node.request(
+          () =>
+            this.runGrouped(node, lock.resources, (keys) =>
+              node.evalScript(EXTEND_SCRIPT, keys, [lock.value, String(newTtl)]),
+            ),
+          timeout,
+        ),
+      (value) => (allGroups(value, (v) => v === 1) ? 'ok' : 'held'),
+    );
+    const end = monotonicNow();
+    const validity = newTtl - (end - start) - driftFor(newTtl, this.settings.driftFactor);
+    if (tally.ok >= this.quorum && end < s.validUntil && validity > 0) {
+      s.validUntil = start + newTtl - driftFor(newTtl, this.settings.driftFactor);
+      s.expiresAt = wallStart + newTtl - driftFor(newTtl, this.settings.driftFactor);
+      s.ttl = newTtl;
+      s.extensions++;
+      s.votes = tally.votes;
+      scheduleExpiry(lock, s);
+      return lock;
+    }
+    const held = tally.votes.filter((v) => v.outcome === 'held').length;
+    if (this.nodes.length - held < this.quorum) {
+      expire(lock, s, 'a majority of masters no longer hold it');
+      throw new LockLostError(
+        detail(tally.votes, end - start),
+        'a majority of masters no longer hold it',
+      );
+    }
+    if (end >= s.validUntil) {
+      expire(lock, s, 'validity ended during the extension');
+      throw new LockLostError(
+        detail(tally.votes, end - start),
+        'its validity ended during the extension',
+      );
+    }
+    throw new NoQuorumError({
+      ...detail(tally.votes, end - start),
+      reason: tally.ok >= this.quorum ? 'validity-exhausted' : 'unavailable',
+      quorum: this.quorum,
+    });
+  }
+
+  /**
+   * Acquires, runs `routine(signal, lock)`, extends the lock automatically before it expires and
+   * always releases. `signal` aborts (reason: {@link LockLostError}) at the local validity
+   * deadline or as soon as an extension fails. A release error never masks the routine's result or
+   * error (it goes to the logger). No timer outlives the call.
+   */
+  async using<T>(
+    resources: string | readonly string[],
+    routine: LockedRoutine<T>,
+    options: UsingOptions = {},
+  ): Promise<T> {
+    if (typeof routine !== 'function')
+      throw new InvalidArgumentError('routine', 'must be a function');
+    const autoExtend = options.autoExtend ?? true;
+    if (typeof autoExtend !== 'boolean')
+      throw new InvalidArgumentError('autoExtend', 'must be a boolean');
+    const threshold =
+      options.extendThreshold === undefined
+        ? undefined
+        : checkInteger('extendThreshold', options.extendThreshold, 1, MAX_TIMER_MS, argError);
+    const lock = await this.acquire(resources, options);
+    const stop = autoExtend ? this.keepAlive(lock, threshold) : () => undefined;
+    try {
+      return await routine(lock.signal, lock);
+    } finally {
+      stop();
+      await this.release(lock).then(
+        (r) => {
+          if (!r.complete)
+            this.settings.logger.debug?.(
+              `Redlock: release of ${lock.resources.join(', ')} incomplete`,
+            );
+        },
+        (err: unknown) =>
+          this.settings.logger.warn(`Redlock: release failed: ${redact(errorMessage(err))}`),
+      );
+    }
+  }
+
+  /**
+   * Starts extending `lock` before it expires (bounded by `maxExtensions`); the lock's signal
+   * aborts when an extension fails. Returns a function that stops it. Used by {@link using} and
+   * by the Nest layer.
+   */
+  keepAlive(lock: Lock, extendThreshold?: number): () => void {
+    const s = this.stateOf(lock);
+    const signal = lock.signal; // arms the expiry timer that aborts at the validity deadline
+    let timer: NodeJS.Timeout | undefined;
+    let stopped = false;
+    const arm = (): void => {
+      if (stopped || signal.aborted || s.released) return;
+      if (s.extensions >= this.settings.maxExtensions) return; // the expiry timer aborts at the deadline
+      const threshold =
+        extendThreshold ?? this.settings.extendThreshold ?? Math.max(1, Math.floor(s.ttl / 3));
+      const left = s.validUntil - monotonicNow();
+      timer = setTimeout(run, Math.max(0, left - threshold));
+    };
+    const run = (): void => {
+      timer = undefined;
+      if (stopped) return;
+      this.extend(lock).then(arm, (err: unknown) => {
+        if (!stopped) expire(lock, s, `extension failed: ${errorMessage(err)}`, err);
+      });
+    };
+    arm();
+    return () => {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    };
+  }
+
+  /**
+   * Stops the engine: releases every lock it still holds, closes its subscriber connections and
+   * detaches its listeners. The clients given to the constructor are left open.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all(this.heldLocks.map((l) => this.release(l).catch(() => undefined)));
+    await this.notifier.close();
+    for (const n of this.nodes) n.detach();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private async attempt(req: Request, attemptNo: number, startedAt: number): Promise<Attempt> {
+    const { ttl } = req;
+    const drift = driftFor(ttl, this.settings.driftFactor);
+    const token = randomBytes(20).toString('base64url');
+    const fencing = this.settings.fencing;
+    const start = monotonicNow();
+    const wallStart = Date.now();
+    const timeout = Math.max(1, Math.min(this.settings.requestTimeout, ttl - drift));
+    const duration = this.settings.quarantine.duration;
+    const tally = await this.vote(
+      (node) =>
+        node.request(
+          () =>
+            this.runGrouped(node, req.resources, (keys, resources) => {
+              const marker = node.checksMarker;
+              const allKeys = [...keys];
+              if (fencing) allKeys.push(...resources.map((r) => this.fenceKeyOf(r)));
+              if (marker) allKeys.push(`${this.settings.keyPrefix}boot`);
+              return node.evalScript(ACQUIRE_SCRIPT, allKeys, [
+                token,
+                String(ttl),
+                fencing ? '1' : '0',
+                marker ? '1' : '0',
+                String(keys.length),
+                String(this.settings.fencingKeyTtl),
+              ]);
+            }),
+          timeout,
+          true,
+        ),
+      (value, node) => {
+        const groups = (value as GroupReply[]).map((g) => g.value as unknown[]);
+        if (!groups.every((g) => g[0] === 1)) return 'held';
+        const young = groups.some((g) => typeof g[1] === 'number' && g[1] >= 0 && g[1] < duration);
+        return node.checksMarker && young ? 'quarantined' : 'ok';
+      },
+      (value) => {
+        const held = (value as GroupReply[])
+          .map((g) => g.value as unknown[])
+          .find((g) => g[0] === 0);
+        return typeof held?.[2] === 'number' && held[2] >= 0 ? held[2] : undefined;
+      },
+    );
+    const detail = (): LockErrorDetail => ({
+      resources: req.resources,
+      votes: tally.votes,
+      attempts: attemptNo,
+      elapsed: monotonicNow() - startedAt,
+    });
+    const fail = async (error: LockContendedError | NoQuorumError): Promise<Attempt> => {
+      await this.releaseKeys(req.resources, token);
+      return {
+        error,
+        holderTtl: error instanceof LockContendedError ? error.retryAfter : undefined,
+      };
+    };
+    if (tally.ok < this.quorum) {
+      const held = tally.votes.filter((v) => v.outcome === 'held').length;
+      return fail(
+        this.nodes.length - held < this.quorum
+          ? new LockContendedError(detail())
+          : new NoQuorumError({ ...detail(), reason: 'unavailable', quorum: this.quorum }),
+      );
+    }
+    let fencingTokens: Record<string, number> = {};
+    if (fencing) {
+      const tokens = await this.settleFencing(req.resources, tally, start + ttl - drift);
+      if (!tokens) {
+        return fail(new NoQuorumError({ ...detail(), reason: 'unavailable', quorum: this.quorum }));
+      }
+      fencingTokens = tokens;
+    }
+    if (ttl - (monotonicNow() - start) - drift <= 0) {
+      return fail(
+        new NoQuorumError({ ...detail(), reason: 'validity-exhausted', quorum: this.quorum }),
+      );
+    }
+    const state: LockState = {
+      validUntil: start + ttl - drift,
+      expiresAt: wallStart + ttl - drift,
+      ttl,
+      extensions: 0,
+      released: false,
+      votes: tally.votes,
+    };
+    const lock = new Lock(this, {
+      resources: req.resources,
+      value: token,
+      attempts: attemptNo,
+      fencingTokens,
+      state,
+    });
+    this.held.add(lock);
+    return { lock };
+  }
+
+  /**
+   * Fencing tokens: the largest counter per resource over the masters that granted the lock. When
+   * the masters already at that value do not form a quorum, raise the counters on every master
+   * (set-if-greater) and wait for a quorum to confirm, so that any later quorum sees at least it.
+   */
+  private async settleFencing(
+    resources: readonly string[],
+    tally: Tally,
+    validUntil: number,
+  ): Promise<Record<string, number> | null> {
+    const counters: (number[] | undefined)[] = tally.replies.map((reply) => {
+      if (reply?.kind !== 'reply') return undefined;
+      const byResource = new Map<string, number>();
+      for (const { resources: group, value } of reply.value as GroupReply[]) {
+        const g = value as unknown[];
+        if (g[0] === 1) group.forEach((r, i) => byResource.set(r, Number(g[2 + i])));
+      }
+      const values = resources.map((r) => byResource.get(r));
+      return values.every((v) => typeof v === 'number' && Number.isFinite(v))
+        ? (values as number[])
+        : undefined;
+    });
+    const max = resources.map((_, i) => Math.max(...counters.map((c) => c?.[i] ?? 0)));
+    const atMax = counters.filter((c) => c && c.every((v, i) => v === max[i])).length;
+    const tokens = Object.fromEntries(resources.map((r, i) => [r, max[i]]));
+    if (atMax >= this.quorum) return tokens;
+    const left = validUntil - monotonicNow();
+    if (left <= 0) return null;
+    const timeout = Math.min(this.settings.requestTimeout, left);
+    const raised = await this.vote(
+      (node, i) =>
+        counters[i] && counters[i].every((v, j) => v === max[j])
+          ? Promise.resolve<NodeReply>({ kind: 'reply', value: 1, latency: 0 })
+          : node.request(
+              () =>
+                this.runGrouped(node, resources, (_keys, group) =>
+                  node.evalScript(
+                    FENCE_RAISE_SCRIPT,
+                    group.map((r) => this.fenceKeyOf(r)),
+                    [String(this.settings.fencingKeyTtl), ...group.map((r) => String(tokens[r]))],
+                  ),
+                ),
+              timeout,
+            ),
+      () => 'ok',
+    );
+    return raised.ok >= this.quorum ? tokens : null;
+  }
+
+  private fenceKeyOf(resource: string): string {
+    return `${this.settings.keyPrefix}fence:{${resource}}`;
+  }
+
+  private async releaseKeys(resources: readonly string[], token: string): Promise<ReleaseResult> {
+    const publish = this.settings.handoff ? '1' : '0';
+    const tally = await this.vote(
+      (node) =>
+        node.request(
+          () =>
+            this.runGrouped(node, resources, (keys) =>
+              node.evalScript(RELEASE_SCRIPT, keys, [token, publish]),
+            ),
+          this.settings.requestTimeout,
+        ),
+      (value) => (allGroups(value, (v) => v === 0) ? 'held' : 'ok'),
+      undefined,
+      false,
+    );
+    return {
+      deleted: tally.ok,
+      complete: tally.votes.every((v) => v.outcome === 'ok' || v.outcome === 'held'),
+      votes: tally.votes,
+    };
+  }
+
+  /**
+   * Sends one request per master in parallel and tallies the votes. Resolves as soon as the
+   * outcome is certain (a quorum of `ok`, or too many other answers for a quorum) unless
+   * `waitAll`; unanswered masters are then recorded as `pending`.
+   */
+  private vote(
+    send: (node: MasterNode, index: number) => Promise<NodeReply>,
+    judge: (value: unknown, node: MasterNode) => NodeOutcome,
+    holderTtlOf?: (value: unknown) => number | undefined,
+    earlyExit = true,
+  ): Promise<Tally> {
+    const n = this.nodes.length;
+    const votes: NodeVote[] = this.nodes.map((node) => ({
+      node: node.index,
+      name: node.name,
+      outcome: 'pending',
+      latency: 0,
+    }));
+    const replies: (NodeReply | undefined)[] = new Array<NodeReply | undefined>(n).fill(undefined);
+    let ok = 0;
+    let notOk = 0;
+    return new Promise<Tally>((resolve) => {
+      let done = false;
+      const finish = (): void => {
+        if (done) return;
+        done = true;
+        resolve({ votes: votes.slice(), replies: replies.slice(), ok });
+      };
+      this.nodes.forEach((node, i) => {
+        send(node, i).then((reply) => {
+          if (done) return;
+          replies[i] = reply;
+          const outcome = reply.kind === 'reply' ? judge(reply.value, node) : outcomeOf(reply);
+          const vote: NodeVote = {
+            node: node.index,
+            name: node.name,
+            outcome,
+            latency: Math.round(reply.latency * 100) / 100,
+          };
+          if (reply.kind === 'error') Object.assign(vote, { error: reply.error });
+          if (outcome === 'held' && reply.kind === 'reply' && holderTtlOf) {
+            const ttl = holderTtlOf(reply.value);
+            if (ttl !== undefined) Object.assign(vote, { holderTtl: ttl });
+          }
+          votes[i] = vote;
+          if (outcome === 'ok') ok++;
+          else notOk++;
+          if (ok + notOk === n || (earlyExit && (ok >= this.quorum || n - notOk < this.quorum)))
+            finish();
+        });
+      });
+    });
+  }
+
+  /**
+   * Runs `run` once per group of keys that may share a script on this master: one group on a
+   * standalone master, one per hash slot on a Cluster. Resolves with the list of group replies.
+   */
+  private runGrouped(
+    node: MasterNode,
+    resources: readonly string[],
+    run: (keys: string[], resources: string[]) => Promise<unknown>,
+  ): Promise<GroupReply[]> {
+    const groups = node.cluster
+      ? slotGroups(resources, (r) => this.keyOf(r))
+      : [resources as string[]];
+    return Promise.all(
+      groups.map(async (g) => ({
+        resources: g,
+        value: await run(
+          g.map((r) => this.keyOf(r)),
+          g,
+        ),
+      })),
+    );
+  }
+
+  private stateOf(lock: Lock): LockState {
+    if (!(lock instanceof Lock))
+      throw new InvalidArgumentError('lock', `must be a Lock, got ${describe(lock)}`);
+    return lockState(lock);
+  }
+
+  private checkTtl(ttl: unknown, field = 'ttl'): number {
+    return checkInteger(field, ttl, 1, this.settings.maxTtl, argError);
+  }
+
+  private prepare(resources: unknown, options: AcquireOptions): Request {
+    if (this.closed) throw new InvalidArgumentError('this', 'the Redlock engine is closed');
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidArgumentError('options', `must be an object, got ${describe(options)}`);
+    }
+    const list = normalizeResources(resources);
+    const s = this.settings;
+    const ttl = options.ttl === undefined ? s.ttl : this.checkTtl(options.ttl);
+    if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+      throw new InvalidArgumentError('signal', 'must be an AbortSignal');
+    }
+    return {
+      resources: list,
+      keys: list.map((r) => this.keyOf(r)),
+      ttl,
+      retryCount:
+        options.retryCount === undefined
+          ? s.retryCount
+          : checkInteger('retryCount', options.retryCount, 0, 1_000_000, argError),
+      retryDelay:
+        options.retryDelay === undefined
+          ? s.retryDelay
+          : checkNonNegative('retryDelay', options.retryDelay, argError),
+      retryJitter:
+        options.retryJitter === undefined
+          ? s.retryJitter
+          : checkNonNegative('retryJitter', options.retryJitter, argError),
+      waitTimeout:
+        options.waitTimeout === undefined
+          ? undefined
+          : checkInteger('waitTimeout', options.waitTimeout, 0, MAX_TIMER_MS, argError),
+      signal: options.signal,
+    };
+  }
+}
+
+const argError = (field: string, problem: string): Error =>
+  new InvalidArgumentError(field, problem);
+
+/** Validates resource names and returns them de-duplicated and sorted. */
+export function normalizeResources(resources: unknown): string[] {
+  const list = typeof resources === 'string' ? [resources] : resources;
+  if (!Array.isArray(list)) {
+    throw new InvalidArgumentError(
+      'resources',
+      `must be a string or an array of strings, got ${describe(resources)}`,
+    );
+  }
+  if (list.length === 0) throw new InvalidArgumentError('resources', 'must not be empty');
+  if (list.length > MAX_RESOURCES)
+    throw new InvalidArgumentError(
+      'resources',
+      `at most ${MAX_RESOURCES} resources per lock, got ${list.length}`,
+    );
+  list.forEach((r: unknown, i) => {
+    const field = typeof resources === 'string' ? 'resources' : `resources[${i}]`;
+    if (typeof r !== 'string')
+      throw new InvalidArgumentError(field, `must be a string, got ${describe(r)}`);
+    if (r.length === 0) throw new InvalidArgumentError(field, 'must not be empty');
+    if (r.length > MAX_RESOURCE_LENGTH)
+      throw new InvalidArgumentError(
+        field,
+        `must be at most ${MAX_RESOURCE_LENGTH} characters, got ${r.length}`,
+      );
+  });
+  return [...new Set(list as string[])].sort();
+}
+
+function allGroups(value: unknown, test: (v: unknown) => boolean): boolean {
+  return (value as GroupReply[]).every((g) => test(g.value));
+}

@@ -1,0 +1,155 @@
+import { createHash } from 'node:crypto';
+
+/** A Lua script, called by SHA1 (EVALSHA) with a fallback to EVAL on NOSCRIPT. */
+export interface LuaScript {
+  readonly name: string;
+  readonly source: string;
+  readonly sha: string;
+}
+
+function script(name: string, source: string): LuaScript {
+  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+/**
+ * Acquire: all-or-nothing `SET key token NX PX ttl` over several keys on one master.
+ *
+ * KEYS[1..n]    lock keys
+ * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
+ * KEYS[last]    boot marker (only when ARGV[4] == '1')
+ * ARGV: token, ttl, fencing flag, marker flag, n, fencing key ttl
+ *
+ * Returns {1, age} on success, followed by one fencing counter per key when fencing is on;
+ * {0, age, pttl} when some key is held (pttl of the first held key).
+ * `age` is how long ago (ms, server clock) this master's boot marker was born, -1 when not checked.
+ * A missing marker means the data set is younger than any lock we may have taken: the marker is
+ * born now, so the master reports age 0 and stays in quarantine (see RedlockEngine docs).
+ * The keys are set even on a master in quarantine: it must know about locks taken from now on.
+ *
+ * Fencing counters start from the server time in microseconds when missing, so they keep
+ * growing even after a counter key expired or a master lost its data.
+ */
+export const ACQUIRE_SCRIPT = script(
+  'acquire',
+  `
+local n = tonumber(ARGV[5])
+local fencing = ARGV[3] == '1'
+local age = -1
+local nowUs = nil
+local function serverMicros()
+  if not nowUs then
+    local t = redis.call('TIME')
+    nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return nowUs
+end
+if ARGV[4] == '1' then
+  local marker = KEYS[#KEYS]
+  local nowMs = math.floor(serverMicros() / 1000)
+  local birth = tonumber(redis.call('GET', marker))
+  if not birth then
+    birth = nowMs
+    redis.call('SET', marker, birth)
+  end
+  age = nowMs - birth
+end
+for i = 1, n do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    return {0, age, redis.call('PTTL', KEYS[i])}
+  end
+end
+local res = {1, age}
+for i = 1, n do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  if fencing then
+    local fk = KEYS[n + i]
+    if redis.call('EXISTS', fk) == 0 then
+      redis.call('SET', fk, string.format('%.0f', serverMicros()))
+    end
+    res[#res + 1] = redis.call('INCR', fk)
+    redis.call('PEXPIRE', fk, ARGV[6])
+  end
+end
+return res
+`,
+);
+
+/**
+ * Release: compare-and-delete over several keys; publishes the token on each deleted key's
+ * channel (the channel is named like the key) so that waiters can retry at once.
+ * KEYS: lock keys. ARGV: token, publish flag. Returns the number of keys deleted.
+ */
+export const RELEASE_SCRIPT = script(
+  'release',
+  `
+local deleted = 0
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then
+    redis.call('DEL', KEYS[i])
+    deleted = deleted + 1
+    if ARGV[2] == '1' then
+      redis.call('PUBLISH', KEYS[i], ARGV[1])
+    end
+  end
+end
+return deleted
+`,
+);
+
+/**
+ * Extend: all-or-nothing compare-and-pexpire. Never re-creates a missing key.
+ * KEYS: lock keys. ARGV: token, ttl. Returns 1 when every key was ours and got the new TTL.
+ */
+export const EXTEND_SCRIPT = script(
+  'extend',
+  `
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) ~= ARGV[1] then
+    return 0
+  end
+end
+for i = 1, #KEYS do
+  redis.call('PEXPIRE', KEYS[i], ARGV[2])
+end
+return 1
+`,
+);
+
+/**
+ * Raise fencing counters to at least the given values (set-if-greater), refreshing their TTL.
+ * KEYS: fencing counter keys. ARGV[1]: counter ttl, ARGV[2..]: values. Returns 1.
+ */
+export const FENCE_RAISE_SCRIPT = script(
+  'fence-raise',
+  `
+for i = 1, #KEYS do
+  local v = tonumber(ARGV[i + 1])
+  local cur = tonumber(redis.call('GET', KEYS[i]))
+  if (not cur) or cur < v then
+    redis.call('SET', KEYS[i], ARGV[i + 1], 'PX', ARGV[1])
+  end
+end
+return 1
+`,
+);
+
+/**
+ * Seed the boot marker: its birth can never be earlier than the server process's start
+ * (server time − uptime). This catches a master restarted from an old RDB snapshot, whose
+ * restored marker would otherwise claim an old birth. KEYS[1]: marker. ARGV[1]: uptime in ms.
+ * Returns the marker's age in ms (server clock).
+ */
+export const MARKER_SEED_SCRIPT = script(
+  'marker-seed',
+  `
+local t = redis.call('TIME')
+local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local floor = nowMs - tonumber(ARGV[1])
+local birth = tonumber(redis.call('GET', KEYS[1]))
+if (not birth) or birth < floor then
+  birth = floor
+  redis.call('SET', KEYS[1], string.format('%.0f', birth))
+end
+return nowMs - birth
+`,
+);

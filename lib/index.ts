@@ -1,0 +1,5 @@
+/**
+ * nestjs-redlock public API.
+ * @packageDocumentation
+ */
+export * from './core';

@@ -1,0 +1,263 @@
+/**
+ * Test harness: independent `redis-server` processes on 127.0.0.1, with fault controls.
+ *
+ * - No persistence unless asked; each server listens on a free loopback port.
+ * - Readiness is polled with PING under a deadline (no fixed sleeps).
+ * - Every process is killed when the test process exits, even after a failed test.
+ */
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Redis, { RedisOptions } from 'ioredis';
+
+const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const p of live) p.kill('SIGKILL');
+});
+
+/** Options for a set of masters. */
+export interface MastersOptions {
+  /** Keep data with AOF (`appendonly yes`, `appendfsync always`). Default false. */
+  appendFsyncAlways?: boolean;
+  /** Extra `redis-server` arguments, e.g. `['--requirepass', 's3cret']`. */
+  extraArgs?: string[];
+}
+
+/** Asks the OS for a free TCP port on loopback. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() =>
+        typeof address === 'object' && address
+          ? resolve(address.port)
+          : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+/** Resolves when a PING on `port` answers PONG, or rejects after `timeoutMs`. */
+export async function waitForPing(
+  port: number,
+  timeoutMs = 5000,
+  password?: string,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await pingOnce(port, password)) return;
+    if (Date.now() > deadline)
+      throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function pingOnce(port: number, password?: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    let buf = '';
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once('error', () => done(false));
+    socket.connect(port, '127.0.0.1', () =>
+      socket.write(password ? `AUTH ${password}\r\nPING\r\n` : 'PING\r\n'),
+    );
+    socket.on('data', (d) => {
+      buf += d.toString();
+      if (buf.includes('+PONG')) done(true);
+      else if (buf.includes('-')) done(false);
+    });
+  });
+}
+
+/** One `redis-server` process. */
+export class RedisMaster {
+  private proc: ChildProcess | undefined;
+  private readonly dir: string;
+  private password: string | undefined;
+
+  constructor(
+    readonly port: number,
+    private readonly options: MastersOptions = {},
+  ) {
+    this.dir = mkdtempSync(join(tmpdir(), 'redlock-master-'));
+    const i = options.extraArgs?.indexOf('--requirepass') ?? -1;
+    this.password = i >= 0 ? options.extraArgs?.[i + 1] : undefined;
+  }
+
+  /** `redis://127.0.0.1:port`. */
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** PID of the running process, if any. */
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+
+  /** Starts the server and waits until it answers PING. */
+  async start(): Promise<void> {
+    if (this.proc) return;
+    const args = [
+      '--port',
+      String(this.port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      this.dir,
+      '--save',
+      '',
+      '--daemonize',
+      'no',
+      '--loglevel',
+      'warning',
+      '--logfile',
+      '',
+      ...(this.options.appendFsyncAlways
+        ? ['--appendonly', 'yes', '--appendfsync', 'always']
+        : ['--appendonly', 'no']),
+      ...(this.options.extraArgs ?? []),
+    ];
+    const proc = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.proc = proc;
+    live.add(proc);
+    proc.once('exit', () => {
+      live.delete(proc);
+      if (this.proc === proc) this.proc = undefined;
+    });
+    proc.stderr?.resume();
+    await waitForPing(this.port, 5000, this.password);
+  }
+
+  /** SIGKILL: the server dies at once, losing everything (no persistence). */
+  async kill(): Promise<void> {
+    const proc = this.proc;
+    if (!proc) return;
+    if (proc.exitCode === null && proc.signalCode === null) {
+      const exited = new Promise((r) => proc.once('exit', r));
+      proc.kill('SIGCONT'); // a paused process must be able to die
+      proc.kill('SIGKILL');
+      await exited;
+    }
+    this.proc = undefined;
+  }
+
+  /** SIGSTOP: the server stops answering but keeps its connections open. */
+  pause(): void {
+    this.proc?.kill('SIGSTOP');
+  }
+
+  /** SIGCONT: resume after {@link pause}. */
+  resume(): void {
+    this.proc?.kill('SIGCONT');
+  }
+
+  /** Kills the server and starts it again on the same port: it comes back empty. */
+  async restart(): Promise<void> {
+    await this.kill();
+    await this.start();
+  }
+
+  /** Kills the server, waits `ms`, then starts it again on the same port. */
+  async stopFor(ms: number): Promise<void> {
+    await this.kill();
+    await new Promise((r) => setTimeout(r, ms));
+    await this.start();
+  }
+
+  /** Removes the data directory (call after kill). */
+  cleanup(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** N independent masters plus helpers to create clients for them. */
+export class RedisMasters {
+  readonly masters: RedisMaster[];
+  private readonly clients: Redis[] = [];
+
+  private constructor(masters: RedisMaster[]) {
+    this.masters = masters;
+  }
+
+  /** Starts `n` masters on free loopback ports. */
+  static async start(n: number, options: MastersOptions = {}): Promise<RedisMasters> {
+    assertRedisServer();
+    const masters: RedisMaster[] = [];
+    const seen = new Set<number>();
+    while (masters.length < n) {
+      const port = await freePort();
+      if (seen.has(port)) continue;
+      seen.add(port);
+      masters.push(new RedisMaster(port, options));
+    }
+    const set = new RedisMasters(masters);
+    try {
+      await Promise.all(masters.map((m) => m.start()));
+    } catch (err) {
+      await set.stop();
+      throw err;
+    }
+    return set;
+  }
+
+  /** Connection URLs of the masters. */
+  get urls(): string[] {
+    return this.masters.map((m) => m.url);
+  }
+
+  /**
+   * Creates one ioredis client per master with lock-friendly settings (fail fast when a master is
+   * down, reconnect quickly). The clients are closed by {@link stop}.
+   */
+  createClients(overrides: RedisOptions = {}): Redis[] {
+    const clients = this.masters.map(
+      (m) =>
+        new Redis({
+          host: '127.0.0.1',
+          port: m.port,
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 0,
+          retryStrategy: () => 50,
+          ...overrides,
+        }),
+    );
+    for (const c of clients) c.on('error', () => undefined);
+    this.clients.push(...clients);
+    return clients;
+  }
+
+  /** Waits until every client is `ready`. */
+  static async ready(clients: Redis[], timeoutMs = 5000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!clients.every((c) => c.status === 'ready')) {
+      if (Date.now() > deadline) throw new Error('clients not ready');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  /** Closes the clients made here and kills every master. */
+  async stop(): Promise<void> {
+    for (const c of this.clients.splice(0)) c.disconnect();
+    await Promise.all(this.masters.map((m) => m.kill()));
+    for (const m of this.masters) m.cleanup();
+  }
+}
+
+function assertRedisServer(): void {
+  const r = spawnSync(REDIS_SERVER, ['--version'], { encoding: 'utf8' });
+  if (r.error || r.status !== 0) {
+    throw new Error(
+      `${REDIS_SERVER} not found: install it (Debian: apt-get install -y redis-server) or set REDIS_SERVER_BIN`,
+    );
+  }
+}
