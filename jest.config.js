@@ -1,6 +1,6 @@
 /** @type {import('jest').Config} */
 const base = {
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }] },
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   testEnvironment: 'node',
   moduleFileExtensions: ['ts', 'js', 'json'],
 };
@@ -8,19 +8,18 @@ const base = {
 module.exports = {
   // Every suite starts its own redis-server processes; two workers match the 2-core CI machine.
   maxWorkers: 2,
+  testTimeout: 60000,
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
     {
       ...base,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/core/**/*.spec.ts', '<rootDir>/test/nest/**/*.spec.ts'],
-      testTimeout: 30000,
     },
     {
       ...base,
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'],
-      testTimeout: 60000,
     },
   ],
 };

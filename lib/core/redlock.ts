@@ -480,15 +480,16 @@ export class Redlock {
           : new NoQuorumError({ ...detail(), reason: 'unavailable', quorum: this.quorum }),
       );
     }
+    const exhausted = (): boolean => ttl - (monotonicNow() - start) - drift <= 0;
     let fencingTokens: Record<string, number> = {};
-    if (fencing) {
+    if (fencing && !exhausted()) {
       const tokens = await this.settleFencing(req.resources, tally, start + ttl - drift);
-      if (!tokens) {
+      if (!tokens && !exhausted()) {
         return fail(new NoQuorumError({ ...detail(), reason: 'unavailable', quorum: this.quorum }));
       }
-      fencingTokens = tokens;
+      fencingTokens = tokens ?? {};
     }
-    if (ttl - (monotonicNow() - start) - drift <= 0) {
+    if (exhausted()) {
       return fail(
         new NoQuorumError({ ...detail(), reason: 'validity-exhausted', quorum: this.quorum }),
       );

@@ -26,8 +26,10 @@ function script(name: string, source: string): LuaScript {
  * born now, so the master reports age 0 and stays in quarantine (see RedlockEngine docs).
  * The keys are set even on a master in quarantine: it must know about locks taken from now on.
  *
- * Fencing counters start from the server time in microseconds when missing, so they keep
- * growing even after a counter key expired or a master lost its data.
+ * Fencing counters start, when missing, from the server time in whole seconds × 10^6, so they
+ * keep growing even after a counter key expired or a master lost its data (as long as fewer
+ * than a million locks per second were handed out for one resource). Masters whose clocks agree
+ * to the second start a new resource at the same value, so the first lock needs no write-back.
  */
 export const ACQUIRE_SCRIPT = script(
   'acquire',
@@ -64,7 +66,7 @@ for i = 1, n do
   if fencing then
     local fk = KEYS[n + i]
     if redis.call('EXISTS', fk) == 0 then
-      redis.call('SET', fk, string.format('%.0f', serverMicros()))
+      redis.call('SET', fk, string.format('%.0f', math.floor(serverMicros() / 1000000) * 1000000))
     end
     res[#res + 1] = redis.call('INCR', fk)
     redis.call('PEXPIRE', fk, ARGV[6])

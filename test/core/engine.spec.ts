@@ -1,0 +1,315 @@
+/**
+ * The Redlock engine against 5 real redis-server masters (REDLOCK.md: "One master", "N masters",
+ * "Extension"). Fault cases live in faults.spec.ts.
+ */
+import type { Redis } from 'ioredis';
+import {
+  ExtensionLimitError,
+  LockContendedError,
+  LockLostError,
+  NoQuorumError,
+  Redlock,
+  WaitTimeoutError,
+  LockAbortedError,
+} from '../../lib';
+import { RedisMasters } from '../harness/redis-masters';
+import { sleep, uniqueResource, valuesOn } from '../harness/util';
+
+let masters: RedisMasters;
+let clients: Redis[];
+let probe: Redis[];
+const engines: Redlock[] = [];
+
+/** Fresh private masters: no lock predates them, so restart quarantine is off here (see quarantine.spec.ts). */
+function engine(settings: ConstructorParameters<typeof Redlock>[1] = {}): Redlock {
+  const rl = new Redlock(clients, {
+    quarantine: false,
+    retryDelay: 20,
+    retryJitter: 10,
+    ...settings,
+  });
+  engines.push(rl);
+  return rl;
+}
+
+beforeAll(async () => {
+  masters = await RedisMasters.start(5);
+  clients = masters.createClients();
+  probe = masters.createClients();
+  await RedisMasters.ready([...clients, ...probe]);
+});
+
+afterAll(async () => {
+  await Promise.all(engines.map((e) => e.close()));
+  await masters.stop();
+});
+
+describe('acquire and release', () => {
+  it('sets the same 160-bit random token with a TTL on every master, then deletes it everywhere', async () => {
+    const rl = engine();
+    const r = uniqueResource('basic');
+    const lock = await rl.acquire(r, { ttl: 5000 });
+    expect(lock.value).toMatch(/^[A-Za-z0-9_-]{27}$/); // 20 bytes, base64url
+    expect(lock.resources).toEqual([r]);
+    expect(lock.remainingValidity).toBeGreaterThan(0);
+    expect(lock.remainingValidity).toBeLessThanOrEqual(5000 - 52); // ttl − drift at most
+    expect(lock.expiresAt).toBeGreaterThan(Date.now());
+    expect(lock.votes.filter((v) => v.outcome === 'ok').length).toBeGreaterThanOrEqual(3);
+    await sleep(20); // let the masters that were not needed for the quorum answer too
+    expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(lock.value));
+    const pttl = await probe[0].pttl(rl.keyOf(r));
+    expect(pttl).toBeGreaterThan(4000);
+
+    const again = await rl.acquire(r, { ttl: 5000 }).catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(LockContendedError);
+
+    const result = await lock.release();
+    expect(result.deleted).toBe(5);
+    expect(result.complete).toBe(true);
+    expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(null));
+    expect(lock.isValid).toBe(false);
+  });
+
+  it('uses a new token for every acquisition', async () => {
+    const rl = engine();
+    const r = uniqueResource('tokens');
+    const seen = new Set<string>();
+    for (let i = 0; i < 20; i++) {
+      const lock = await rl.acquire(r);
+      seen.add(lock.value);
+      await lock.release();
+    }
+    expect(seen.size).toBe(20);
+  });
+
+  it('keeps mutual exclusion for many concurrent contenders doing a non-atomic read-modify-write', async () => {
+    // Three engines stand for three processes; each runs 8 contenders.
+    const rls = [engine(), engine(), engine()];
+    const r = uniqueResource('counter');
+    const counterKey = `counter:${r}`;
+    let inside = 0;
+    let maxInside = 0;
+    const rounds = 5;
+    const contender = async (rl: Redlock): Promise<void> => {
+      for (let i = 0; i < rounds; i++) {
+        await rl.using(
+          r,
+          async () => {
+            inside++;
+            maxInside = Math.max(maxInside, inside);
+            const value = Number((await probe[0].get(counterKey)) ?? '0');
+            await sleep(1);
+            await probe[0].set(counterKey, String(value + 1));
+            inside--;
+          },
+          { ttl: 2000, retryCount: 1000, retryDelay: 5, retryJitter: 5 },
+        );
+      }
+    };
+    await Promise.all(rls.flatMap((rl) => Array.from({ length: 8 }, () => contender(rl))));
+    expect(maxInside).toBe(1);
+    expect(Number(await probe[0].get(counterKey))).toBe(3 * 8 * rounds);
+  });
+
+  it('locks several resources all-or-nothing and releases a partial grab at once', async () => {
+    const rl = engine();
+    const [a, b, c] = [uniqueResource('a'), uniqueResource('b'), uniqueResource('c')];
+    const lockB = await rl.acquire(b);
+    const error = await rl.acquire([a, b, c], { retryCount: 0 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockContendedError);
+    // Nothing of the failed attempt is left: a and c are free on every master.
+    expect(await valuesOn(probe, rl.keyOf(a))).toEqual(Array(5).fill(null));
+    expect(await valuesOn(probe, rl.keyOf(c))).toEqual(Array(5).fill(null));
+    await lockB.release();
+    const all = await rl.acquire([c, a, b, a]);
+    expect(all.resources).toEqual([a, b, c].sort());
+    await all.release();
+  });
+
+  it('reports the holder TTL on contention and retries until waitTimeout', async () => {
+    const rl = engine();
+    const r = uniqueResource('wait');
+    const lock = await rl.acquire(r, { ttl: 3000 });
+    const error =
+      (await rl.tryAcquire(r)) ?? (await rl.acquire(r, { retryCount: 0 }).catch((e: unknown) => e));
+    expect(error).toBeInstanceOf(LockContendedError);
+    expect((error as LockContendedError).retryAfter).toBeGreaterThan(2000);
+    expect((error as LockContendedError).votes.some((v) => v.outcome === 'held')).toBe(true);
+
+    const timedOut = await rl
+      .acquire(r, { waitTimeout: 150, retryCount: 1000 })
+      .catch((e: unknown) => e);
+    expect(timedOut).toBeInstanceOf(WaitTimeoutError);
+    expect((timedOut as WaitTimeoutError).attempts).toBeGreaterThan(1);
+    await lock.release();
+  });
+
+  it('cancels a pending acquire through its AbortSignal', async () => {
+    const rl = engine();
+    const r = uniqueResource('abort');
+    const lock = await rl.acquire(r);
+    const controller = new AbortController();
+    const pending = rl.acquire(r, { retryCount: 1000, retryDelay: 50, signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('user gave up')), 60);
+    const error = await pending.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockAbortedError);
+    expect((error as Error).cause).toEqual(new Error('user gave up'));
+    await lock.release();
+  });
+
+  it('refuses a lock whose validity is used up (ttl − elapsed − drift ≤ 0) and cleans it up everywhere', async () => {
+    // Four masters are busy (a Lua busy loop) for longer than the validity budget
+    // ttl − drift = 400 − 122 = 278 ms. Waiting for them is capped at that budget: their late
+    // answers can only produce a lock with validity ≤ 0, so the attempt is refused — and their
+    // SETs, which land after the busy loop, are removed by the release sent to every master.
+    const rl = engine({ ttl: 400, maxTtl: 400, requestTimeout: 390, driftFactor: 0.3 });
+    const r = uniqueResource('validity');
+    const busy = `local s = redis.call('TIME')
+      repeat local t = redis.call('TIME') until (t[1] - s[1]) * 1000000 + (t[2] - s[2]) > 360000
+      return 1`;
+    const blockers = masters.createClients();
+    await RedisMasters.ready(blockers);
+    const blocking = blockers.slice(0, 4).map((c) => c.eval(busy, 0));
+    await sleep(30);
+    const started = Date.now();
+    const error = await rl.acquire(r, { retryCount: 0 }).catch((e: unknown) => e);
+    const waited = Date.now() - started;
+    await Promise.all(blocking);
+    expect(error).toBeInstanceOf(NoQuorumError);
+    expect(['unavailable', 'validity-exhausted']).toContain((error as NoQuorumError).reason);
+    // Bounded by the validity budget (plus the cleanup), not by the masters' 330 ms stall:
+    // the release waits at most one request timeout more.
+    expect(waited).toBeLessThan(278 + 390 + 200);
+    await sleep(20);
+    expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(null));
+    blockers.forEach((c) => c.disconnect());
+  });
+
+  it('never lets a foreign token delete a lock', async () => {
+    const rl = engine();
+    const r = uniqueResource('foreign');
+    const old = await rl.acquire(r, { ttl: 100 });
+    await sleep(150); // old expires on every master
+    const current = await rl.acquire(r, { ttl: 5000 });
+    const result = await old.release();
+    expect(result.deleted).toBe(0);
+    expect(result.votes.every((v) => v.outcome === 'held')).toBe(true);
+    await sleep(20);
+    expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(current.value));
+    await current.release();
+  });
+});
+
+describe('extend', () => {
+  it('extends on a quorum with compare-and-pexpire', async () => {
+    const rl = engine();
+    const r = uniqueResource('extend');
+    const lock = await rl.acquire(r, { ttl: 300 });
+    await sleep(150);
+    await lock.extend(2000);
+    expect(lock.remainingValidity).toBeGreaterThan(1500);
+    expect(lock.extensions).toBe(1);
+    expect(await probe[1].pttl(rl.keyOf(r))).toBeGreaterThan(1500);
+    await lock.release();
+  });
+
+  it('fails after expiry and never re-creates the key', async () => {
+    const rl = engine();
+    const r = uniqueResource('expired');
+    const lock = await rl.acquire(r, { ttl: 100 });
+    await sleep(150);
+    await expect(lock.extend(5000)).rejects.toBeInstanceOf(LockLostError);
+    expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(null));
+  });
+
+  it('fails when the keys were taken over, even with validity left on our clock', async () => {
+    const rl = engine();
+    const r = uniqueResource('stolen');
+    const lock = await rl.acquire(r, { ttl: 5000 });
+    const signal = lock.signal;
+    // Someone deletes our keys on a majority (e.g. FLUSHALL by an operator): the lock is gone.
+    await Promise.all(probe.slice(0, 3).map((c) => c.del(rl.keyOf(r))));
+    await expect(lock.extend(5000)).rejects.toBeInstanceOf(LockLostError);
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason).toBeInstanceOf(LockLostError);
+    expect(await valuesOn(probe.slice(0, 3), rl.keyOf(r))).toEqual([null, null, null]);
+    await lock.release();
+  });
+
+  it('is bounded by maxExtensions', async () => {
+    const rl = engine({ maxExtensions: 2 });
+    const lock = await rl.acquire(uniqueResource('bounded'), { ttl: 1000 });
+    await lock.extend();
+    await lock.extend();
+    await expect(lock.extend()).rejects.toBeInstanceOf(ExtensionLimitError);
+    await lock.release();
+    await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+  });
+});
+
+describe('using', () => {
+  it('keeps a routine that runs 3× longer than the ttl locked, then releases', async () => {
+    const rl = engine();
+    const other = engine();
+    const r = uniqueResource('using');
+    let stolen = 0;
+    const result = await rl.using(
+      r,
+      async (signal, lock) => {
+        const until = Date.now() + 900;
+        while (Date.now() < until) {
+          if (await other.tryAcquire(r, { ttl: 300 })) stolen++;
+          await sleep(50);
+        }
+        return { aborted: signal.aborted, extensions: lock.extensions };
+      },
+      { ttl: 300 },
+    );
+    expect(stolen).toBe(0);
+    expect(result.aborted).toBe(false);
+    expect(result.extensions).toBeGreaterThanOrEqual(2);
+    expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(null));
+    expect(rl.heldLocks).toHaveLength(0);
+  });
+
+  it('returns the routine error, not a release error, and releases anyway', async () => {
+    const rl = engine();
+    const r = uniqueResource('throws');
+    await expect(
+      rl.using(r, async () => {
+        throw new Error('routine failed');
+      }),
+    ).rejects.toThrow('routine failed');
+    expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(null));
+  });
+
+  it('aborts the signal at the local validity deadline when auto-extension is off', async () => {
+    const rl = engine();
+    const r = uniqueResource('deadline');
+    const seen = await rl.using(
+      r,
+      async (signal, lock) => {
+        const validUntil = Date.now() + lock.remainingValidity;
+        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+        return { lateBy: Date.now() - validUntil, reason: signal.reason as unknown };
+      },
+      { ttl: 200, autoExtend: false },
+    );
+    expect(seen.reason).toBeInstanceOf(LockLostError);
+    expect(seen.lateBy).toBeGreaterThanOrEqual(-1);
+  });
+
+  it('reports the end of validity even when the event loop was blocked past it', async () => {
+    const rl = engine();
+    const lock = await rl.acquire(uniqueResource('blocked'), { ttl: 100 });
+    const signal = lock.signal;
+    const until = Date.now() + 150;
+    while (Date.now() < until) {
+      // busy: no timer can run
+    }
+    expect(lock.remainingValidity).toBe(0);
+    expect(lock.signal.aborted).toBe(true);
+    expect(signal.aborted).toBe(true);
+    await lock.release();
+  });
+});

@@ -1,0 +1,216 @@
+import {
+  ExtensionLimitError,
+  InvalidArgumentError,
+  Lock,
+  LockAbortedError,
+  LockContendedError,
+  LockLostError,
+  NoQuorumError,
+  Redlock,
+  WaitTimeoutError,
+} from '../../../lib/core';
+import { InMemoryRedlock } from '../../../lib/testing/in-memory-redlock';
+
+/**
+ * The in-memory engine must keep the real engine's contract (REDLOCK.md "Properties we promise":
+ * mutual exclusion within validity, expiry, extension rules), without Redis.
+ */
+describe('InMemoryRedlock', () => {
+  let engine: InMemoryRedlock;
+
+  beforeEach(() => {
+    engine = new InMemoryRedlock({ retryDelay: 10, retryJitter: 0 });
+  });
+
+  afterEach(async () => {
+    await engine.close();
+  });
+
+  it('is a Redlock engine handing out real Lock objects with fencing tokens', async () => {
+    expect(engine).toBeInstanceOf(Redlock);
+    const a = await engine.acquire('r');
+    expect(a).toBeInstanceOf(Lock);
+    expect(a.resources).toEqual(['r']);
+    expect(a.remainingValidity).toBeGreaterThan(0);
+    expect(a.remainingValidity).toBeLessThanOrEqual(10_000);
+    expect(a.signal.aborted).toBe(false);
+    await a.release();
+    const b = await engine.acquire('r');
+    expect(b.fencingToken).toBeGreaterThan(a.fencingToken ?? Infinity);
+    expect(engine.heldLocks).toEqual([b]);
+    await engine.release(b);
+    expect(engine.heldLocks).toEqual([]);
+  });
+
+  it('excludes a second holder until release, then hands the resource over', async () => {
+    const a = await engine.acquire(['x', 'y']);
+    await expect(engine.acquire('y', { retryCount: 0 })).rejects.toBeInstanceOf(LockContendedError);
+    expect(await engine.tryAcquire(['y', 'z'])).toBeNull();
+    // all-or-nothing: the failed multi-resource attempt did not take z
+    expect(engine.isHeld('z')).toBe(false);
+    const waiting = engine.acquire('x', { retryCount: 1000, retryDelay: 5000 });
+    await a.release();
+    // woken by the release, well before the 5 s retry delay
+    const b = await waiting;
+    expect(b.resources).toEqual(['x']);
+    await b.release();
+  });
+
+  it('serializes concurrent using() calls on one resource (no overlap)', async () => {
+    let inside = 0;
+    let maxInside = 0;
+    const run = (): Promise<void> =>
+      engine.using(
+        'counter',
+        async () => {
+          inside++;
+          maxInside = Math.max(maxInside, inside);
+          await new Promise((r) => setTimeout(r, 5));
+          inside--;
+        },
+        { retryCount: 1000 },
+      );
+    await Promise.all(Array.from({ length: 8 }, run));
+    expect(maxInside).toBe(1);
+  });
+
+  it('reports the holder ttl as retryAfter and lets a ttl expire', async () => {
+    await engine.acquire('t', { ttl: 60 });
+    const err = await engine.acquire('t', { retryCount: 0 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockContendedError);
+    expect((err as LockContendedError).retryAfter).toBeGreaterThan(0);
+    expect((err as LockContendedError).retryAfter).toBeLessThanOrEqual(60);
+    // the first lock is never released: its key expires, a waiter gets it
+    const b = await engine.acquire('t', { retryCount: 100, retryDelay: 20 });
+    expect(b.resources).toEqual(['t']);
+  });
+
+  it('aborts the signal of a lock whose validity ends', async () => {
+    const lock = await engine.acquire('v', { ttl: 40 });
+    const reason = await new Promise<unknown>((resolve) =>
+      lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)),
+    );
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(lock.isValid).toBe(false);
+  });
+
+  it('extends within validity, refuses past maxExtensions and after release', async () => {
+    const limited = new InMemoryRedlock({ maxExtensions: 1 });
+    try {
+      const lock = await limited.acquire('e', { ttl: 100 });
+      await limited.extend(lock, 1000);
+      expect(lock.extensions).toBe(1);
+      expect(lock.ttl).toBe(1000);
+      expect(lock.remainingValidity).toBeGreaterThan(100);
+      await expect(limited.extend(lock)).rejects.toBeInstanceOf(ExtensionLimitError);
+      await lock.release();
+      await expect(limited.extend(lock)).rejects.toBeInstanceOf(LockLostError);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('never re-creates an expired key on extend', async () => {
+    const lock = await engine.acquire('gone', { ttl: 30 });
+    await new Promise((r) => setTimeout(r, 60));
+    await expect(engine.extend(lock)).rejects.toBeInstanceOf(LockLostError);
+    expect(engine.isHeld('gone')).toBe(false);
+  });
+
+  it('using() keeps a lock alive past its ttl by extending it', async () => {
+    const result = await engine.using(
+      'long',
+      async (signal, lock) => {
+        await new Promise((r) => setTimeout(r, 200));
+        return { aborted: signal.aborted, extensions: lock.extensions };
+      },
+      { ttl: 60 },
+    );
+    expect(result.aborted).toBe(false);
+    expect(result.extensions).toBeGreaterThanOrEqual(2);
+    expect(engine.isHeld('long')).toBe(false);
+  });
+
+  it('hold() makes a resource look held elsewhere until free()', async () => {
+    engine.hold('h');
+    expect(engine.holderOf('h')).toEqual({ kind: 'external' });
+    await expect(engine.acquire('h', { retryCount: 0 })).rejects.toBeInstanceOf(LockContendedError);
+    expect(() => engine.hold('h')).toThrow(/already held/);
+    const waiting = engine.acquire('h', { retryCount: 1000, retryDelay: 5000 });
+    expect(engine.free('h')).toBe(true);
+    const lock = await waiting;
+    expect(engine.holderOf('h')).toEqual({ kind: 'lock', lock });
+    // free() does not touch locks acquired through the engine
+    expect(engine.free('h')).toBe(false);
+    expect(engine.isHeld('h')).toBe(true);
+  });
+
+  it('hold() with a ttl expires by itself', async () => {
+    engine.hold('ht', 30);
+    expect(engine.isHeld('ht')).toBe(true);
+    const lock = await engine.acquire('ht', { retryCount: 100, retryDelay: 10 });
+    expect(lock.resources).toEqual(['ht']);
+  });
+
+  it('loseLock() aborts the holder signal with LockLostError and frees the resource', async () => {
+    const outcome = engine.using('lost', async (signal) => {
+      const reason = await new Promise<unknown>((resolve) =>
+        signal.addEventListener('abort', () => resolve(signal.reason)),
+      );
+      return reason;
+    });
+    await waitFor(() => engine.isHeld('lost'));
+    const lost = engine.loseLock('lost');
+    expect(lost).toBeInstanceOf(Lock);
+    expect(await outcome).toBeInstanceOf(LockLostError);
+    expect(engine.loseLock('nothing-here')).toBeUndefined();
+  });
+
+  it('setAvailable(false) fails acquires with NoQuorumError until restored', async () => {
+    engine.setAvailable(false);
+    await expect(engine.acquire('q', { retryCount: 0 })).rejects.toBeInstanceOf(NoQuorumError);
+    expect(await engine.tryAcquire('q')).toBeNull();
+    engine.setAvailable(true);
+    const lock = await engine.acquire('q');
+    engine.setAvailable(false);
+    await expect(engine.extend(lock)).rejects.toBeInstanceOf(NoQuorumError);
+    expect(lock.isValid).toBe(true); // the lock keeps its old validity
+    expect((await lock.release()).complete).toBe(false);
+    engine.setAvailable(true);
+    expect(engine.isHeld('q')).toBe(true); // nothing was deleted during the outage
+  });
+
+  it('honours waitTimeout and abort signals, and validates arguments', async () => {
+    engine.hold('w');
+    await expect(
+      engine.acquire('w', { retryCount: 1000, retryDelay: 10, waitTimeout: 50 }),
+    ).rejects.toBeInstanceOf(WaitTimeoutError);
+    const ac = new AbortController();
+    const pending = engine.acquire('w', { retryCount: 1000, retryDelay: 10 });
+    const aborted = engine.acquire('w', { retryCount: 1000, retryDelay: 1000, signal: ac.signal });
+    ac.abort();
+    await expect(aborted).rejects.toBeInstanceOf(LockAbortedError);
+    engine.free('w');
+    await pending;
+    await expect(engine.acquire('')).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(engine.acquire('a', { ttl: 0 })).rejects.toThrow(/"ttl"/);
+    await expect(engine.acquire('a', { ttl: 10_000_000 })).rejects.toThrow(/"ttl"/);
+  });
+
+  it('close() releases every held lock and refuses new acquires', async () => {
+    const other = new InMemoryRedlock();
+    const lock = await other.acquire('c');
+    await other.close();
+    expect(lock.released).toBe(true);
+    expect(other.isHeld('c')).toBe(false);
+    await expect(other.acquire('c')).rejects.toThrow(/closed/);
+  });
+});
+
+async function waitFor(check: () => boolean, timeoutMs = 2000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
