@@ -133,7 +133,12 @@ export class ReleaseNotifier {
     if (node.cluster) return undefined;
     let sub = this.subscribers.get(node.index);
     if (!sub) {
-      sub = (node.client as Redis).duplicate({ lazyConnect: false });
+      sub = (node.client as Redis).duplicate({
+        lazyConnect: false,
+        // SUBSCRIBE may be sent while the new connection is still being made.
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: null,
+      });
       sub.on('error', (err: unknown) =>
         this.logger.debug?.(`Redlock: subscriber of ${node.name}: ${redact(errorMessage(err))}`),
       );

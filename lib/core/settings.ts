@@ -18,8 +18,9 @@ export interface QuarantineSettings {
   enabled?: boolean;
   /**
    * How long (ms) a master that restarted without its data is kept from voting, counted from its
-   * restart. Default: `maxTtl × (1 + driftFactor) + 2` — long enough for every lock it held to
-   * have expired.
+   * restart. Default: `maxTtl × (1 + driftFactor) + 2`, at least 1000 — long enough for every
+   * lock it held to have expired (and for fencing counters, which restart from the server time in
+   * whole seconds, to have moved past any token it handed out).
    */
   duration?: number;
   /**
@@ -220,7 +221,9 @@ export function resolveSettings(settings: RedlockSettings, nodeCount: number): R
     throw configError('quarantine', `must be a boolean or an object, got ${describe(q)}`);
   }
   const qEnabled = q === false ? false : (q.enabled ?? true);
-  const defaultDuration = Math.ceil(maxTtl * (1 + s.driftFactor)) + 2;
+  // At least 1 s: fencing counters restart from the server time in whole seconds, so a master
+  // that lost its counters must not vote again within the second its old tokens came from.
+  const defaultDuration = Math.max(1000, Math.ceil(maxTtl * (1 + s.driftFactor)) + 2);
   const duration =
     q === false || q.duration === undefined
       ? defaultDuration

@@ -1,0 +1,106 @@
+/**
+ * Fencing tokens: every acquisition returns a token per resource that strictly increases across
+ * successive holders — also across master restarts (REDLOCK.md, "Clocks": process pauses make
+ * fencing necessary). Several OS processes contend; masters are restarted empty in between.
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { Redlock } from '../../lib';
+import { RedisMaster, RedisMasters, freePort } from '../harness/redis-masters';
+import { sleep, uniqueResource } from '../harness/util';
+
+let masters: RedisMasters;
+let ledger: RedisMaster;
+let clients: Redis[];
+
+beforeAll(async () => {
+  masters = await RedisMasters.start(5);
+  ledger = new RedisMaster(await freePort());
+  await ledger.start();
+  clients = masters.createClients();
+  await RedisMasters.ready(clients);
+});
+
+afterAll(async () => {
+  await masters.stop();
+  await ledger.kill();
+  ledger.cleanup();
+});
+
+function runWorker(resource: string, count: number): Promise<[number, number][]> {
+  const ports = masters.masters.map((m) => m.port).join(',');
+  const child = spawn(
+    process.execPath,
+    [
+      '-r',
+      'ts-node/register/transpile-only',
+      join(__dirname, 'fixtures', 'fencing-worker.ts'),
+      ports,
+      String(ledger.port),
+      resource,
+      String(count),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  return new Promise((resolve, reject) => {
+    child.on('exit', (code) =>
+      code === 0
+        ? resolve(JSON.parse(out) as [number, number][])
+        : reject(new Error(`worker failed (${code}): ${err}`)),
+    );
+  });
+}
+
+it('tokens strictly increase in acquisition order across processes and master restarts', async () => {
+  const r = uniqueResource('fenced');
+  const workers = [runWorker(r, 700), runWorker(r, 700), runWorker(r, 700)];
+  let done = false;
+  void Promise.allSettled(workers).then(() => (done = true));
+  // Faults while they run: a minority restart at a time, then a majority restart.
+  const faults = (async () => {
+    const plan = [[4], [1], [2, 3], [0, 1, 2]];
+    for (const group of plan) {
+      await sleep(700);
+      if (done) return;
+      await Promise.all(group.map((i) => masters.masters[i].restart()));
+    }
+  })();
+  const results = (await Promise.all(workers)).flat();
+  await faults;
+  expect(results).toHaveLength(2100);
+  results.sort((x, y) => x[0] - y[0]);
+  expect(results.map((x) => x[0])).toEqual(Array.from({ length: 2100 }, (_, i) => i + 1));
+  for (let i = 1; i < results.length; i++) {
+    if (!(results[i][1] > results[i - 1][1])) {
+      throw new Error(
+        `token did not increase at acquisition ${i + 1}: ${results[i - 1][1]} then ${results[i][1]}`,
+      );
+    }
+  }
+});
+
+it('can be turned off', async () => {
+  const rl = new Redlock(clients, { fencing: false, quarantine: false });
+  const lock = await rl.acquire(uniqueResource('unfenced'));
+  expect(lock.fencingToken).toBeUndefined();
+  expect(lock.fencingTokens).toEqual({});
+  await lock.release();
+  await rl.close();
+});
+
+it('hands out one token per resource of a multi-resource lock', async () => {
+  const rl = new Redlock(clients, { quarantine: { duration: 0 } });
+  const [a, b] = [uniqueResource('fa'), uniqueResource('fb')];
+  const first = await rl.acquire([a, b]);
+  await first.release();
+  const second = await rl.acquire([b, a]);
+  expect(second.fencingTokens[a]).toBeGreaterThan(first.fencingTokens[a]);
+  expect(second.fencingTokens[b]).toBeGreaterThan(first.fencingTokens[b]);
+  await second.release();
+  await rl.close();
+});

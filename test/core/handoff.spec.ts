@@ -1,0 +1,104 @@
+/**
+ * Fast hand-off: the release script publishes on the masters, waiting acquires subscribe (one
+ * subscriber connection per master) and retry as soon as the resource is released.
+ */
+import type { Redis } from 'ioredis';
+import { Lock, Redlock } from '../../lib';
+import { RedisMasters } from '../harness/redis-masters';
+import { sleep, uniqueResource, waitUntil } from '../harness/util';
+
+let masters: RedisMasters;
+let clients: Redis[];
+let probe: Redis[];
+const engines: Redlock[] = [];
+
+function engine(handoff = true): Redlock {
+  // Polling alone would wait 5 s between attempts: only a hand-off can explain a fast wake-up.
+  const rl = new Redlock(clients, {
+    quarantine: false,
+    handoff,
+    retryDelay: 5000,
+    retryJitter: 0,
+    retryCount: 100,
+  });
+  engines.push(rl);
+  return rl;
+}
+
+async function subscribers(channel: string): Promise<number> {
+  const counts = await Promise.all(
+    probe.map(async (c) =>
+      Number(((await c.call('PUBSUB', 'NUMSUB', channel)) as [string, number])[1]),
+    ),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+beforeAll(async () => {
+  masters = await RedisMasters.start(5);
+  clients = masters.createClients();
+  probe = masters.createClients();
+  await RedisMasters.ready([...clients, ...probe]);
+});
+
+afterAll(async () => {
+  await Promise.all(engines.map((e) => e.close()));
+  await masters.stop();
+});
+
+it('wakes a waiter as soon as the holder releases, then unsubscribes', async () => {
+  const holder = engine();
+  const waiter = engine();
+  const r = uniqueResource('handoff');
+  const lock = await holder.acquire(r, { ttl: 10_000 });
+  const started = Date.now();
+  const pending = waiter.acquire(r, { ttl: 10_000 });
+  await waitUntil(async () => (await subscribers(waiter.keyOf(r))) === 5);
+  await sleep(100);
+  await lock.release();
+  const next = await pending;
+  expect(Date.now() - started).toBeLessThan(5000); // the retry timer alone would take 5 s
+  expect(next.attempts).toBeLessThanOrEqual(4);
+  expect(await subscribers(waiter.keyOf(r))).toBe(0); // the last waiter is done: no subscription left
+  await next.release();
+});
+
+it('serves waiters of one process oldest first', async () => {
+  const rl = engine();
+  const r = uniqueResource('fifo');
+  const first = await rl.acquire(r, { ttl: 10_000 });
+  const order: number[] = [];
+  const waiters = [0, 1, 2].map(async (i) => {
+    await sleep(i * 30);
+    const lock = await rl.acquire(r, { ttl: 10_000 });
+    order.push(i);
+    await sleep(10);
+    await lock.release();
+  });
+  await waitUntil(async () => (await subscribers(rl.keyOf(r))) === 5);
+  await sleep(120); // all three are waiting by now
+  await first.release();
+  await Promise.all(waiters);
+  expect(order).toEqual([0, 1, 2]);
+  expect(await subscribers(rl.keyOf(r))).toBe(0);
+});
+
+it('falls back to polling when hand-off is disabled', async () => {
+  const holder = engine(false);
+  const waiter = new Redlock(clients, {
+    quarantine: false,
+    handoff: false,
+    retryDelay: 300,
+    retryJitter: 0,
+  });
+  engines.push(waiter);
+  const r = uniqueResource('polling');
+  const lock: Lock = await holder.acquire(r, { ttl: 10_000 });
+  const pending = waiter.acquire(r, { ttl: 10_000 });
+  await sleep(50);
+  expect(await subscribers(waiter.keyOf(r))).toBe(0);
+  await lock.release();
+  const next = await pending;
+  expect(next.attempts).toBe(2);
+  await next.release();
+});
