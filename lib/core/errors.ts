@@ -131,8 +131,12 @@ export class NoQuorumError extends LockOperationError {
 export class LockLostError extends LockOperationError {
   readonly code = 'LOCK_LOST' as const;
 
-  constructor(detail: LockErrorDetail, why: string) {
-    super(`Lock on ${formatResources(detail.resources)} lost: ${why}`, detail);
+  constructor(detail: LockErrorDetail, why: string, cause?: unknown) {
+    super(
+      `Lock on ${formatResources(detail.resources)} lost: ${why}`,
+      detail,
+      cause === undefined ? undefined : { cause },
+    );
   }
 }
 

@@ -13,3 +13,12 @@ export type {
 } from './settings';
 export { monotonicNow } from './clock';
 export { keySlot } from './slots';
+export type {
+  RedlockEvent,
+  RedlockObserver,
+  AcquiredEvent,
+  FailedEvent,
+  ExtendedEvent,
+  ReleasedEvent,
+  LostEvent,
+} from './events';

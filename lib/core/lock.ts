@@ -27,9 +27,15 @@ export interface LockState {
   ttl: number;
   extensions: number;
   released: boolean;
+  /** Set once the lock was found lost. */
+  lost?: boolean;
   votes: readonly NodeVote[];
+  /** Monotonic-clock time (ms) at which the lock was granted. */
+  acquiredAt: number;
   controller?: AbortController;
   timer?: NodeJS.Timeout;
+  /** Told once when the lock is found lost (not on release). */
+  onLost?: (reason: LockLostError) => void;
 }
 
 const states = new WeakMap<Lock, LockState>();
@@ -163,14 +169,20 @@ export function expire(lock: Lock, s: LockState, why: string, cause?: unknown): 
   if (s.timer) clearTimeout(s.timer);
   s.timer = undefined;
   s.validUntil = Math.min(s.validUntil, monotonicNow());
-  if (s.controller && !s.controller.signal.aborted) {
-    const err = new LockLostError(
-      { resources: lock.resources, votes: s.votes, attempts: lock.attempts, elapsed: 0 },
-      why,
-    );
-    if (cause !== undefined) Object.defineProperty(err, 'cause', { value: cause });
-    s.controller.abort(err);
-  }
+  if (s.lost || s.released) return;
+  s.lost = true;
+  const err = new LockLostError(
+    {
+      resources: lock.resources,
+      votes: s.votes,
+      attempts: lock.attempts,
+      elapsed: monotonicNow() - s.acquiredAt,
+    },
+    why,
+    cause,
+  );
+  s.controller?.abort(err);
+  s.onLost?.(err);
 }
 
 /** Stops the expiry timer (after release). */

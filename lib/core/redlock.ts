@@ -3,6 +3,8 @@ import type { Redis } from 'ioredis';
 import { delay, monotonicNow } from './clock';
 import {
   ExtensionLimitError,
+  LockOperationError,
+  RedlockError,
   InvalidArgumentError,
   InvalidConfigurationError,
   LockAbortedError,
@@ -12,6 +14,7 @@ import {
   WaitTimeoutError,
 } from './errors';
 import type { LockErrorDetail, NodeOutcome, NodeVote } from './errors';
+import type { RedlockEvent, RedlockObserver } from './events';
 import { ReleaseNotifier } from './handoff';
 import { Lock, disarm, expire, lockState, scheduleExpiry } from './lock';
 import type { LockState, ReleaseResult } from './lock';
@@ -106,6 +109,7 @@ export class Redlock {
   private readonly nodes: readonly MasterNode[];
   private readonly notifier: ReleaseNotifier;
   private readonly held = new Set<Lock>();
+  private readonly observers = new Set<RedlockObserver>();
   private closed = false;
 
   constructor(clients: readonly RedlockClient[], settings: RedlockSettings = {}) {
@@ -166,6 +170,17 @@ export class Redlock {
     return [...this.held];
   }
 
+  /**
+   * Subscribes to engine events (acquired, failed, extended, released, lost) — for metrics, logs
+   * and tracing. Costs nothing while nobody observes. Returns a function that unsubscribes.
+   */
+  observe(observer: RedlockObserver): () => void {
+    if (typeof observer !== 'function')
+      throw new InvalidArgumentError('observer', 'must be a function');
+    this.observers.add(observer);
+    return () => this.observers.delete(observer);
+  }
+
   /** Redis key of a resource's lock: `${keyPrefix}{resource}` (the hash tag keeps a resource's keys in one slot). */
   keyOf(resource: string): string {
     return `${this.settings.keyPrefix}{${resource}}`;
@@ -181,7 +196,16 @@ export class Redlock {
     options: AcquireOptions = {},
   ): Promise<Lock> {
     const req = this.prepare(resources, options);
-    const start = monotonicNow();
+    const started = monotonicNow();
+    try {
+      return this.granted(await this.acquireLoop(req, started), started);
+    } catch (err) {
+      this.failed(req, err, started);
+      throw err;
+    }
+  }
+
+  private async acquireLoop(req: Request, start: number): Promise<Lock> {
     const deadline = req.waitTimeout === undefined ? Infinity : start + req.waitTimeout;
     let attempts = 0;
     let subscribed = false;
@@ -228,7 +252,10 @@ export class Redlock {
     }
   }
 
-  /** One attempt, no waiting: the lock, or `null` when it is held elsewhere or no quorum answered. */
+  /**
+   * One attempt, no waiting: the lock, or `null` when another holder has it. Throws
+   * {@link NoQuorumError} when too few masters answered (an outage is not "someone holds it").
+   */
   async tryAcquire(
     resources: string | readonly string[],
     options: Omit<AcquireOptions, 'retryCount' | 'waitTimeout'> = {},
@@ -240,8 +267,49 @@ export class Redlock {
         { cause: req.signal.reason },
       );
     }
-    const result = await this.attempt(req, 1, monotonicNow());
-    return result.lock ?? null;
+    const started = monotonicNow();
+    const result = await this.attempt(req, 1, started);
+    if (result.lock) return this.granted(result.lock, started);
+    this.failed(req, result.error, started);
+    if (result.error instanceof LockContendedError) return null;
+    throw result.error;
+  }
+
+  private granted(lock: Lock, started: number): Lock {
+    if (this.observers.size > 0) {
+      this.emit({
+        type: 'acquired',
+        resources: lock.resources,
+        lock,
+        attempts: lock.attempts,
+        waitTime: monotonicNow() - started,
+        votes: lock.votes,
+      });
+    }
+    return lock;
+  }
+
+  private failed(req: Request, err: unknown, started: number): void {
+    if (this.observers.size === 0 || !(err instanceof RedlockError)) return;
+    const detail = err instanceof LockOperationError ? err : undefined;
+    this.emit({
+      type: 'failed',
+      resources: req.resources,
+      error: err,
+      attempts: detail?.attempts ?? 0,
+      waitTime: monotonicNow() - started,
+      votes: detail?.votes ?? [],
+    });
+  }
+
+  private emit(event: RedlockEvent): void {
+    for (const observer of this.observers) {
+      try {
+        observer(event);
+      } catch (err) {
+        this.settings.logger.warn(`Redlock: an observer threw: ${redact(errorMessage(err))}`);
+      }
+    }
   }
 
   /**
@@ -250,10 +318,23 @@ export class Redlock {
    */
   async release(lock: Lock): Promise<ReleaseResult> {
     const s = this.stateOf(lock);
+    if (!s.released && s.validUntil <= monotonicNow()) {
+      expire(lock, s, 'its validity ended before it was released');
+    }
     s.released = true;
     disarm(s);
     this.held.delete(lock);
-    return this.releaseKeys(lock.resources, lock.value);
+    const result = await this.releaseKeys(lock.resources, lock.value);
+    if (this.observers.size > 0) {
+      this.emit({
+        type: 'released',
+        resources: lock.resources,
+        lock,
+        holdTime: monotonicNow() - s.acquiredAt,
+        result,
+      });
+    }
+    return result;
   }
 
   /**
@@ -307,6 +388,15 @@ export class Redlock {
       s.extensions++;
       s.votes = tally.votes;
       scheduleExpiry(lock, s);
+      if (this.observers.size > 0) {
+        this.emit({
+          type: 'extended',
+          resources: lock.resources,
+          lock,
+          ttl: newTtl,
+          extensions: s.extensions,
+        });
+      }
       return lock;
     }
     const held = tally.votes.filter((v) => v.outcome === 'held').length;
@@ -501,6 +591,7 @@ export class Redlock {
       extensions: 0,
       released: false,
       votes: tally.votes,
+      acquiredAt: start,
     };
     const lock = new Lock(this, {
       resources: req.resources,
@@ -509,6 +600,17 @@ export class Redlock {
       fencingTokens,
       state,
     });
+    state.onLost = (reason) => {
+      if (this.observers.size > 0) {
+        this.emit({
+          type: 'lost',
+          resources: lock.resources,
+          lock,
+          holdTime: monotonicNow() - state.acquiredAt,
+          reason,
+        });
+      }
+    };
     this.held.add(lock);
     return { lock };
   }

@@ -313,3 +313,40 @@ describe('using', () => {
     await lock.release();
   });
 });
+
+describe('observe', () => {
+  it('reports acquired, failed, extended, released and lost with timings and votes', async () => {
+    const rl = engine();
+    const events: string[] = [];
+    const seen: import('../../lib').RedlockEvent[] = [];
+    const stop = rl.observe((e) => {
+      events.push(e.type);
+      seen.push(e);
+    });
+    const r = uniqueResource('observed');
+    const lock = await rl.acquire(r, { ttl: 200 });
+    expect(await rl.tryAcquire(r)).toBeNull();
+    await lock.extend(100);
+    await sleep(120); // validity ends before the release
+    await lock.release();
+    stop();
+    await (await rl.acquire(r)).release();
+    expect(events).toEqual(['acquired', 'failed', 'extended', 'lost', 'released']);
+    const failed = seen[1] as import('../../lib').FailedEvent;
+    expect(failed.error).toBeInstanceOf(LockContendedError);
+    expect(failed.votes.some((v) => v.outcome === 'held')).toBe(true);
+    const released = seen[4] as import('../../lib').ReleasedEvent;
+    expect(released.holdTime).toBeGreaterThanOrEqual(100);
+  });
+
+  it('keeps working when an observer throws', async () => {
+    const warnings: string[] = [];
+    const rl = engine({ logger: { warn: (m) => warnings.push(m) } });
+    rl.observe(() => {
+      throw new Error('observer bug');
+    });
+    const lock = await rl.acquire(uniqueResource('throwing-observer'));
+    await lock.release();
+    expect(warnings.some((w) => w.includes('observer bug'))).toBe(true);
+  });
+});
