@@ -261,3 +261,78 @@ function assertRedisServer(): void {
     );
   }
 }
+
+/** A local Redis Cluster of `n` masters (no replicas), made with `redis-cli --cluster create`. */
+export class LocalCluster {
+  private constructor(readonly nodes: RedisMaster[]) {}
+
+  /** Starts the nodes, creates the cluster and waits until `cluster_state:ok`. */
+  static async start(n = 3): Promise<LocalCluster> {
+    assertRedisServer();
+    const nodes: RedisMaster[] = [];
+    for (let i = 0; i < n; i++) {
+      nodes.push(
+        new RedisMaster(await freePort(), {
+          extraArgs: [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            'nodes.conf',
+            '--cluster-node-timeout',
+            '2000',
+          ],
+        }),
+      );
+    }
+    const cluster = new LocalCluster(nodes);
+    try {
+      await Promise.all(nodes.map((m) => m.start()));
+      const create = spawnSync(
+        process.env.REDIS_CLI_BIN ?? 'redis-cli',
+        [
+          '--cluster',
+          'create',
+          ...nodes.map((m) => `127.0.0.1:${m.port}`),
+          '--cluster-replicas',
+          '0',
+          '--cluster-yes',
+        ],
+        { encoding: 'utf8', timeout: 20_000 },
+      );
+      if (create.status !== 0)
+        throw new Error(`redis-cli --cluster create failed: ${create.stderr || create.stdout}`);
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const states = await Promise.all(
+          nodes.map(async (m) => {
+            const c = new Redis({ host: '127.0.0.1', port: m.port, lazyConnect: true });
+            try {
+              await c.connect();
+              return /cluster_state:ok/.test(await c.cluster('INFO'));
+            } finally {
+              c.disconnect();
+            }
+          }),
+        );
+        if (states.every(Boolean)) break;
+        if (Date.now() > deadline) throw new Error('cluster did not reach cluster_state:ok');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+    return cluster;
+  }
+
+  /** Seed nodes for an ioredis `Cluster`. */
+  get seeds(): { host: string; port: number }[] {
+    return this.nodes.map((m) => ({ host: '127.0.0.1', port: m.port }));
+  }
+
+  /** Kills every node. */
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((m) => m.kill()));
+    for (const m of this.nodes) m.cleanup();
+  }
+}
