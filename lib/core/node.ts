@@ -61,11 +61,21 @@ export class MasterNode {
   durable = false;
 
   private verified = false;
-  private verifying: Promise<void> | undefined;
+  /** Bumped on every disconnect, so that a check begun before it cannot mark the master verified. */
+  private epoch = 0;
+  private checking = false;
+  private readyWait: Promise<void> | undefined;
+  private resolveReady: (() => void) | undefined;
+  private warned = false;
   private readonly onReady = (): void => void this.verify();
   private readonly onClose = (): void => {
-    this.verified = false;
-    this.verifying = undefined;
+    this.epoch++;
+    this.checking = false;
+    this.durable = false;
+    if (this.verified) {
+      this.verified = false;
+      this.readyWait = undefined;
+    }
   };
 
   constructor(
@@ -93,43 +103,57 @@ export class MasterNode {
   detach(): void {
     this.client.off('ready', this.onReady);
     this.client.off('close', this.onClose);
+    this.resolveReady?.();
   }
 
   /**
    * Resolves once the master was checked after its last (re)connect; acquire requests wait for
-   * it (within their per-node timeout) so that no vote is counted from an unchecked master.
+   * it (within their per-node timeout) so that no vote is counted from an unchecked master —
+   * not even one queued while it was disconnected. All requests share one promise.
    */
   ready(): Promise<void> | undefined {
-    if (!this.checksMarker || this.verified) return undefined;
-    return this.verifying ?? this.verify();
+    if (!this.quarantine.enabled || this.cluster || this.verified) return undefined;
+    if (!this.readyWait) {
+      this.readyWait = new Promise<void>((resolve) => (this.resolveReady = resolve));
+    }
+    if (this.client.status === 'ready' && !this.checking) void this.verify();
+    return this.readyWait;
   }
 
-  private verify(): Promise<void> {
-    const run = async (): Promise<void> => {
-      const client = this.client as Redis;
-      try {
-        if (this.quarantine.trustAppendFsyncAlways) this.durable = await this.detectDurable(client);
-        const info = await client.info('server');
-        const uptime = /uptime_in_seconds:(\d+)/.exec(info)?.[1];
-        if (uptime === undefined) throw new Error('INFO server has no uptime_in_seconds');
-        if (!this.durable) {
-          await this.evalScript(
-            MARKER_SEED_SCRIPT,
-            [this.markerKey],
-            [String(Number(uptime) * 1000)],
-          );
-        }
-      } catch (err) {
-        // Without INFO, the boot marker alone still detects a restart without persistence.
+  private async verify(): Promise<void> {
+    const epoch = this.epoch;
+    this.checking = true;
+    const client = this.client as Redis;
+    try {
+      const durable = this.quarantine.trustAppendFsyncAlways && (await this.detectDurable(client));
+      if (epoch !== this.epoch) return;
+      this.durable = durable;
+      const info = await client.info('server');
+      const uptime = /uptime_in_seconds:(\d+)/.exec(info)?.[1];
+      if (uptime === undefined) throw new Error('INFO server has no uptime_in_seconds');
+      if (!this.durable) {
+        await this.evalScript(
+          MARKER_SEED_SCRIPT,
+          [this.markerKey],
+          [String(Number(uptime) * 1000)],
+        );
+      }
+      this.warned = false;
+    } catch (err) {
+      if (epoch !== this.epoch) return; // disconnected meanwhile: checked again on 'ready'
+      // Without INFO, the boot marker alone still detects a restart without persistence.
+      if (!this.warned) {
+        this.warned = true;
         this.logger.warn(
           `Redlock: could not check master ${this.name} for a restart (${redact(errorMessage(err))}); relying on its boot marker`,
         );
       }
-      if (this.verifying === promise) this.verified = true;
-    };
-    const promise = run();
-    this.verifying = promise;
-    return promise;
+    }
+    if (epoch !== this.epoch) return;
+    this.checking = false;
+    this.verified = true;
+    this.resolveReady?.();
+    this.resolveReady = undefined;
   }
 
   private async detectDurable(client: Redis): Promise<boolean> {

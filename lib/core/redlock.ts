@@ -556,7 +556,10 @@ export class Redlock {
       elapsed: monotonicNow() - startedAt,
     });
     const fail = async (error: LockContendedError | NoQuorumError): Promise<Attempt> => {
-      await this.releaseKeys(req.resources, token);
+      // Undo on every master that may hold our token: all but those that answered "held" (the
+      // script is all-or-nothing there; on a Cluster master a slot group may have succeeded).
+      const maybeSet = this.nodes.filter((n, i) => n.cluster || tally.votes[i].outcome !== 'held');
+      if (maybeSet.length > 0) await this.releaseKeys(req.resources, token, maybeSet);
       return {
         error,
         holderTtl: error instanceof LockContendedError ? error.retryAfter : undefined,
@@ -668,17 +671,24 @@ export class Redlock {
     return `${this.settings.keyPrefix}fence:{${resource}}`;
   }
 
-  private async releaseKeys(resources: readonly string[], token: string): Promise<ReleaseResult> {
+  private async releaseKeys(
+    resources: readonly string[],
+    token: string,
+    only?: readonly MasterNode[],
+  ): Promise<ReleaseResult> {
     const publish = this.settings.handoff ? '1' : '0';
+    const nothing: NodeReply = { kind: 'reply', value: [{ resources, value: 0 }], latency: 0 };
     const tally = await this.vote(
       (node) =>
-        node.request(
-          () =>
-            this.runGrouped(node, resources, (keys) =>
-              node.evalScript(RELEASE_SCRIPT, keys, [token, publish]),
+        only && !only.includes(node)
+          ? Promise.resolve(nothing)
+          : node.request(
+              () =>
+                this.runGrouped(node, resources, (keys) =>
+                  node.evalScript(RELEASE_SCRIPT, keys, [token, publish]),
+                ),
+              this.settings.requestTimeout,
             ),
-          this.settings.requestTimeout,
-        ),
       (value) => (allGroups(value, (v) => v === 0) ? 'held' : 'ok'),
       undefined,
       false,

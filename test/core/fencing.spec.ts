@@ -85,7 +85,7 @@ it('tokens strictly increase in acquisition order across processes and master re
 });
 
 it('can be turned off', async () => {
-  const rl = new Redlock(clients, { fencing: false, quarantine: false });
+  const rl = new Redlock(clients, { fencing: false, quarantine: false, requestTimeout: 250 });
   const lock = await rl.acquire(uniqueResource('unfenced'));
   expect(lock.fencingToken).toBeUndefined();
   expect(lock.fencingTokens).toEqual({});
@@ -94,7 +94,7 @@ it('can be turned off', async () => {
 });
 
 it('hands out one token per resource of a multi-resource lock', async () => {
-  const rl = new Redlock(clients, { quarantine: { duration: 0 } });
+  const rl = new Redlock(clients, { quarantine: { duration: 0 }, requestTimeout: 250 });
   const [a, b] = [uniqueResource('fa'), uniqueResource('fb')];
   const first = await rl.acquire([a, b]);
   await first.release();

@@ -247,10 +247,26 @@ export class RedisMasters {
 
   /** Closes the clients made here and kills every master. */
   async stop(): Promise<void> {
-    for (const c of this.clients.splice(0)) c.disconnect();
+    await Promise.all(this.clients.splice(0).map((c) => closeClient(c)));
     await Promise.all(this.masters.map((m) => m.kill()));
     for (const m of this.masters) m.cleanup();
   }
+}
+
+/**
+ * Disconnects a client and waits (at most 1 s) for its socket to end, so that no ioredis
+ * disconnect timer outlives the test.
+ */
+export function closeClient(c: Redis): Promise<void> {
+  if (c.status === 'end') return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 1000);
+    c.once('end', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    c.disconnect();
+  });
 }
 
 function assertRedisServer(): void {
