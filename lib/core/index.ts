@@ -2,7 +2,13 @@ export * from './errors';
 export { Lock } from './lock';
 export type { ReleaseResult, LockOwner } from './lock';
 export { Redlock, MAX_RESOURCES, MAX_RESOURCE_LENGTH, normalizeResources } from './redlock';
-export type { AcquireOptions, UsingOptions, LockedRoutine } from './redlock';
+export type {
+  AcquireOptions,
+  UsingOptions,
+  LockedRoutine,
+  MasterHealth,
+  RedlockHealth,
+} from './redlock';
 export { DEFAULT_SETTINGS, driftFor } from './settings';
 export type {
   RedlockClient,
@@ -22,3 +28,4 @@ export type {
   ReleasedEvent,
   LostEvent,
 } from './events';
+export { fencedWrite, fencedRead } from './fencing';

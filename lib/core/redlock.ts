@@ -20,7 +20,13 @@ import { Lock, disarm, expire, lockState, scheduleExpiry } from './lock';
 import type { LockState, ReleaseResult } from './lock';
 import { MasterNode, errorMessage, outcomeOf, redact } from './node';
 import type { NodeReply } from './node';
-import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, FENCE_RAISE_SCRIPT, RELEASE_SCRIPT } from './scripts';
+import {
+  ACQUIRE_SCRIPT,
+  EXTEND_SCRIPT,
+  FENCE_RAISE_SCRIPT,
+  MARKER_AGE_SCRIPT,
+  RELEASE_SCRIPT,
+} from './scripts';
 import {
   MAX_TIMER_MS,
   checkInteger,
@@ -59,6 +65,33 @@ export interface UsingOptions extends AcquireOptions {
   autoExtend?: boolean;
   /** Extend when the remaining validity falls below this many ms. Default: the engine setting. */
   extendThreshold?: number;
+}
+
+/** One master's health, as seen by this engine (see {@link Redlock.health}). */
+export interface MasterHealth {
+  /** Position in the client list. */
+  readonly node: number;
+  /** Redacted address. */
+  readonly name: string;
+  /** Whether the master answered within the request timeout. */
+  readonly reachable: boolean;
+  /** Round-trip time in ms of the check, when it answered. */
+  readonly latency: number | undefined;
+  /** Whether the master is in restart quarantine (its votes do not count yet). */
+  readonly quarantined: boolean;
+  /** Why it is unreachable (never contains credentials). */
+  readonly error?: string;
+}
+
+/** Health of the whole lock service (see {@link Redlock.health}). */
+export interface RedlockHealth {
+  /** Votes needed. */
+  readonly quorum: number;
+  /** Masters that are reachable and not in quarantine. */
+  readonly usable: number;
+  /** Whether a quorum of usable masters exists: locks can be granted. */
+  readonly available: boolean;
+  readonly masters: readonly MasterHealth[];
 }
 
 /** The routine run by {@link Redlock.using}. */
@@ -490,6 +523,39 @@ export class Redlock {
       stopped = true;
       if (timer) clearTimeout(timer);
     };
+  }
+
+  /**
+   * Checks every master (one read-only script each, bounded by the request timeout): reachable,
+   * latency, restart quarantine; and whether a quorum is available. Names are redacted.
+   */
+  async health(): Promise<RedlockHealth> {
+    const marker = `${this.settings.keyPrefix}boot`;
+    const { duration } = this.settings.quarantine;
+    const masters = await Promise.all(
+      this.nodes.map(async (node): Promise<MasterHealth> => {
+        const checks = node.checksMarker;
+        const reply = await node.request(
+          () => (checks ? node.evalScript(MARKER_AGE_SCRIPT, [marker], []) : node.client.ping()),
+          this.settings.requestTimeout,
+        );
+        const base = { node: node.index, name: node.name };
+        if (reply.kind !== 'reply') {
+          const error =
+            reply.kind === 'timeout' ? 'no answer within the request timeout' : reply.error;
+          return { ...base, reachable: false, latency: undefined, quarantined: false, error };
+        }
+        const age = typeof reply.value === 'number' ? reply.value : -1;
+        return {
+          ...base,
+          reachable: true,
+          latency: Math.round(reply.latency * 100) / 100,
+          quarantined: checks && age < duration,
+        };
+      }),
+    );
+    const usable = masters.filter((m) => m.reachable && !m.quarantined).length;
+    return { quorum: this.quorum, usable, available: usable >= this.quorum, masters };
   }
 
   /**

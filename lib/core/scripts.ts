@@ -155,3 +155,19 @@ end
 return nowMs - birth
 `,
 );
+
+/**
+ * Age of the boot marker in ms (server clock), or -1 when it is missing. Read-only: used by
+ * health checks. KEYS[1]: marker.
+ */
+export const MARKER_AGE_SCRIPT = script(
+  'marker-age',
+  `
+local birth = tonumber(redis.call('GET', KEYS[1]))
+if not birth then
+  return -1
+end
+local t = redis.call('TIME')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - birth
+`,
+);

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { Redlock } from '../../lib';
+import { InvalidArgumentError, Redlock, fencedRead, fencedWrite } from '../../lib';
 import { RedisMaster, RedisMasters, freePort } from '../harness/redis-masters';
 import { sleep, uniqueResource } from '../harness/util';
 
@@ -102,5 +102,26 @@ it('hands out one token per resource of a multi-resource lock', async () => {
   expect(second.fencingTokens[a]).toBeGreaterThan(first.fencingTokens[a]);
   expect(second.fencingTokens[b]).toBeGreaterThan(first.fencingTokens[b]);
   await second.release();
+  await rl.close();
+});
+
+it('fencedWrite refuses a write from a holder whose token is older than the last write', async () => {
+  const rl = new Redlock(clients, { quarantine: false, requestTimeout: 250 });
+  const store = clients[0]; // any Redis can be the protected store
+  const r = uniqueResource('invoice');
+  const old = await rl.acquire(r, { ttl: 100 });
+  await sleep(150); // old holder paused past its ttl...
+  const fresh = await rl.acquire(r);
+  expect(await fencedWrite(store, `data:${r}`, fresh.fencingToken as number, 'new')).toBe(true);
+  // ...and wakes up to write: refused, the newer holder's data stays.
+  expect(await fencedWrite(store, `data:${r}`, old.fencingToken as number, 'stale')).toBe(false);
+  expect(await fencedRead(store, `data:${r}`)).toEqual({
+    value: 'new',
+    fencingToken: fresh.fencingToken,
+  });
+  await expect(fencedWrite(store, `data:${r}`, -1, 'x')).rejects.toBeInstanceOf(
+    InvalidArgumentError,
+  );
+  await fresh.release();
   await rl.close();
 });

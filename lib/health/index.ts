@@ -1,0 +1,1 @@
+export { RedlockHealthIndicator } from './redlock.health';
