@@ -8,7 +8,6 @@ const base = {
 module.exports = {
   // Every suite starts its own redis-server processes; two workers match the 2-core CI machine.
   maxWorkers: 2,
-  testTimeout: 60000,
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
     {
@@ -21,5 +20,10 @@ module.exports = {
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'],
     },
+    // npm pack + install into a fresh app + compile + boot (about a minute).
+    { ...base, displayName: 'package', testMatch: ['<rootDir>/test/package/**/*.spec.ts'] },
+    // A short multi-process safety soak with fault injection (npm run test:safety runs longer ones).
+    { ...base, displayName: 'safety', testMatch: ['<rootDir>/test/safety/**/*.spec.ts'] },
   ],
+  testTimeout: 60000,
 };

@@ -1,0 +1,299 @@
+/**
+ * Safety soak checker: reads the worker and fault logs of a run and verifies
+ *
+ * 1. mutual exclusion within validity (REDLOCK.md, "Properties we promise" 1): no two critical
+ *    sections overlap on [start, min(end, validityEnd)];
+ * 2. fencing: tokens strictly increase in acquisition (start) order;
+ * 3. lock-loss signal: a section that ran past its validity end saw `lock.signal` aborted
+ *    (REDLOCK.md, "Clocks": a paused holder must learn that its lock ended);
+ * 4. the counter: every write the counter server accepted is in the final value (no lost update).
+ *
+ * Usable as a library (`checkRun`) and from the CLI (`cli.ts --check <dir>`).
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  EnterEvent,
+  ExitEvent,
+  FAULT_KINDS,
+  FaultEvent,
+  FaultKind,
+  WorkerEvent,
+  WriteOutcome,
+} from './protocol';
+
+/** Faults aimed at one holder's critical section. */
+export type TargetedFault = 'restart-majority' | 'bare-majority-restart' | 'pause-holder';
+
+/** One critical section, from its enter and (if written) exit lines. */
+export interface Section {
+  readonly enter: EnterEvent;
+  readonly exit: ExitEvent | undefined;
+}
+
+/** A broken property, with the evidence. */
+export interface Violation {
+  readonly kind: 'overlap' | 'fencing' | 'unaware' | 'lost-update' | 'unfinished';
+  readonly message: string;
+  /** Sections involved (`worker:seq`), earliest first. */
+  readonly sections?: readonly string[];
+}
+
+/** Final state of the counter server. */
+export interface CounterState {
+  /** Final counter value. */
+  readonly value: number;
+  /** Writes the server accepted. */
+  readonly accepted: number;
+}
+
+/** What a run did and what the checker found. */
+export interface CheckReport {
+  readonly sections: number;
+  readonly sectionsByMode: Readonly<Record<string, number>>;
+  readonly writes: Readonly<Record<WriteOutcome, number>>;
+  readonly extensions: number;
+  readonly extendErrors: number;
+  /** Sections that ran past their validity end (paused holders, late finishers). */
+  readonly pastValidity: number;
+  /** Of those, how many learned it through the abort event before the section ended. */
+  readonly pastValidityAbortEvent: number;
+  readonly acquireFailures: Readonly<Record<string, number>>;
+  readonly faults: Readonly<Record<FaultKind, number>>;
+  /**
+   * Targeted faults that hit their mark: a `restart-majority` or `bare-majority-restart` whose
+   * masters were back up while the targeted holder's validity window was still open (REDLOCK.md,
+   * "Crash recovery"), a `pause-holder` whose holder was still stopped when its validity ended.
+   */
+  readonly effective: Readonly<Record<TargetedFault, number>>;
+  /** Targeted faults whose holder's validity window was overlapped by another section. */
+  readonly breaches: Readonly<Record<TargetedFault, number>>;
+  /** Past-validity sections during which another worker entered (the lock had moved on). */
+  readonly pastValiditySuperseded: number;
+  readonly counter: CounterState | undefined;
+  readonly violations: readonly Violation[];
+  /** Longest overlap found (ms), 0 when none. */
+  readonly maxOverlap: number;
+}
+
+/** Reads a JSON-lines file (ignores a torn last line of a killed process). */
+export function readJsonLines<T>(file: string): T[] {
+  const out: T[] = [];
+  const lines = readFileSync(file, 'utf8').split('\n');
+  lines.forEach((line, i) => {
+    if (line.trim() === '') return;
+    try {
+      out.push(JSON.parse(line) as T);
+    } catch (err) {
+      if (i < lines.length - 1 && lines.slice(i + 1).some((l) => l.trim() !== '')) throw err;
+    }
+  });
+  return out;
+}
+
+/**
+ * Reads every `worker-*.jsonl`, `faults.jsonl` and `counter.json` (the counter server's final
+ * state) of a run directory and checks them.
+ */
+export function checkRun(dir: string): CheckReport {
+  let counter: CounterState | undefined;
+  try {
+    counter = JSON.parse(readFileSync(join(dir, 'counter.json'), 'utf8')) as CounterState;
+  } catch {
+    counter = undefined;
+  }
+  const events: WorkerEvent[] = [];
+  for (const f of readdirSync(dir)
+    .filter((n) => /^worker-\d+\.jsonl$/.test(n))
+    .sort()) {
+    events.push(...readJsonLines<WorkerEvent>(join(dir, f)));
+  }
+  let faults: FaultEvent[] = [];
+  try {
+    faults = readJsonLines<FaultEvent>(join(dir, 'faults.jsonl'));
+  } catch {
+    faults = [];
+  }
+  return check(events, faults, counter);
+}
+
+/** Checks the logged events of one run. */
+export function check(
+  events: readonly WorkerEvent[],
+  faults: readonly FaultEvent[],
+  counter?: CounterState,
+): CheckReport {
+  const enters = new Map<string, EnterEvent>();
+  const exits = new Map<string, ExitEvent>();
+  const acquireFailures: Record<string, number> = {};
+  for (const e of events) {
+    const id = `${e.worker}:${'seq' in e ? e.seq : ''}`;
+    if (e.ev === 'enter') enters.set(id, e);
+    else if (e.ev === 'exit') exits.set(id, e);
+    else acquireFailures[e.error] = (acquireFailures[e.error] ?? 0) + 1;
+  }
+  const sections: Section[] = [...enters.entries()]
+    .map(([id, enter]) => ({ enter, exit: exits.get(id) }))
+    .sort((a, b) => a.enter.start - b.enter.start);
+
+  const violations: Violation[] = [];
+  const idOf = (s: Section): string => `${s.enter.worker}:${s.enter.seq}`;
+  const describe = (s: Section): string =>
+    `worker ${s.enter.worker} #${s.enter.seq} (${s.enter.mode}, token ${s.enter.fencingToken})`;
+  // A section's window: entry until it ended or its validity ended, whichever came first.
+  const windowEnd = (s: Section): number =>
+    Math.min(s.exit?.end ?? Infinity, s.exit?.validityEnd ?? s.enter.validityEnd);
+
+  // 1. Mutual exclusion: sweep in start order, comparing with every earlier window still open.
+  let maxOverlap = 0;
+  const open: Section[] = [];
+  for (const s of sections) {
+    for (let i = open.length - 1; i >= 0; i--) {
+      const o = open[i];
+      const overlap = windowEnd(o) - s.enter.start;
+      if (overlap > 0) {
+        maxOverlap = Math.max(maxOverlap, overlap);
+        violations.push({
+          kind: 'overlap',
+          message: `${describe(s)} entered ${overlap.toFixed(1)} ms before the validity window of ${describe(o)} ended`,
+          sections: [idOf(o), idOf(s)],
+        });
+      } else {
+        open.splice(i, 1);
+      }
+    }
+    open.push(s);
+  }
+
+  // 2. Fencing tokens strictly increase in acquisition order.
+  for (let i = 1; i < sections.length; i++) {
+    const prev = sections[i - 1].enter.fencingToken;
+    const cur = sections[i].enter.fencingToken;
+    if (prev === null || cur === null || !(cur > prev)) {
+      violations.push({
+        kind: 'fencing',
+        message: `${describe(sections[i])} got token ${cur} after ${describe(sections[i - 1])}`,
+      });
+    }
+  }
+
+  // 3. Past its validity, a holder must see its signal aborted.
+  let pastValidity = 0;
+  let pastValidityAbortEvent = 0;
+  let pastValiditySuperseded = 0;
+  for (const s of sections) {
+    if (!s.exit) {
+      violations.push({ kind: 'unfinished', message: `${describe(s)} has no exit record` });
+      continue;
+    }
+    if (s.exit.end > s.exit.validityEnd) {
+      pastValidity++;
+      if (s.exit.abortedAt !== null) pastValidityAbortEvent++;
+      const exit = s.exit;
+      if (sections.some((o) => o.enter.start > exit.validityEnd && o.enter.start < exit.end)) {
+        pastValiditySuperseded++;
+      }
+      if (!s.exit.aborted) {
+        violations.push({
+          kind: 'unaware',
+          message: `${describe(s)} ended ${(s.exit.end - s.exit.validityEnd).toFixed(1)} ms past its validity but its signal did not abort`,
+        });
+      }
+    }
+  }
+
+  // 4. Counter: accepted writes all survive.
+  if (counter && counter.value !== counter.accepted) {
+    violations.push({
+      kind: 'lost-update',
+      message: `the counter server accepted ${counter.accepted} writes but the counter is ${counter.value}: ${counter.accepted - counter.value} update(s) lost`,
+    });
+  }
+
+  const writes: Record<WriteOutcome, number> = { ok: 0, skipped: 0, refused: 0, error: 0 };
+  const sectionsByMode: Record<string, number> = {};
+  let extensions = 0;
+  let extendErrors = 0;
+  for (const s of sections) {
+    sectionsByMode[s.enter.mode] = (sectionsByMode[s.enter.mode] ?? 0) + 1;
+    if (!s.exit) continue;
+    writes[s.exit.write]++;
+    extensions += s.exit.extensions;
+    if (s.exit.extendError) extendErrors++;
+  }
+  const faultCounts = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<
+    FaultKind,
+    number
+  >;
+  for (const f of faults) faultCounts[f.kind]++;
+  const byId = new Map(sections.map((s) => [idOf(s), s]));
+  const overlapped = new Set(
+    violations.filter((v) => v.kind === 'overlap').map((v) => v.sections?.[0]),
+  );
+  const effective: Record<TargetedFault, number> = {
+    'restart-majority': 0,
+    'bare-majority-restart': 0,
+    'pause-holder': 0,
+  };
+  const breaches = { ...effective };
+  for (const f of faults) {
+    if (
+      f.kind !== 'restart-majority' &&
+      f.kind !== 'bare-majority-restart' &&
+      f.kind !== 'pause-holder'
+    )
+      continue;
+    const id = `${f.worker}:${f.seq}`;
+    const target = byId.get(id);
+    if (!target) continue;
+    const hit =
+      f.kind === 'pause-holder'
+        ? target.exit !== undefined && target.exit.end > target.exit.validityEnd
+        : windowEnd(target) > f.t + f.duration;
+    if (hit) effective[f.kind]++;
+    if (overlapped.has(id)) breaches[f.kind]++;
+  }
+
+  return {
+    sections: sections.length,
+    sectionsByMode,
+    writes,
+    extensions,
+    extendErrors,
+    pastValidity,
+    pastValidityAbortEvent,
+    acquireFailures,
+    faults: faultCounts,
+    effective,
+    breaches,
+    pastValiditySuperseded,
+    counter,
+    violations,
+    maxOverlap,
+  };
+}
+
+/** Human-readable summary of a report (at most `maxViolations` violations listed). */
+export function formatReport(r: CheckReport, maxViolations = 10): string {
+  const kv = (o: Readonly<Record<string, number>>): string =>
+    Object.entries(o)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ') || '-';
+  const byKind: Record<string, number> = {};
+  for (const v of r.violations) byKind[v.kind] = (byKind[v.kind] ?? 0) + 1;
+  const lines = [
+    `critical sections: ${r.sections} (${kv(r.sectionsByMode)})`,
+    `counter writes:    ${kv(r.writes)}; extensions ok=${r.extensions} failed=${r.extendErrors}`,
+    `counter:           ${r.counter ? `value=${r.counter.value} accepted=${r.counter.accepted}` : 'not read'}`,
+    `past validity:     ${r.pastValidity} section(s): ${r.pastValidityAbortEvent} told by the abort event before they ended, ${r.pastValiditySuperseded} while another worker already held the lock`,
+    `acquire failures:  ${kv(r.acquireFailures)}`,
+    `faults injected:   ${kv(r.faults)}`,
+    `faults on target:  ${kv(r.effective)} (masters back up inside the holder's validity; holder paused past it)`,
+    `...that broke it:  ${kv(r.breaches)} (another section entered inside the holder's validity)`,
+    `violations:        ${r.violations.length}${r.violations.length ? ` (${kv(byKind)}; max overlap ${r.maxOverlap.toFixed(1)} ms)` : ''}`,
+    ...r.violations.slice(0, maxViolations).map((v) => `  - [${v.kind}] ${v.message}`),
+  ];
+  if (r.violations.length > maxViolations)
+    lines.push(`  ... and ${r.violations.length - maxViolations} more`);
+  return lines.join('\n');
+}

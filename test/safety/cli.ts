@@ -1,0 +1,97 @@
+/**
+ * `npm run test:safety -- [--duration <s>] [--workers <n>] [--no-quarantine] [--faults <kinds>]
+ * [--keep-logs]`
+ * runs one safety soak (controller.ts) and prints the checker's report; exits 1 on any violation.
+ * `npm run test:safety -- --check <dir>` re-checks the logs of an earlier run.
+ */
+import { CheckReport, checkRun, formatReport } from './checker';
+import { runSoak } from './controller';
+import { FAULT_KINDS, FaultKind } from './protocol';
+
+interface Args {
+  duration: number;
+  workers: number;
+  noQuarantine: boolean;
+  keepLogs: boolean;
+  check: string | undefined;
+  faults: FaultKind[] | undefined;
+}
+
+const USAGE = `usage: test:safety [--duration <seconds, default 20>] [--workers <n, default 3>] [--no-quarantine]
+                   [--faults <kind,...>] [--keep-logs]
+       test:safety --check <dir>
+fault kinds: ${FAULT_KINDS.join(', ')}`;
+
+function parse(argv: readonly string[]): Args {
+  const args: Args = {
+    duration: 20,
+    workers: 3,
+    noQuarantine: false,
+    keepLogs: false,
+    check: undefined,
+    faults: undefined,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value\n${USAGE}`);
+      return v;
+    };
+    const positive = (v: string): number => {
+      const n = Number(v);
+      if (!Number.isFinite(n) || n <= 0)
+        throw new Error(`${a} must be a positive number\n${USAGE}`);
+      return n;
+    };
+    if (a === '--duration') args.duration = positive(value());
+    else if (a === '--workers') args.workers = Math.max(2, Math.floor(positive(value())));
+    else if (a === '--no-quarantine') args.noQuarantine = true;
+    else if (a === '--keep-logs') args.keepLogs = true;
+    else if (a === '--check') args.check = value();
+    else if (a === '--faults') {
+      const list = value().split(',');
+      const bad = list.filter((k) => !(FAULT_KINDS as readonly string[]).includes(k));
+      if (bad.length) throw new Error(`unknown fault kind(s) ${bad.join(', ')}\n${USAGE}`);
+      args.faults = list as FaultKind[];
+    } else if (a === '--help' || a === '-h') {
+      console.log(USAGE);
+      process.exit(0);
+    } else throw new Error(`unknown argument ${a}\n${USAGE}`);
+  }
+  return args;
+}
+
+function finish(report: CheckReport): never {
+  console.log(formatReport(report));
+  process.exit(report.violations.length > 0 ? 1 : 0);
+}
+
+async function main(): Promise<void> {
+  const args = parse(process.argv.slice(2));
+  if (args.check) finish(checkRun(args.check));
+  const t = (): string => `[${((Date.now() - began) / 1000).toFixed(1).padStart(5)} s]`;
+  const began = Date.now();
+  console.log(
+    `safety soak: ${args.duration} s of faults, ${args.workers} workers, quarantine ${args.noQuarantine ? 'OFF (--no-quarantine)' : 'on'}`,
+  );
+  const result = await runSoak({
+    durationMs: args.duration * 1000,
+    workers: args.workers,
+    noQuarantine: args.noQuarantine,
+    keepLogs: args.keepLogs,
+    faults: args.faults,
+    log: (line) => console.log(`${t()} ${line}`),
+  });
+  console.log(`run took ${(result.elapsedMs / 1000).toFixed(1)} s`);
+  if (result.logsKept) console.log(`logs: ${result.dir}`);
+  finish(result.report);
+}
+
+// Ctrl-C: exit through process.exit so that the 'exit' hooks kill workers and redis-servers.
+process.once('SIGINT', () => process.exit(130));
+process.once('SIGTERM', () => process.exit(143));
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(2);
+});

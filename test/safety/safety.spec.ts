@@ -1,0 +1,169 @@
+/**
+ * Short CI run of the multi-process safety soak (controller.ts; the long run is
+ * `npm run test:safety -- --duration 60`).
+ *
+ * REDLOCK.md, "Properties we promise" 1 (mutual exclusion within the validity window) and
+ * "Crash recovery": with the engine's defaults (restart quarantine on) no fault may produce a
+ * violation; with quarantine off, restarting a majority of masters under a holder must produce
+ * one — which also proves that the checker can fail. The checker's other rules are proven on
+ * hand-made logs first.
+ */
+import { rmSync } from 'node:fs';
+import { runSoak } from './controller';
+import { check, formatReport } from './checker';
+import { CRASH_RECOVERY_FAULTS, EnterEvent, ExitEvent, FaultEvent, WorkerEvent } from './protocol';
+
+const show = (title: string, text: string): void => {
+  process.stdout.write(`\n${title}\n${text}\n`);
+};
+
+/** A critical section as the worker logs it: [start, end], validity until `validityEnd`. */
+function section(
+  worker: number,
+  seq: number,
+  start: number,
+  end: number | undefined,
+  validityEnd: number,
+  token: number,
+  exit: Partial<ExitEvent> = {},
+): WorkerEvent[] {
+  const enter: EnterEvent = {
+    ev: 'enter',
+    worker,
+    seq,
+    mode: 'normal',
+    ttl: 400,
+    start,
+    wall: start,
+    validityEnd,
+    fencingToken: token,
+    okMasters: [0, 1, 2],
+    attempts: 1,
+  };
+  if (end === undefined) return [enter];
+  return [
+    enter,
+    {
+      ev: 'exit',
+      worker,
+      seq,
+      end,
+      wall: end,
+      validityEnd,
+      aborted: end > validityEnd,
+      abortedAt: end > validityEnd ? validityEnd + 1 : null,
+      abortReason: null,
+      extensions: 0,
+      extendError: null,
+      read: 0,
+      write: 'ok',
+      error: null,
+      ...exit,
+    },
+  ];
+}
+
+describe('safety checker (hand-made logs)', () => {
+  const kinds = (
+    events: WorkerEvent[],
+    faults: FaultEvent[] = [],
+    counter = { value: 2, accepted: 2 },
+  ) => check(events, faults, counter).violations.map((v) => v.kind);
+
+  it('accepts back-to-back sections and a paused holder clipped at its validity end', () => {
+    const events = [
+      ...section(0, 1, 100, 150, 490, 10),
+      ...section(1, 1, 150.5, 200, 540, 11), // entered after the first one ended
+      ...section(0, 2, 300, 1000, 690, 12, { aborted: true }), // paused past its validity...
+      ...section(1, 2, 695, 720, 1090, 13), // ...while another worker held the lock
+    ];
+    const report = check(events, [], { value: 4, accepted: 4 });
+    expect(report.violations).toEqual([]);
+    expect(report.pastValidity).toBe(1);
+    expect(report.pastValiditySuperseded).toBe(1);
+  });
+
+  it('flags overlapping validity windows', () => {
+    expect(
+      kinds([...section(0, 1, 100, 300, 490, 10), ...section(1, 1, 299, 310, 690, 11)]),
+    ).toEqual(['overlap']);
+  });
+
+  it('flags fencing tokens that do not strictly increase', () => {
+    expect(
+      kinds([...section(0, 1, 100, 150, 490, 10), ...section(1, 1, 200, 250, 590, 10)]),
+    ).toEqual(['fencing']);
+  });
+
+  it('flags a holder that ran past its validity without its signal aborting', () => {
+    expect(
+      kinds([
+        ...section(0, 1, 100, 600, 490, 10, { aborted: false }),
+        ...section(1, 1, 700, 710, 1090, 11),
+      ]),
+    ).toEqual(['unaware']);
+  });
+
+  it('flags lost counter updates and sections without an exit record', () => {
+    const events = [...section(0, 1, 100, 150, 490, 10), ...section(1, 1, 200, 250, 590, 11)];
+    expect(kinds(events, [], { value: 1, accepted: 2 })).toEqual(['lost-update']);
+    expect(
+      kinds([...section(0, 1, 100, undefined, 490, 10)], [], { value: 0, accepted: 0 }),
+    ).toEqual(['unfinished']);
+  });
+
+  it('attributes an overlap to the fault aimed at the first holder', () => {
+    const fault: FaultEvent = {
+      ev: 'fault',
+      kind: 'restart-majority',
+      t: 110,
+      wall: 110,
+      duration: 50,
+      masters: [0, 1, 2],
+      partitioned: [],
+      worker: 0,
+      seq: 1,
+    };
+    const events = [...section(0, 1, 100, 1300, 1480, 10), ...section(1, 1, 200, 250, 590, 11)];
+    const report = check(events, [fault], { value: 1, accepted: 2 });
+    expect(report.effective['restart-majority']).toBe(1);
+    expect(report.breaches['restart-majority']).toBe(1);
+  });
+});
+
+describe('safety soak (5 masters, 3 worker processes, fault injection)', () => {
+  // Each run starts 6 redis-servers and 3 ts-node worker processes: allow for a busy machine.
+  it('keeps mutual exclusion, fencing order and lock-loss signals under faults (defaults)', async () => {
+    const { report, dir, logsKept } = await runSoak({ durationMs: 20_000, workers: 3 });
+    show(`defaults${logsKept ? ` (logs: ${dir})` : ''}`, formatReport(report));
+
+    expect(report.violations).toEqual([]);
+    expect(report.sections).toBeGreaterThanOrEqual(50);
+    expect(report.counter?.accepted).toBeGreaterThanOrEqual(50);
+    // Every fault kind was injected at least once (lists the kinds that were not).
+    expect(Object.entries(report.faults).filter(([, n]) => n < 1)).toEqual([]);
+    // The targeted faults hit: a majority restarted under a holder, a holder paused past its
+    // validity while another worker took the lock, and that holder's signal told it.
+    expect(report.effective['restart-majority']).toBeGreaterThanOrEqual(1);
+    expect(report.effective['pause-holder']).toBeGreaterThanOrEqual(1);
+    expect(report.pastValiditySuperseded).toBeGreaterThanOrEqual(1);
+  }, 90_000);
+
+  it('detects lost exclusion when the restart quarantine is off (broken variant)', async () => {
+    const { report, dir, logsKept } = await runSoak({
+      durationMs: 3_000,
+      workers: 3,
+      noQuarantine: true,
+      faults: CRASH_RECOVERY_FAULTS,
+    });
+    show(`--no-quarantine${logsKept ? ` (logs: ${dir})` : ''}`, formatReport(report, 3));
+
+    // Both restart faults let a contender in while the holder's validity window was open, and
+    // the non-atomic counter lost updates.
+    expect(report.breaches['restart-majority']).toBeGreaterThanOrEqual(1);
+    expect(report.breaches['bare-majority-restart']).toBeGreaterThanOrEqual(1);
+    expect(report.violations.some((v) => v.kind === 'overlap')).toBe(true);
+    expect(report.violations.some((v) => v.kind === 'lost-update')).toBe(true);
+    rmSync(dir, { recursive: true, force: true }); // expected violations: nothing to inspect
+  }, 60_000);
+});

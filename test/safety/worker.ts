@@ -1,0 +1,244 @@
+/**
+ * Safety soak worker: one OS process that contends for {@link RESOURCE} through the public API
+ * (`Redlock.using`) in a loop and logs every critical section (see protocol.ts).
+ *
+ * Inside a section it does a deliberately non-atomic read-modify-write of a counter on a separate
+ * redis-server: GET at the start, work, then SET value+1. Two holders at once lose an
+ * update. The SET is skipped when `lock.signal` says the lock ended, and the counter server refuses
+ * it when it arrives after the lock's validity end (a pause can land between the check and the
+ * write; refusing late writes is the storage's part, as fencing is).
+ *
+ * Started by controller.ts with `fork()`; configured through the REDLOCK_SAFETY_WORKER variable.
+ */
+import { appendFileSync } from 'node:fs';
+import Redis from 'ioredis';
+import { Lock, Redlock } from '../../lib';
+import {
+  ACCEPTED_KEY,
+  COUNTER_KEY,
+  ControllerMessage,
+  KEY_PREFIX,
+  RESOURCE,
+  SectionMode,
+  TIMING,
+  WORKER_ENV,
+  WorkerConfig,
+  WorkerEvent,
+  WorkerMessage,
+  WriteOutcome,
+  monoMs,
+} from './protocol';
+
+/** Sets the counter only while the server clock is not past the writer's validity end. */
+const WRITE_BEFORE_DEADLINE = `
+local t = redis.call('TIME')
+local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if nowMs > tonumber(ARGV[2]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('INCR', KEYS[2])
+return 1
+`;
+
+const config = JSON.parse(process.env[WORKER_ENV] ?? 'null') as WorkerConfig | null;
+if (!config) throw new Error(`${WORKER_ENV} is not set: start workers through controller.ts`);
+const cfg: WorkerConfig = config;
+
+const log = (event: WorkerEvent): void => appendFileSync(cfg.logFile, JSON.stringify(event) + '\n');
+const send = (message: WorkerMessage): void => {
+  if (process.connected) process.send?.(message);
+};
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+const nameOf = (err: unknown): string => (err instanceof Error ? err.name : typeof err);
+
+const masters = cfg.masterPorts.map(
+  (port) =>
+    new Redis({
+      host: '127.0.0.1',
+      port,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => 50,
+    }),
+);
+for (const m of masters) m.on('error', () => undefined);
+const counter = new Redis({ host: '127.0.0.1', port: cfg.counterPort, maxRetriesPerRequest: 1 });
+counter.on('error', () => undefined);
+
+const redlock = new Redlock(masters, {
+  ttl: TIMING.ttl,
+  maxTtl: TIMING.maxTtl,
+  retryCount: 1_000_000,
+  retryDelay: 30,
+  retryJitter: 20,
+  requestTimeout: 50,
+  keyPrefix: KEY_PREFIX,
+  quarantine: !cfg.noQuarantine,
+  logger: { warn: () => undefined },
+});
+
+let nextMode: SectionMode = 'normal';
+let seq = 0;
+const stopping = new AbortController();
+process.on('message', (message: ControllerMessage) => {
+  if (message.type === 'mode') nextMode = message.mode;
+  else if (message.type === 'stop') stopping.abort();
+});
+// The controller died: nothing left to report to.
+process.on('disconnect', () => process.exit(1));
+
+async function section(signal: AbortSignal, lock: Lock, mode: SectionMode): Promise<void> {
+  // Validity read first, clock second: the recorded end is never earlier than the engine's.
+  const remaining = lock.remainingValidity;
+  const start = monoMs();
+  const wallStart = Date.now();
+  let validityEnd = start + remaining;
+  /** Notes the validity end promised now (extensions move it); returns the ms left. */
+  const note = (): number => {
+    const left = lock.remainingValidity;
+    const t = monoMs();
+    if (left > 0) validityEnd = Math.max(validityEnd, t + left);
+    return left;
+  };
+  const n = ++seq;
+  if (nextMode === mode) nextMode = 'normal';
+  let abortedAt: number | null = null;
+  signal.addEventListener('abort', () => (abortedAt = monoMs()), { once: true });
+  const okMasters = lock.votes.filter((v) => v.outcome === 'ok').map((v) => v.node);
+  log({
+    ev: 'enter',
+    worker: cfg.id,
+    seq: n,
+    mode,
+    ttl: lock.ttl,
+    start,
+    wall: wallStart,
+    validityEnd,
+    fencingToken: lock.fencingToken ?? null,
+    okMasters,
+    attempts: lock.attempts,
+  });
+  send({ type: 'enter', seq: n, mode, okMasters });
+
+  let read: number | null = null;
+  let write: WriteOutcome = 'error';
+  let error: string | null = null;
+  let extendError: string | null = null;
+  const extend = async (): Promise<void> => {
+    if (signal.aborted) return;
+    try {
+      await lock.extend();
+      note();
+    } catch (err) {
+      extendError = nameOf(err);
+    }
+  };
+  try {
+    // Read, work, write: the update is lost if another holder writes in between.
+    read = Number((await counter.get(COUNTER_KEY)) ?? 0);
+    if (mode === 'auto') {
+      // Longer than the ttl: `using()` extends in the background; watch the validity move.
+      for (let i = 0; i < TIMING.autoWork / 50 && !signal.aborted; i++) {
+        await sleep(50, signal);
+        note();
+      }
+    } else {
+      const work =
+        mode === 'long'
+          ? TIMING.longWork / 2
+          : mode === 'hold'
+            ? TIMING.holdWork
+            : 5 + Math.random() * 30;
+      await sleep(work, signal);
+    }
+    // The `lock.signal` getter re-checks the validity deadline, also right after a pause.
+    const left = note();
+    if (lock.signal.aborted || left <= 0) {
+      write = 'skipped';
+    } else {
+      const deadline = Math.floor(Date.now() + left); // wall ms, the counter server's clock
+      const ok = await counter.eval(
+        WRITE_BEFORE_DEADLINE,
+        2,
+        COUNTER_KEY,
+        ACCEPTED_KEY,
+        String(read + 1),
+        String(deadline),
+      );
+      write = ok === 1 ? 'ok' : 'refused';
+    }
+    // Then keep holding for a while after one `extend()`: always in `long` sections (under the
+    // restart faults), in a fifth of the `normal` ones.
+    if (mode === 'long' || (mode === 'normal' && Math.random() < 0.2)) {
+      await extend();
+      await sleep(mode === 'long' ? TIMING.longWork / 2 : 5 + Math.random() * 20, signal);
+    }
+  } catch (err) {
+    error = nameOf(err);
+  }
+  note();
+  const end = monoMs();
+  const aborted = lock.signal.aborted;
+  const reason: unknown = lock.signal.reason;
+  log({
+    ev: 'exit',
+    worker: cfg.id,
+    seq: n,
+    end,
+    wall: Date.now(),
+    validityEnd,
+    aborted,
+    abortedAt,
+    abortReason: aborted ? (reason instanceof Error ? reason.message : String(reason)) : null,
+    extensions: lock.extensions,
+    extendError,
+    read,
+    write,
+    error,
+  });
+  send({ type: 'exit', seq: n });
+}
+
+async function main(): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (![...masters, counter].every((c) => c.status === 'ready')) {
+    if (Date.now() > deadline) throw new Error('worker: Redis clients not ready');
+    await sleep(10);
+  }
+  send({ type: 'ready' });
+  while (!stopping.signal.aborted) {
+    const mode: SectionMode =
+      nextMode === 'normal' && Math.random() < TIMING.autoShare ? 'auto' : nextMode;
+    try {
+      await redlock.using(RESOURCE, (signal, lock) => section(signal, lock, mode), {
+        ttl: mode === 'long' ? TIMING.longTtl : TIMING.ttl,
+        autoExtend: mode === 'auto',
+        waitTimeout: 3000,
+        signal: stopping.signal,
+      });
+    } catch (err) {
+      if (!stopping.signal.aborted)
+        log({ ev: 'fail', worker: cfg.id, t: monoMs(), error: nameOf(err) });
+    }
+    await sleep(Math.random() * 5);
+  }
+  await redlock.close();
+  for (const c of [...masters, counter]) c.disconnect();
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(`safety worker ${cfg.id}:`, err);
+    process.exit(2);
+  },
+);
