@@ -27,8 +27,8 @@ export interface LockState {
   ttl: number;
   extensions: number;
   released: boolean;
-  /** Set once the lock was found lost. */
-  lost?: boolean;
+  /** Why the lock was found lost, once it was. */
+  lostReason?: LockLostError;
   votes: readonly NodeVote[];
   /** Monotonic-clock time (ms) at which the lock was granted. */
   acquiredAt: number;
@@ -132,7 +132,9 @@ export class Lock {
     const s = lockState(this);
     if (!s.controller) {
       s.controller = new AbortController();
-      scheduleExpiry(this, s);
+      // Found lost before anyone listened: the new signal starts aborted.
+      if (s.lostReason) s.controller.abort(s.lostReason);
+      else scheduleExpiry(this, s);
     } else if (!s.controller.signal.aborted && !s.released && s.validUntil <= monotonicNow()) {
       expire(this, s, 'validity ended');
     }
@@ -169,8 +171,7 @@ export function expire(lock: Lock, s: LockState, why: string, cause?: unknown): 
   if (s.timer) clearTimeout(s.timer);
   s.timer = undefined;
   s.validUntil = Math.min(s.validUntil, monotonicNow());
-  if (s.lost || s.released) return;
-  s.lost = true;
+  if (s.lostReason || s.released) return;
   const err = new LockLostError(
     {
       resources: lock.resources,
@@ -181,6 +182,7 @@ export function expire(lock: Lock, s: LockState, why: string, cause?: unknown): 
     why,
     cause,
   );
+  s.lostReason = err;
   s.controller?.abort(err);
   s.onLost?.(err);
 }

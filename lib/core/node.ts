@@ -132,11 +132,9 @@ export class MasterNode {
       const uptime = /uptime_in_seconds:(\d+)/.exec(info)?.[1];
       if (uptime === undefined) throw new Error('INFO server has no uptime_in_seconds');
       if (!this.durable) {
-        await this.evalScript(
-          MARKER_SEED_SCRIPT,
-          [this.markerKey],
-          [String(Number(uptime) * 1000)],
-        );
+        // uptime_in_seconds is rounded, not floored: take a second off to stay conservative.
+        const uptimeMs = Math.max(0, Number(uptime) - 1) * 1000;
+        await this.evalScript(MARKER_SEED_SCRIPT, [this.markerKey], [String(uptimeMs)]);
       }
       this.warned = false;
     } catch (err) {
@@ -190,11 +188,19 @@ export class MasterNode {
     const start = monotonicNow();
     return new Promise<NodeReply>((resolve) => {
       const timer = setTimeout(
-        () => resolve({ kind: 'timeout', latency: monotonicNow() - start }),
+        () => {
+          timedOut = true;
+          resolve({ kind: 'timeout', latency: monotonicNow() - start });
+        },
         Math.max(1, timeoutMs),
       );
+      let timedOut = false;
       const pending = waitReady ? this.ready() : undefined;
-      (pending ? pending.then(task) : task()).then(
+      // A request that timed out while waiting for the master's check is never sent: sent
+      // later, it would run after the caller's clean-up and leave an orphan key behind.
+      const run = (): Promise<unknown> =>
+        timedOut ? Promise.reject(new Error('not sent: timed out')) : task();
+      (pending ? pending.then(run) : task()).then(
         (value) => {
           clearTimeout(timer);
           resolve({ kind: 'reply', value, latency: monotonicNow() - start });

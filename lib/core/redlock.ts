@@ -511,12 +511,33 @@ export class Redlock {
       const left = s.validUntil - monotonicNow();
       timer = setTimeout(run, Math.max(0, left - threshold));
     };
+    let retries = 0;
     const run = (): void => {
       timer = undefined;
       if (stopped) return;
-      this.extend(lock).then(arm, (err: unknown) => {
-        if (!stopped) expire(lock, s, `extension failed: ${errorMessage(err)}`, err);
-      });
+      this.extend(lock).then(
+        () => {
+          retries = 0;
+          arm();
+        },
+        (err: unknown) => {
+          if (stopped) return;
+          // Too few masters answered in time (a slow moment, not a lost lock): the lock keeps its
+          // validity, so try again — twice at most, and only while a retry can still finish in
+          // time. Anything else ends the lock at once.
+          const left = s.validUntil - monotonicNow();
+          if (
+            err instanceof NoQuorumError &&
+            retries < 2 &&
+            left > 2 * this.settings.requestTimeout
+          ) {
+            retries++;
+            timer = setTimeout(run, Math.min(this.settings.retryDelay / 4, left / 4));
+            return;
+          }
+          expire(lock, s, `extension failed: ${errorMessage(err)}`, err);
+        },
+      );
     };
     arm();
     return () => {
@@ -632,9 +653,13 @@ export class Redlock {
       };
     };
     if (tally.ok < this.quorum) {
+      // Contended when someone holds it and the masters that did not fail (answered, or not yet
+      // answered when the outcome became certain) could have made a quorum had it been free:
+      // waiting for the holder would help. Otherwise it is an outage.
       const held = tally.votes.filter((v) => v.outcome === 'held').length;
+      const unusable = tally.votes.filter((v) => UNUSABLE.has(v.outcome)).length;
       return fail(
-        this.nodes.length - held < this.quorum
+        held > 0 && this.nodes.length - unusable >= this.quorum
           ? new LockContendedError(detail())
           : new NoQuorumError({ ...detail(), reason: 'unavailable', quorum: this.quorum }),
       );
@@ -888,6 +913,13 @@ export class Redlock {
     };
   }
 }
+
+/** Outcomes of masters that could not have granted a lock even if it were free. */
+const UNUSABLE: ReadonlySet<NodeOutcome> = new Set<NodeOutcome>([
+  'error',
+  'timeout',
+  'quarantined',
+]);
 
 const argError = (field: string, problem: string): Error =>
   new InvalidArgumentError(field, problem);

@@ -244,6 +244,17 @@ describe('extend', () => {
     await lock.release();
   });
 
+  it('hands out an aborted signal when it is first read after the loss was found', async () => {
+    const rl = engine();
+    const r = uniqueResource('lost-then-read');
+    const lock = await rl.acquire(r, { ttl: 5000 });
+    await Promise.all(probe.map((c) => c.del(rl.keyOf(r))));
+    await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    await lock.release();
+  });
+
   it('is bounded by maxExtensions', async () => {
     const rl = engine({ maxExtensions: 2 });
     const lock = await rl.acquire(uniqueResource('bounded'), { ttl: 1000 });

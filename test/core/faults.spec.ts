@@ -4,7 +4,7 @@
  * Every test restores the masters it broke.
  */
 import type { Redis } from 'ioredis';
-import { NoQuorumError, Redlock } from '../../lib';
+import { LockContendedError, NoQuorumError, Redlock } from '../../lib';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, valuesOn, waitUntil } from '../harness/util';
 
@@ -54,6 +54,22 @@ it('acquires and releases with 2 of 5 masters killed', async () => {
     const next = await rl.acquire(r, { retryCount: 0 });
     await next.release();
   } finally {
+    await revive([3, 4]);
+  }
+});
+
+it('reports contention, not an outage, when the lock is held and 2 of 5 masters are down', async () => {
+  const r = uniqueResource('held-two-down');
+  const holder = await rl.acquire(r);
+  await Promise.all([masters.masters[3].kill(), masters.masters[4].kill()]);
+  try {
+    // Waiting for the holder would help (3 masters are up), so this is contention (HTTP 423),
+    // not "no quorum" (503) — however early the attempt was decided.
+    expect(await rl.tryAcquire(r)).toBeNull();
+    const error = await rl.acquire(r, { retryCount: 0 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockContendedError);
+  } finally {
+    await holder.release();
     await revive([3, 4]);
   }
 });
