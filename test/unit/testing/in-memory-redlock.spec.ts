@@ -9,6 +9,7 @@ import {
   Redlock,
   WaitTimeoutError,
 } from '../../../lib/core';
+import type { RedlockEvent } from '../../../lib/core';
 import { InMemoryRedlock } from '../../../lib/testing/in-memory-redlock';
 
 /**
@@ -118,13 +119,14 @@ describe('InMemoryRedlock', () => {
   });
 
   it('using() keeps a lock alive past its ttl by extending it', async () => {
+    // extended when less than a third of the ttl (100 ms) is left: tolerant of a busy event loop
     const result = await engine.using(
       'long',
       async (signal, lock) => {
-        await new Promise((r) => setTimeout(r, 200));
+        await new Promise((r) => setTimeout(r, 900));
         return { aborted: signal.aborted, extensions: lock.extensions };
       },
-      { ttl: 60 },
+      { ttl: 300 },
     );
     expect(result.aborted).toBe(false);
     expect(result.extensions).toBeGreaterThanOrEqual(2);
@@ -153,23 +155,58 @@ describe('InMemoryRedlock', () => {
   });
 
   it('loseLock() aborts the holder signal with LockLostError and frees the resource', async () => {
+    let running = false;
     const outcome = engine.using('lost', async (signal) => {
-      const reason = await new Promise<unknown>((resolve) =>
+      running = true;
+      return new Promise<unknown>((resolve) =>
         signal.addEventListener('abort', () => resolve(signal.reason)),
       );
-      return reason;
     });
-    await waitFor(() => engine.isHeld('lost'));
+    await waitFor(() => running);
     const lost = engine.loseLock('lost');
     expect(lost).toBeInstanceOf(Lock);
+    expect(engine.isHeld('lost')).toBe(false);
     expect(await outcome).toBeInstanceOf(LockLostError);
     expect(engine.loseLock('nothing-here')).toBeUndefined();
+  });
+
+  it('loseLock() before the signal was ever read still yields an aborted signal', async () => {
+    const lock = await engine.acquire('unread');
+    engine.loseLock('unread');
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect(lock.isValid).toBe(false);
+  });
+
+  it('reports the real engine events to observers', async () => {
+    const events: RedlockEvent[] = [];
+    const stop = engine.observe((e) => events.push(e));
+    const lock = await engine.acquire('ev', { ttl: 1000 });
+    await engine.extend(lock, 2000);
+    await engine.release(lock);
+    engine.hold('ev');
+    await engine.acquire('ev', { retryCount: 0 }).catch(() => undefined);
+    engine.free('ev');
+    const lost = await engine.acquire('ev');
+    engine.loseLock('ev');
+    stop();
+    await engine.release(lost);
+    expect(events.map((e) => e.type)).toEqual([
+      'acquired',
+      'extended',
+      'released',
+      'failed',
+      'acquired',
+      'lost',
+    ]);
+    expect(events[3]).toMatchObject({ error: expect.any(LockContendedError), resources: ['ev'] });
   });
 
   it('setAvailable(false) fails acquires with NoQuorumError until restored', async () => {
     engine.setAvailable(false);
     await expect(engine.acquire('q', { retryCount: 0 })).rejects.toBeInstanceOf(NoQuorumError);
-    expect(await engine.tryAcquire('q')).toBeNull();
+    // an outage is not "someone holds it": tryAcquire throws instead of answering null
+    await expect(engine.tryAcquire('q')).rejects.toBeInstanceOf(NoQuorumError);
     engine.setAvailable(true);
     const lock = await engine.acquire('q');
     engine.setAvailable(false);

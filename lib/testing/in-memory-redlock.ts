@@ -1,0 +1,608 @@
+import { randomBytes } from 'node:crypto';
+import { monotonicNow } from '../core/clock';
+import {
+  ExtensionLimitError,
+  InvalidArgumentError,
+  LockAbortedError,
+  LockContendedError,
+  LockLostError,
+  LockOperationError,
+  NoQuorumError,
+  RedlockError,
+  WaitTimeoutError,
+} from '../core/errors';
+import type { LockErrorDetail, NodeOutcome, NodeVote } from '../core/errors';
+import type { RedlockEvent, RedlockObserver } from '../core/events';
+import { Lock, disarm, expire, lockState, scheduleExpiry } from '../core/lock';
+import type { LockState, ReleaseResult } from '../core/lock';
+import { Redlock, normalizeResources } from '../core/redlock';
+import type { AcquireOptions } from '../core/redlock';
+import { MAX_TIMER_MS, checkInteger, checkNonNegative, describe, driftFor } from '../core/settings';
+import type { RedlockClient, RedlockLogger, RedlockSettings } from '../core/settings';
+
+/**
+ * Settings of an {@link InMemoryRedlock}: the engine settings that mean something without Redis.
+ * (`quorum`, `quarantine`, `handoff` and `requestTimeout` are about masters and are ignored.)
+ */
+export type InMemoryRedlockSettings = Omit<
+  RedlockSettings,
+  'quorum' | 'quarantine' | 'handoff' | 'requestTimeout'
+>;
+
+/** Who holds a resource in an {@link InMemoryRedlock}. */
+export type InMemoryHolder =
+  /** A lock acquired through this engine. */
+  | { readonly kind: 'lock'; readonly lock: Lock }
+  /** A hold made with {@link InMemoryRedlock.hold}: "someone else" (another instance, a stale process). */
+  | { readonly kind: 'external' };
+
+interface Entry {
+  readonly token: string;
+  /** Monotonic ms at which the key would expire in Redis; `Infinity` for an open-ended hold. */
+  expiresAt: number;
+  readonly lock?: Lock;
+}
+
+const NODE_NAME = 'in-memory';
+
+/**
+ * The object handed to the `Redlock` constructor in place of an ioredis client. The in-memory
+ * engine overrides every operation that would reach a master, so it is never called; it only
+ * has to pass the constructor's shape check.
+ */
+function placeholderClient(): RedlockClient {
+  const unreachable = (): never => {
+    throw new Error('InMemoryRedlock never talks to Redis');
+  };
+  const client = {
+    isCluster: false,
+    status: 'ready',
+    options: { host: NODE_NAME, port: 0 },
+    evalsha: unreachable,
+    eval: unreachable,
+    on: () => client,
+    off: () => client,
+  };
+  return client as unknown as RedlockClient;
+}
+
+/**
+ * A single-process stand-in for the {@link Redlock} engine, for tests that must not need Redis.
+ *
+ * It keeps the real engine's contract: same methods, same {@link Lock} objects (validity, signal,
+ * fencing tokens, extensions), same errors ({@link LockContendedError}, {@link WaitTimeoutError},
+ * {@link LockAbortedError}, {@link LockLostError}, {@link ExtensionLimitError},
+ * {@link InvalidArgumentError}), and real exclusion with ttl expiry. `using()` and `keepAlive()`
+ * are the real engine's code, running on top of this engine's acquire/extend/release.
+ *
+ * On top, fault controls for tests: {@link hold} / {@link free} a resource as if another
+ * process held it, {@link loseLock} (the holder's signal aborts with a {@link LockLostError}),
+ * {@link setAvailable} (every operation fails with {@link NoQuorumError}, as when a majority of
+ * masters is down).
+ *
+ * It is an instance of `Redlock` so that it can be injected wherever the engine is expected.
+ */
+export class InMemoryRedlock extends Redlock {
+  private readonly entries = new Map<string, Entry>();
+  private readonly fences = new Map<string, number>();
+  private readonly own = new Set<Lock>();
+  private readonly sleepers = new Set<() => void>();
+  private readonly watchers = new Set<RedlockObserver>();
+  private available = true;
+  private stopped = false;
+
+  /** @param settings engine settings (ttl, maxTtl, retries, drift, fencing, ...). */
+  constructor(settings: InMemoryRedlockSettings = {}) {
+    const logger = settings.logger;
+    const quiet: RedlockLogger = {
+      // The base constructor warns about a single master: irrelevant for an in-process engine.
+      warn: (message) => {
+        if (!message.startsWith('Redlock: only 1 master')) logger?.warn(message);
+      },
+      debug: (message) => logger?.debug?.(message),
+    };
+    super([placeholderClient()], {
+      ...(settings as RedlockSettings),
+      quorum: undefined,
+      quarantine: false,
+      handoff: false,
+      // Meaningless without network; set below any valid ttl (> 1) so validation accepts it.
+      requestTimeout: 1,
+      logger: quiet,
+    });
+  }
+
+  /** Always `['in-memory']`. */
+  override get masterNames(): readonly string[] {
+    return [NODE_NAME];
+  }
+
+  /** Locks acquired by this engine and not yet released. */
+  override get heldLocks(): readonly Lock[] {
+    return [...this.own];
+  }
+
+  /** Subscribes to engine events (the real engine's events). Returns the unsubscriber. */
+  override observe(observer: RedlockObserver): () => void {
+    if (typeof observer !== 'function') {
+      throw new InvalidArgumentError('observer', 'must be a function');
+    }
+    this.watchers.add(observer);
+    return () => this.watchers.delete(observer);
+  }
+
+  /**
+   * Acquires all `resources` (all-or-nothing), retrying on contention like the real engine
+   * (`retryCount`, `retryDelay` ± `retryJitter`, `waitTimeout`, `signal`); a release in this
+   * engine wakes waiting acquires at once.
+   */
+  override async acquire(
+    resources: string | readonly string[],
+    options: AcquireOptions = {},
+  ): Promise<Lock> {
+    const req = this.check(resources, options);
+    const start = monotonicNow();
+    try {
+      return this.memGranted(await this.memAcquireLoop(req, start), start);
+    } catch (err) {
+      this.memFailed(req.resources, err, start);
+      throw err;
+    }
+  }
+
+  private async memAcquireLoop(req: Checked, start: number): Promise<Lock> {
+    const deadline = req.waitTimeout === undefined ? Infinity : start + req.waitTimeout;
+    let attempts = 0;
+    let last: LockContendedError | NoQuorumError | undefined;
+    const detail = (): LockErrorDetail => ({
+      resources: req.resources,
+      votes: last?.votes ?? [],
+      attempts,
+      elapsed: monotonicNow() - start,
+    });
+    for (;;) {
+      if (req.signal?.aborted) throw new LockAbortedError(detail(), { cause: req.signal.reason });
+      attempts++;
+      const result = this.tryOnce(req.resources, req.ttl, attempts, start);
+      if (result instanceof Lock) return result;
+      last = result;
+      if (attempts > req.retryCount) break;
+      const left = deadline - monotonicNow();
+      if (left <= 0) {
+        throw new WaitTimeoutError(
+          { ...detail(), waitTimeout: req.waitTimeout ?? 0 },
+          { cause: last },
+        );
+      }
+      let wait = req.retryDelay + (Math.random() * 2 - 1) * req.retryJitter;
+      if (last instanceof LockContendedError && last.retryAfter !== undefined) {
+        wait = Math.min(wait, last.retryAfter + 1);
+      }
+      await this.sleep(Math.max(0, Math.min(wait, left)), req.signal);
+    }
+    throw last;
+  }
+
+  /**
+   * One attempt, no waiting: the lock, or `null` when the resource is held. Throws
+   * {@link NoQuorumError} during a simulated outage (an outage is not "someone holds it").
+   */
+  override async tryAcquire(
+    resources: string | readonly string[],
+    options: Omit<AcquireOptions, 'retryCount' | 'waitTimeout'> = {},
+  ): Promise<Lock | null> {
+    const req = this.check(resources, options);
+    if (req.signal?.aborted) {
+      throw new LockAbortedError(
+        { resources: req.resources, votes: [], attempts: 0, elapsed: 0 },
+        { cause: req.signal.reason },
+      );
+    }
+    const started = monotonicNow();
+    const result = this.tryOnce(req.resources, req.ttl, 1, started);
+    if (result instanceof Lock) return this.memGranted(result, started);
+    this.memFailed(req.resources, result, started);
+    if (result instanceof LockContendedError) return null;
+    throw result;
+  }
+
+  /** Compare-and-delete of the lock's resources. Never throws because the lock expired. */
+  override async release(lock: Lock): Promise<ReleaseResult> {
+    const s = this.stateOfLock(lock);
+    if (!s.released && s.validUntil <= monotonicNow()) {
+      expire(lock, s, 'its validity ended before it was released');
+    }
+    s.released = true;
+    disarm(s);
+    this.own.delete(lock);
+    const result = this.deleteKeys(lock);
+    this.memEmit({
+      type: 'released',
+      resources: lock.resources,
+      lock,
+      holdTime: monotonicNow() - s.acquiredAt,
+      result,
+    });
+    return result;
+  }
+
+  /**
+   * Extends the lock to `ttl` ms from now (default: its current ttl). Same rules as the real
+   * engine: never re-creates a lost key; {@link LockLostError} when it is gone,
+   * {@link ExtensionLimitError} past `maxExtensions`, {@link NoQuorumError} during a simulated
+   * outage (the lock keeps its old validity).
+   */
+  override async extend(lock: Lock, ttl?: number): Promise<Lock> {
+    const s = this.stateOfLock(lock);
+    const newTtl =
+      ttl === undefined ? s.ttl : checkInteger('ttl', ttl, 1, this.settings.maxTtl, argError);
+    const detail = (votes: readonly NodeVote[]): LockErrorDetail => ({
+      resources: lock.resources,
+      votes,
+      attempts: 1,
+      elapsed: 0,
+    });
+    if (s.released) throw new LockLostError(detail(s.votes), 'it was released');
+    if (s.extensions >= this.settings.maxExtensions) {
+      throw new ExtensionLimitError({
+        ...detail(s.votes),
+        maxExtensions: this.settings.maxExtensions,
+      });
+    }
+    const now = monotonicNow();
+    if (s.validUntil - now <= 0) {
+      expire(lock, s, 'validity ended before the extension');
+      throw new LockLostError(detail(s.votes), 'its validity ended before the extension');
+    }
+    if (!this.available) {
+      throw new NoQuorumError({
+        ...detail([vote('error', 'simulated outage')]),
+        reason: 'unavailable',
+        quorum: this.quorum,
+      });
+    }
+    const mine = lock.resources.map((r) => this.live(r, now));
+    if (!mine.every((e) => e?.token === lock.value)) {
+      expire(lock, s, 'a majority of masters no longer hold it');
+      throw new LockLostError(detail([vote('held')]), 'a majority of masters no longer hold it');
+    }
+    for (const e of mine) if (e) e.expiresAt = now + newTtl;
+    const drift = driftFor(newTtl, this.settings.driftFactor);
+    s.validUntil = now + newTtl - drift;
+    s.expiresAt = Date.now() + newTtl - drift;
+    s.ttl = newTtl;
+    s.extensions++;
+    s.votes = [vote('ok')];
+    scheduleExpiry(lock, s);
+    this.memEmit({
+      type: 'extended',
+      resources: lock.resources,
+      lock,
+      ttl: newTtl,
+      extensions: s.extensions,
+    });
+    return lock;
+  }
+
+  /** Releases every lock still held, wakes waiting acquires; later acquires are refused. */
+  override async close(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await Promise.all(this.heldLocks.map((l) => this.release(l)));
+    this.wake();
+    await super.close();
+  }
+
+  // --- fault controls -------------------------------------------------------------------------
+
+  /**
+   * Makes `resources` look held by another process for `ttl` ms (default: until {@link free}).
+   * Throws when one of them is already held.
+   */
+  hold(resources: string | readonly string[], ttl?: number): void {
+    const list = normalizeResources(resources);
+    const until =
+      ttl === undefined
+        ? Infinity
+        : monotonicNow() + checkInteger('ttl', ttl, 1, MAX_TIMER_MS, argError);
+    const now = monotonicNow();
+    const busy = list.filter((r) => this.live(r, now));
+    if (busy.length > 0) {
+      throw new Error(`InMemoryRedlock.hold: ${busy.join(', ')} already held`);
+    }
+    const token = `external:${randomBytes(8).toString('hex')}`;
+    for (const r of list) this.entries.set(r, { token, expiresAt: until });
+  }
+
+  /** Ends holds made with {@link hold}. Returns `true` when something was freed. */
+  free(resources: string | readonly string[]): boolean {
+    let freed = false;
+    for (const r of normalizeResources(resources)) {
+      const e = this.entries.get(r);
+      if (e && !e.lock) {
+        this.entries.delete(r);
+        freed = true;
+      }
+    }
+    if (freed) this.wake();
+    return freed;
+  }
+
+  /**
+   * Simulates the loss of the lock that holds `resource` (its key vanished from a majority of
+   * masters): the resource becomes free, the holder's `signal` aborts with a
+   * {@link LockLostError} and its next extension fails. Returns the lost lock, if one held it.
+   */
+  loseLock(resource: string): Lock | undefined {
+    const [r] = normalizeResources(resource);
+    const e = this.live(r, monotonicNow());
+    if (!e?.lock) return undefined;
+    this.entries.delete(r);
+    loseNow(e.lock, 'it was lost (simulated by the testing module)');
+    this.wake();
+    return e.lock;
+  }
+
+  /**
+   * `false` simulates losing a majority of masters: acquires fail with {@link NoQuorumError},
+   * extensions fail (locks run out their validity), releases delete nothing. `true` restores.
+   */
+  setAvailable(available: boolean): void {
+    this.available = available;
+    if (available) this.wake();
+  }
+
+  /** Who holds `resource` now (expired holds are dropped), or `undefined` when it is free. */
+  holderOf(resource: string): InMemoryHolder | undefined {
+    const e = this.live(resource, monotonicNow());
+    if (!e) return undefined;
+    return e.lock ? { kind: 'lock', lock: e.lock } : { kind: 'external' };
+  }
+
+  /** Whether `resource` is held (by a lock of this engine or by {@link hold}). */
+  isHeld(resource: string): boolean {
+    return this.holderOf(resource) !== undefined;
+  }
+
+  /** Resources held right now, sorted. */
+  heldResources(): string[] {
+    const now = monotonicNow();
+    return [...this.entries.keys()].filter((r) => this.live(r, now)).sort();
+  }
+
+  /**
+   * Forgets every hold and lock entry (locks already handed out lose their resources: their
+   * signals abort) and restores availability. Fencing counters keep increasing.
+   */
+  reset(): void {
+    for (const e of this.entries.values()) {
+      if (e.lock) loseNow(e.lock, 'the in-memory engine was reset');
+    }
+    this.entries.clear();
+    this.available = true;
+    this.wake();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private tryOnce(
+    resources: readonly string[],
+    ttl: number,
+    attemptNo: number,
+    startedAt: number,
+  ): Lock | LockContendedError | NoQuorumError {
+    const now = monotonicNow();
+    const detail = (votes: NodeVote[]): LockErrorDetail => ({
+      resources,
+      votes,
+      attempts: attemptNo,
+      elapsed: now - startedAt,
+    });
+    if (!this.available) {
+      return new NoQuorumError({
+        ...detail([vote('error', 'simulated outage')]),
+        reason: 'unavailable',
+        quorum: this.quorum,
+      });
+    }
+    const holders = resources.map((r) => this.live(r, now)).filter((e) => e !== undefined);
+    if (holders.length > 0) {
+      const finite = holders.map((e) => e.expiresAt - now).filter((t) => Number.isFinite(t));
+      const held: NodeVote =
+        finite.length === holders.length
+          ? { ...vote('held'), holderTtl: Math.ceil(Math.max(...finite)) }
+          : vote('held');
+      return new LockContendedError(detail([held]));
+    }
+    const token = randomBytes(20).toString('base64url');
+    const fencingTokens: Record<string, number> = {};
+    if (this.settings.fencing) {
+      for (const r of resources) {
+        const next = (this.fences.get(r) ?? 0) + 1;
+        this.fences.set(r, next);
+        fencingTokens[r] = next;
+      }
+    }
+    const drift = driftFor(ttl, this.settings.driftFactor);
+    const state: LockState = {
+      validUntil: now + ttl - drift,
+      expiresAt: Date.now() + ttl - drift,
+      ttl,
+      extensions: 0,
+      released: false,
+      votes: [vote('ok')],
+      acquiredAt: now,
+    };
+    const lock = new Lock(this, {
+      resources,
+      value: token,
+      attempts: attemptNo,
+      fencingTokens,
+      state,
+    });
+    state.onLost = (reason) =>
+      this.memEmit({
+        type: 'lost',
+        resources,
+        lock,
+        holdTime: monotonicNow() - state.acquiredAt,
+        reason,
+      });
+    for (const r of resources) this.entries.set(r, { token, expiresAt: now + ttl, lock });
+    this.own.add(lock);
+    return lock;
+  }
+
+  /** The entry of `resource` if it has not expired; drops it otherwise. */
+  private live(resource: string, now: number): Entry | undefined {
+    const e = this.entries.get(resource);
+    if (e && e.expiresAt <= now) {
+      this.entries.delete(resource);
+      return undefined;
+    }
+    return e;
+  }
+
+  /** Compare-and-delete; nothing is deleted during a simulated outage (the keys expire). */
+  private deleteKeys(lock: Lock): ReleaseResult {
+    if (!this.available) {
+      return { deleted: 0, complete: false, votes: [vote('error', 'simulated outage')] };
+    }
+    let deleted = false;
+    for (const r of lock.resources) {
+      const e = this.entries.get(r);
+      if (e && e.token === lock.value) {
+        this.entries.delete(r);
+        deleted = true;
+      }
+    }
+    if (deleted) this.wake();
+    return { deleted: deleted ? 1 : 0, complete: true, votes: [vote(deleted ? 'ok' : 'held')] };
+  }
+
+  private memGranted(lock: Lock, started: number): Lock {
+    this.memEmit({
+      type: 'acquired',
+      resources: lock.resources,
+      lock,
+      attempts: lock.attempts,
+      waitTime: monotonicNow() - started,
+      votes: lock.votes,
+    });
+    return lock;
+  }
+
+  private memFailed(resources: readonly string[], err: unknown, started: number): void {
+    if (!(err instanceof RedlockError)) return;
+    const detail = err instanceof LockOperationError ? err : undefined;
+    this.memEmit({
+      type: 'failed',
+      resources: detail?.resources ?? resources,
+      error: err,
+      attempts: detail?.attempts ?? 0,
+      waitTime: monotonicNow() - started,
+      votes: detail?.votes ?? [],
+    });
+  }
+
+  private memEmit(event: RedlockEvent): void {
+    for (const observer of this.watchers) {
+      try {
+        observer(event);
+      } catch (err) {
+        this.settings.logger.warn(
+          `Redlock: an observer threw: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+    }
+  }
+
+  private stateOfLock(lock: Lock): LockState {
+    if (!(lock instanceof Lock)) {
+      throw new InvalidArgumentError('lock', `must be a Lock, got ${describe(lock)}`);
+    }
+    return lockState(lock);
+  }
+
+  /** Validates like the real engine and fills in defaults. */
+  private check(resources: unknown, options: AcquireOptions): Checked {
+    if (this.stopped) throw new InvalidArgumentError('this', 'the Redlock engine is closed');
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidArgumentError('options', `must be an object, got ${describe(options)}`);
+    }
+    const s = this.settings;
+    if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+      throw new InvalidArgumentError('signal', 'must be an AbortSignal');
+    }
+    return {
+      resources: normalizeResources(resources),
+      ttl:
+        options.ttl === undefined ? s.ttl : checkInteger('ttl', options.ttl, 1, s.maxTtl, argError),
+      retryCount:
+        options.retryCount === undefined
+          ? s.retryCount
+          : checkInteger('retryCount', options.retryCount, 0, 1_000_000, argError),
+      retryDelay:
+        options.retryDelay === undefined
+          ? s.retryDelay
+          : checkNonNegative('retryDelay', options.retryDelay, argError),
+      retryJitter:
+        options.retryJitter === undefined
+          ? s.retryJitter
+          : checkNonNegative('retryJitter', options.retryJitter, argError),
+      waitTimeout:
+        options.waitTimeout === undefined
+          ? undefined
+          : checkInteger('waitTimeout', options.waitTimeout, 0, MAX_TIMER_MS, argError),
+      signal: options.signal,
+    };
+  }
+
+  /** Waits `ms`, or until a release/free in this engine, or until `signal` aborts. */
+  private sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        this.sleepers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal?.addEventListener('abort', done, { once: true });
+      this.sleepers.add(done);
+    });
+  }
+
+  private wake(): void {
+    for (const wake of [...this.sleepers]) wake();
+  }
+}
+
+/** A validated acquire request. */
+interface Checked {
+  readonly resources: string[];
+  readonly ttl: number;
+  readonly retryCount: number;
+  readonly retryDelay: number;
+  readonly retryJitter: number;
+  readonly waitTimeout: number | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * Marks a lock lost now. Reads `lock.signal` first: core's `expire()` aborts only a signal that
+ * exists, and a signal first read after the loss would never abort.
+ */
+function loseNow(lock: Lock, why: string): void {
+  void lock.signal;
+  expire(lock, lockState(lock), why);
+}
+
+const argError = (field: string, problem: string): Error =>
+  new InvalidArgumentError(field, problem);
+
+function vote(outcome: NodeOutcome, error?: string): NodeVote {
+  return error === undefined
+    ? { node: 0, name: NODE_NAME, outcome, latency: 0 }
+    : { node: 0, name: NODE_NAME, outcome, latency: 0, error };
+}
