@@ -1,0 +1,93 @@
+/**
+ * The "raw floor": the least a Redlock client can do per lock, as a reference for the others.
+ *
+ * Acquire = `SET key token NX PX ttl` sent to every master in parallel, granted as soon as a
+ * majority answered OK (a failed attempt deletes what it set). Release = a Lua compare-and-delete
+ * sent to every master in parallel, done as soon as a majority answered (the rest land in the
+ * background) — the least waiting the algorithm allows. No validity bookkeeping, no drift, no
+ * per-node timeouts, no fencing, no restart quarantine, no lock objects: it is NOT a safe lock
+ * client, only the cost of the Redis round trips themselves as seen from Node with ioredis.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { sleep } from './stats';
+
+const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+const RELEASE_SHA = createHash('sha1').update(RELEASE_LUA).digest('hex');
+
+/** Retry settings of the raw floor (used only when a resource is contended). */
+export interface RawRetry {
+  retryDelay: number;
+  retryJitter: number;
+  retryCount: number;
+}
+
+/** Minimal parallel SET NX PX + compare-and-delete over N masters. */
+export class RawFloor {
+  private readonly quorum: number;
+
+  constructor(
+    private readonly clients: readonly Redis[],
+    private readonly ttl: number,
+    private readonly retry: RawRetry,
+  ) {
+    this.quorum = Math.floor(clients.length / 2) + 1;
+  }
+
+  /** Loads the release script on every master, so that EVALSHA never misses. */
+  async init(): Promise<void> {
+    await Promise.all(this.clients.map((c) => c.script('LOAD', RELEASE_LUA)));
+  }
+
+  /** One attempt: the token when a majority granted the key, otherwise `null`. */
+  async tryLock(key: string): Promise<string | null> {
+    const token = randomBytes(16).toString('hex');
+    const granted = await this.majority(
+      this.clients.map((c) => c.set(key, token, 'PX', this.ttl, 'NX')),
+      (r) => r === 'OK',
+    );
+    if (granted) return token;
+    await this.unlock(key, token);
+    return null;
+  }
+
+  /** Attempts until granted, sleeping `retryDelay ± retryJitter` between attempts. */
+  async lock(key: string): Promise<string> {
+    for (let attempt = 0; attempt <= this.retry.retryCount; attempt++) {
+      const token = await this.tryLock(key);
+      if (token) return token;
+      await sleep(
+        Math.max(0, this.retry.retryDelay + (Math.random() * 2 - 1) * this.retry.retryJitter),
+      );
+    }
+    throw new Error(`raw floor: ${key} still held after ${this.retry.retryCount} retries`);
+  }
+
+  /** Compare-and-delete on every master; resolves once a majority answered. */
+  async unlock(key: string, token: string): Promise<void> {
+    await this.majority(
+      this.clients.map((c) => c.evalsha(RELEASE_SHA, 1, key, token)),
+      () => true,
+    );
+  }
+
+  /** Resolves `true` once `quorum` replies pass `ok`, `false` once that cannot happen. */
+  private majority<T>(requests: Promise<T>[], ok: (reply: T) => boolean): Promise<boolean> {
+    return new Promise((resolve) => {
+      let yes = 0;
+      let no = 0;
+      const n = requests.length;
+      const vote = (passed: boolean): void => {
+        if (passed) yes++;
+        else no++;
+        if (yes >= this.quorum) resolve(true);
+        else if (n - no < this.quorum) resolve(false);
+      };
+      for (const r of requests)
+        r.then(
+          (v) => vote(ok(v)),
+          () => vote(false),
+        );
+    });
+  }
+}
