@@ -38,15 +38,16 @@ export class ReleaseNotifier {
 
   /**
    * Subscribes to the keys' release channels (on the standalone masters reachable now).
-   * Resolves once the subscriptions are active or failed; never rejects.
+   * Resolves once the subscriptions are active or failed, with `true` when a channel was newly
+   * subscribed (a release may have been missed meanwhile: retry at once); never rejects.
    */
-  async subscribe(keys: readonly string[]): Promise<void> {
+  async subscribe(keys: readonly string[]): Promise<boolean> {
     const fresh = keys.filter((k) => {
       const n = this.refs.get(k) ?? 0;
       this.refs.set(k, n + 1);
       return n === 0;
     });
-    if (fresh.length === 0 || this.closed) return;
+    if (fresh.length === 0 || this.closed) return false;
     await Promise.all(
       this.nodes.map(async (node) => {
         const sub = this.subscriberFor(node);
@@ -57,6 +58,7 @@ export class ReleaseNotifier {
         }
       }),
     );
+    return true;
   }
 
   /** Drops one reference to each key; channels without references are unsubscribed. */

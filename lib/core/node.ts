@@ -165,42 +165,30 @@ export class MasterNode {
   }
 
   /** Runs a script with EVALSHA, loading it with EVAL when the master does not know it yet. */
-  async evalScript(
+  evalScript(
     script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
   ): Promise<unknown> {
     const client = this.client as Redis;
-    try {
-      return await client.evalsha(script.sha, keys.length, ...keys, ...args);
-    } catch (err) {
+    return client.evalsha(script.sha, keys.length, ...keys, ...args).catch((err: unknown) => {
       if (!errorMessage(err).startsWith('NOSCRIPT')) throw err;
       return client.eval(script.source, keys.length, ...keys, ...args);
-    }
+    });
   }
 
   /**
-   * Runs `task` (typically {@link evalScript}) bounded by `timeoutMs`. Never rejects; a late
-   * answer after the timeout is swallowed (the request may still take effect on the master, which
-   * is why failed acquires release on every master).
+   * Runs `task` bounded by `timeoutMs` (health checks, subscriptions; lock operations time
+   * whole rounds instead). Never rejects; a late answer after the timeout is ignored.
    */
-  request(task: () => Promise<unknown>, timeoutMs: number, waitReady = false): Promise<NodeReply> {
+  request(task: () => Promise<unknown>, timeoutMs: number): Promise<NodeReply> {
     const start = monotonicNow();
     return new Promise<NodeReply>((resolve) => {
       const timer = setTimeout(
-        () => {
-          timedOut = true;
-          resolve({ kind: 'timeout', latency: monotonicNow() - start });
-        },
+        () => resolve({ kind: 'timeout', latency: monotonicNow() - start }),
         Math.max(1, timeoutMs),
       );
-      let timedOut = false;
-      const pending = waitReady ? this.ready() : undefined;
-      // A request that timed out while waiting for the master's check is never sent: sent
-      // later, it would run after the caller's clean-up and leave an orphan key behind.
-      const run = (): Promise<unknown> =>
-        timedOut ? Promise.reject(new Error('not sent: timed out')) : task();
-      (pending ? pending.then(run) : task()).then(
+      task().then(
         (value) => {
           clearTimeout(timer);
           resolve({ kind: 'reply', value, latency: monotonicNow() - start });

@@ -109,9 +109,11 @@ interface Request {
 }
 
 type Attempt =
-  | { readonly lock: Lock }
+  | { readonly lock: Lock; readonly cleanup?: undefined }
   | {
       readonly lock?: undefined;
+      /** The clean-up of the failed attempt, while it runs. */
+      readonly cleanup?: Promise<void>;
       readonly error: LockContendedError | NoQuorumError;
       readonly holderTtl?: number;
     };
@@ -120,6 +122,11 @@ type Attempt =
 interface GroupReply {
   readonly resources: readonly string[];
   readonly value: unknown;
+}
+
+/** One voting round; `decided` once its outcome is known (late answers are ignored). */
+interface Round {
+  decided: boolean;
 }
 
 interface Tally {
@@ -143,6 +150,7 @@ export class Redlock {
   private readonly notifier: ReleaseNotifier;
   private readonly held = new Set<Lock>();
   private readonly observers = new Set<RedlockObserver>();
+  private readonly markerKey: string;
   private closed = false;
 
   constructor(clients: readonly RedlockClient[], settings: RedlockSettings = {}) {
@@ -182,6 +190,7 @@ export class Redlock {
         `Redlock: quorum ${this.quorum} of ${clients.length} is not a majority; two holders can own the same lock at once.`,
       );
     }
+    this.markerKey = `${keyPrefix}boot`;
     this.nodes = clients.map(
       (c, i) => new MasterNode(i, c, `${keyPrefix}boot`, quarantine, logger),
     );
@@ -251,24 +260,28 @@ export class Redlock {
     });
     try {
       for (;;) {
-        if (req.signal?.aborted) throw new LockAbortedError(detail(), { cause: req.signal.reason });
+        if (req.signal?.aborted) {
+          await last?.cleanup;
+          throw new LockAbortedError(detail(), { cause: req.signal.reason });
+        }
         attempts++;
         last = await this.attempt(req, attempts, start);
         if (last.lock) return last.lock;
         const left = deadline - monotonicNow();
         if (attempts > req.retryCount) break;
-        if (left <= 0)
+        if (left <= 0) {
+          await last.cleanup;
           throw new WaitTimeoutError(
             { ...detail(), waitTimeout: req.waitTimeout ?? 0 },
             { cause: last.error },
           );
+        }
         const contended = last.error instanceof LockContendedError;
         if (contended && this.settings.handoff && !subscribed) {
           // Listen for the holder's release, then retry at once: a release that happened
           // before the subscription became active cannot be missed.
           subscribed = true;
-          await this.notifier.subscribe(req.keys);
-          continue;
+          if (await this.notifier.subscribe(req.keys)) continue;
         }
         let wait = req.retryDelay + (Math.random() * 2 - 1) * req.retryJitter;
         if (last.holderTtl !== undefined) wait = Math.min(wait, last.holderTtl + 1);
@@ -279,6 +292,7 @@ export class Redlock {
           await delay(wait, req.signal).catch(() => undefined);
         }
       }
+      await last.cleanup;
       throw last.error;
     } finally {
       if (subscribed) this.notifier.unsubscribe(req.keys);
@@ -303,6 +317,7 @@ export class Redlock {
     const started = monotonicNow();
     const result = await this.attempt(req, 1, started);
     if (result.lock) return this.granted(result.lock, started);
+    await result.cleanup;
     this.failed(req, result.error, started);
     if (result.error instanceof LockContendedError) return null;
     throw result.error;
@@ -403,14 +418,11 @@ export class Redlock {
     const timeout = Math.min(this.settings.requestTimeout, remaining);
     const tally = await this.vote(
       (node) =>
-        node.request(
-          () =>
-            this.runGrouped(node, lock.resources, (keys) =>
-              node.evalScript(EXTEND_SCRIPT, keys, [lock.value, String(newTtl)]),
-            ),
-          timeout,
+        this.runGrouped(node, lock.resources, (keys) =>
+          node.evalScript(EXTEND_SCRIPT, keys, [lock.value, String(newTtl)]),
         ),
       (value) => (allGroups(value, (v) => v === 1) ? 'ok' : 'held'),
+      timeout,
     );
     const end = monotonicNow();
     const validity = newTtl - (end - start) - driftFor(newTtl, this.settings.driftFactor);
@@ -596,32 +608,30 @@ export class Redlock {
   private async attempt(req: Request, attemptNo: number, startedAt: number): Promise<Attempt> {
     const { ttl } = req;
     const drift = driftFor(ttl, this.settings.driftFactor);
-    const token = randomBytes(20).toString('base64url');
+    const token = newToken();
     const fencing = this.settings.fencing;
     const start = monotonicNow();
     const wallStart = Date.now();
     const timeout = Math.max(1, Math.min(this.settings.requestTimeout, ttl - drift));
     const duration = this.settings.quarantine.duration;
+    const ttlArg = String(ttl);
+    const fenceTtlArg = String(this.settings.fencingKeyTtl);
     const tally = await this.vote(
-      (node) =>
-        node.request(
-          () =>
-            this.runGrouped(node, req.resources, (keys, resources) => {
-              const marker = node.checksMarker;
-              const allKeys = [...keys];
-              if (fencing) allKeys.push(...resources.map((r) => this.fenceKeyOf(r)));
-              if (marker) allKeys.push(`${this.settings.keyPrefix}boot`);
-              return node.evalScript(ACQUIRE_SCRIPT, allKeys, [
-                token,
-                String(ttl),
-                fencing ? '1' : '0',
-                marker ? '1' : '0',
-                String(keys.length),
-                String(this.settings.fencingKeyTtl),
-              ]);
-            }),
-          timeout,
-          true,
+      (node, _i, round) =>
+        this.afterCheck(node, round, () =>
+          this.runGrouped(node, req.resources, (keys, resources) => {
+            const marker = node.checksMarker;
+            if (fencing) for (const r of resources) keys.push(this.fenceKeyOf(r));
+            if (marker) keys.push(this.markerKey);
+            return node.evalScript(ACQUIRE_SCRIPT, keys, [
+              token,
+              ttlArg,
+              fencing ? '1' : '0',
+              marker ? '1' : '0',
+              String(resources.length),
+              fenceTtlArg,
+            ]);
+          }),
         ),
       (value, node) => {
         const groups = (value as GroupReply[]).map((g) => g.value as unknown[]);
@@ -629,6 +639,7 @@ export class Redlock {
         const young = groups.some((g) => typeof g[1] === 'number' && g[1] >= 0 && g[1] < duration);
         return node.checksMarker && young ? 'quarantined' : 'ok';
       },
+      timeout,
       (value) => {
         const held = (value as GroupReply[])
           .map((g) => g.value as unknown[])
@@ -646,10 +657,16 @@ export class Redlock {
       // Undo on every master that may hold our token: all but those that answered "held" (the
       // script is all-or-nothing there; on a Cluster master a slot group may have succeeded).
       const maybeSet = this.nodes.filter((n, i) => n.cluster || tally.votes[i].outcome !== 'held');
-      if (maybeSet.length > 0) await this.releaseKeys(req.resources, token, maybeSet);
+      // Sent now, in order on each master's connection, so it runs before any later attempt;
+      // awaited only before the failure is surfaced to the caller.
+      const cleanup =
+        maybeSet.length > 0
+          ? this.releaseKeys(req.resources, token, maybeSet).then(() => undefined)
+          : undefined;
       return {
         error,
         holderTtl: error instanceof LockContendedError ? error.retryAfter : undefined,
+        cleanup,
       };
     };
     if (tally.ok < this.quorum) {
@@ -719,41 +736,33 @@ export class Redlock {
     tally: Tally,
     validUntil: number,
   ): Promise<Record<string, number> | null> {
-    const counters: (number[] | undefined)[] = tally.replies.map((reply) => {
-      if (reply?.kind !== 'reply') return undefined;
-      const byResource = new Map<string, number>();
-      for (const { resources: group, value } of reply.value as GroupReply[]) {
-        const g = value as unknown[];
-        if (g[0] === 1) group.forEach((r, i) => byResource.set(r, Number(g[2 + i])));
-      }
-      const values = resources.map((r) => byResource.get(r));
-      return values.every((v) => typeof v === 'number' && Number.isFinite(v))
-        ? (values as number[])
-        : undefined;
+    const counters = tally.replies.map((reply) =>
+      reply?.kind === 'reply' ? countersOf(reply.value as GroupReply[], resources) : undefined,
+    );
+    const max = resources.map((_, j) => {
+      let m = 0;
+      for (const c of counters) if (c && c[j] > m) m = c[j];
+      return m;
     });
-    const max = resources.map((_, i) => Math.max(...counters.map((c) => c?.[i] ?? 0)));
-    const atMax = counters.filter((c) => c && c.every((v, i) => v === max[i])).length;
-    const tokens = Object.fromEntries(resources.map((r, i) => [r, max[i]]));
-    if (atMax >= this.quorum) return tokens;
+    const atMax = (c: number[] | undefined): boolean => !!c && c.every((v, j) => v === max[j]);
+    const tokens: Record<string, number> = {};
+    resources.forEach((r, j) => (tokens[r] = max[j]));
+    if (counters.filter(atMax).length >= this.quorum) return tokens;
     const left = validUntil - monotonicNow();
     if (left <= 0) return null;
-    const timeout = Math.min(this.settings.requestTimeout, left);
     const raised = await this.vote(
       (node, i) =>
-        counters[i] && counters[i].every((v, j) => v === max[j])
-          ? Promise.resolve<NodeReply>({ kind: 'reply', value: 1, latency: 0 })
-          : node.request(
-              () =>
-                this.runGrouped(node, resources, (_keys, group) =>
-                  node.evalScript(
-                    FENCE_RAISE_SCRIPT,
-                    group.map((r) => this.fenceKeyOf(r)),
-                    [String(this.settings.fencingKeyTtl), ...group.map((r) => String(tokens[r]))],
-                  ),
-                ),
-              timeout,
+        atMax(counters[i])
+          ? Promise.resolve(1)
+          : this.runGrouped(node, resources, (_keys, group) =>
+              node.evalScript(
+                FENCE_RAISE_SCRIPT,
+                group.map((r) => this.fenceKeyOf(r)),
+                [String(this.settings.fencingKeyTtl), ...group.map((r) => String(tokens[r]))],
+              ),
             ),
       () => 'ok',
+      Math.min(this.settings.requestTimeout, left),
     );
     return raised.ok >= this.quorum ? tokens : null;
   }
@@ -768,21 +777,16 @@ export class Redlock {
     only?: readonly MasterNode[],
   ): Promise<ReleaseResult> {
     const publish = this.settings.handoff ? '1' : '0';
-    const nothing: NodeReply = { kind: 'reply', value: [{ resources, value: 0 }], latency: 0 };
+    const nothing: GroupReply[] = [{ resources, value: 0 }];
     const tally = await this.vote(
       (node) =>
         only && !only.includes(node)
           ? Promise.resolve(nothing)
-          : node.request(
-              () =>
-                this.runGrouped(node, resources, (keys) =>
-                  node.evalScript(RELEASE_SCRIPT, keys, [token, publish]),
-                ),
-              this.settings.requestTimeout,
+          : this.runGrouped(node, resources, (keys) =>
+              node.evalScript(RELEASE_SCRIPT, keys, [token, publish]),
             ),
       (value) => (allGroups(value, (v) => v === 0) ? 'held' : 'ok'),
-      undefined,
-      false,
+      this.settings.requestTimeout,
     );
     return {
       deleted: tally.ok,
@@ -797,51 +801,87 @@ export class Redlock {
    * `waitAll`; unanswered masters are then recorded as `pending`.
    */
   private vote(
-    send: (node: MasterNode, index: number) => Promise<NodeReply>,
+    send: (node: MasterNode, index: number, round: Round) => Promise<unknown>,
     judge: (value: unknown, node: MasterNode) => NodeOutcome,
+    timeout: number,
     holderTtlOf?: (value: unknown) => number | undefined,
     earlyExit = true,
   ): Promise<Tally> {
-    const n = this.nodes.length;
-    const votes: NodeVote[] = this.nodes.map((node) => ({
-      node: node.index,
-      name: node.name,
-      outcome: 'pending',
-      latency: 0,
-    }));
+    const nodes = this.nodes;
+    const n = nodes.length;
+    const quorum = this.quorum;
+    const votes: NodeVote[] = new Array<NodeVote>(n);
     const replies: (NodeReply | undefined)[] = new Array<NodeReply | undefined>(n).fill(undefined);
+    const round: Round = { decided: false };
+    const start = monotonicNow();
     let ok = 0;
     let notOk = 0;
     return new Promise<Tally>((resolve) => {
-      let done = false;
       const finish = (): void => {
-        if (done) return;
-        done = true;
-        resolve({ votes: votes.slice(), replies: replies.slice(), ok });
+        if (round.decided) return;
+        round.decided = true;
+        clearTimeout(timer);
+        for (let i = 0; i < n; i++) {
+          votes[i] ??= { node: i, name: nodes[i].name, outcome: 'pending', latency: 0 };
+        }
+        resolve({ votes, replies, ok });
       };
-      this.nodes.forEach((node, i) => {
-        send(node, i).then((reply) => {
-          if (done) return;
-          replies[i] = reply;
-          const outcome = reply.kind === 'reply' ? judge(reply.value, node) : outcomeOf(reply);
-          const vote: NodeVote = {
-            node: node.index,
-            name: node.name,
-            outcome,
-            latency: Math.round(reply.latency * 100) / 100,
-          };
-          if (reply.kind === 'error') Object.assign(vote, { error: reply.error });
-          if (outcome === 'held' && reply.kind === 'reply' && holderTtlOf) {
-            const ttl = holderTtlOf(reply.value);
-            if (ttl !== undefined) Object.assign(vote, { holderTtl: ttl });
+      // One timer for the whole round: every master gets the same per-node timeout.
+      const timer = setTimeout(
+        () => {
+          const latency = monotonicNow() - start;
+          for (let i = 0; i < n; i++) {
+            if (replies[i]) continue;
+            replies[i] = { kind: 'timeout', latency };
+            votes[i] = {
+              node: i,
+              name: nodes[i].name,
+              outcome: 'timeout',
+              latency: round2(latency),
+            };
           }
-          votes[i] = vote;
-          if (outcome === 'ok') ok++;
-          else notOk++;
-          if (ok + notOk === n || (earlyExit && (ok >= this.quorum || n - notOk < this.quorum)))
-            finish();
-        });
-      });
+          finish();
+        },
+        Math.max(1, timeout),
+      );
+      const record = (i: number, reply: NodeReply): void => {
+        if (round.decided) return;
+        replies[i] = reply;
+        const node = nodes[i];
+        const outcome = reply.kind === 'reply' ? judge(reply.value, node) : outcomeOf(reply);
+        const vote: { -readonly [K in keyof NodeVote]: NodeVote[K] } = {
+          node: i,
+          name: node.name,
+          outcome,
+          latency: round2(reply.latency),
+        };
+        if (reply.kind === 'error') vote.error = reply.error;
+        if (outcome === 'held' && reply.kind === 'reply' && holderTtlOf) {
+          const ttl = holderTtlOf(reply.value);
+          if (ttl !== undefined) vote.holderTtl = ttl;
+        }
+        votes[i] = vote;
+        if (outcome === 'ok') ok++;
+        else notOk++;
+        if (ok + notOk === n || (earlyExit && (ok >= quorum || n - notOk < quorum))) finish();
+      };
+      for (let i = 0; i < n; i++) {
+        let sent: Promise<unknown>;
+        try {
+          sent = send(nodes[i], i, round);
+        } catch (err) {
+          sent = Promise.reject(err);
+        }
+        sent.then(
+          (value) => record(i, { kind: 'reply', value, latency: monotonicNow() - start }),
+          (err: unknown) =>
+            record(i, {
+              kind: 'error',
+              error: redact(errorMessage(err)),
+              latency: monotonicNow() - start,
+            }),
+        );
+      }
     });
   }
 
@@ -852,20 +892,36 @@ export class Redlock {
   private runGrouped(
     node: MasterNode,
     resources: readonly string[],
-    run: (keys: string[], resources: string[]) => Promise<unknown>,
+    run: (keys: string[], resources: readonly string[]) => Promise<unknown>,
   ): Promise<GroupReply[]> {
-    const groups = node.cluster
-      ? slotGroups(resources, (r) => this.keyOf(r))
-      : [resources as string[]];
+    if (!node.cluster) {
+      const keys = resources.map((r) => this.keyOf(r));
+      return run(keys, resources).then((value) => [{ resources, value }]);
+    }
+    const groups = slotGroups(resources, (r) => this.keyOf(r));
     return Promise.all(
-      groups.map(async (g) => ({
-        resources: g,
-        value: await run(
+      groups.map((g) =>
+        run(
           g.map((r) => this.keyOf(r)),
           g,
-        ),
-      })),
+        ).then((value) => ({ resources: g, value })),
+      ),
     );
+  }
+
+  /**
+   * Sends `task` once the master was checked after its last reconnect (acquire only). A task
+   * whose round was decided meanwhile is never sent: sent later, it would run after the
+   * caller's clean-up and leave an orphan key behind.
+   */
+  private afterCheck(
+    node: MasterNode,
+    round: Round,
+    task: () => Promise<unknown>,
+  ): Promise<unknown> {
+    const pending = node.ready();
+    if (!pending) return task();
+    return pending.then(() => (round.decided ? Promise.reject(new Error('not sent')) : task()));
   }
 
   private stateOf(lock: Lock): LockState {
@@ -912,6 +968,47 @@ export class Redlock {
       signal: options.signal,
     };
   }
+}
+
+function round2(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
+/** Fencing counters per resource from one master's acquire reply, or undefined. */
+function countersOf(
+  groups: readonly GroupReply[],
+  resources: readonly string[],
+): number[] | undefined {
+  if (groups.length === 1 && groups[0].resources === resources) {
+    const g = groups[0].value as unknown[];
+    if (g[0] !== 1 || g.length !== resources.length + 2) return undefined;
+    return g.slice(2).map(Number);
+  }
+  const byResource = new Map<string, number>();
+  for (const { resources: group, value } of groups) {
+    const g = value as unknown[];
+    if (g[0] === 1) group.forEach((r, i) => byResource.set(r, Number(g[2 + i])));
+  }
+  const values = resources.map((r) => byResource.get(r));
+  return values.every((v) => typeof v === 'number' && Number.isFinite(v))
+    ? (values as number[])
+    : undefined;
+}
+
+/** Random bytes are drawn from the CSPRNG in blocks; each token uses 20 fresh bytes, once. */
+const TOKEN_BYTES = 20;
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+
+/** A new lock token: 160 bits from `crypto.randomBytes`, base64url. */
+function newToken(): string {
+  if (poolOffset + TOKEN_BYTES > pool.length) {
+    pool = randomBytes(TOKEN_BYTES * 256);
+    poolOffset = 0;
+  }
+  const token = pool.toString('base64url', poolOffset, poolOffset + TOKEN_BYTES);
+  poolOffset += TOKEN_BYTES;
+  return token;
 }
 
 /** Outcomes of masters that could not have granted a lock even if it were free. */

@@ -13,7 +13,7 @@ import {
   LockAbortedError,
 } from '../../lib';
 import { RedisMasters } from '../harness/redis-masters';
-import { sleep, uniqueResource, valuesOn } from '../harness/util';
+import { sleep, uniqueResource, valuesOn, waitUntil } from '../harness/util';
 
 let masters: RedisMasters;
 let clients: Redis[];
@@ -67,10 +67,10 @@ describe('acquire and release', () => {
     expect(again).toBeInstanceOf(LockContendedError);
 
     const result = await lock.release();
-    expect(result.deleted).toBe(5);
-    expect(result.complete).toBe(true);
-    expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(null));
+    // release resolves once a majority deleted the key; the others follow on their connections.
+    expect(result.deleted).toBeGreaterThanOrEqual(3);
     expect(lock.isValid).toBe(false);
+    await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r))).every((v) => v === null));
   });
 
   it('uses a new token for every acquisition', async () => {
@@ -201,7 +201,7 @@ describe('acquire and release', () => {
     const current = await rl.acquire(r, { ttl: 5000 });
     const result = await old.release();
     expect(result.deleted).toBe(0);
-    expect(result.votes.every((v) => v.outcome === 'held')).toBe(true);
+    expect(result.votes.some((v) => v.outcome === 'ok')).toBe(false);
     await sleep(20);
     expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(current.value));
     await current.release();
