@@ -30,24 +30,18 @@ function script(name: string, source: string): LuaScript {
  * keep growing even after a counter key expired or a master lost its data (as long as fewer
  * than a million locks per second were handed out for one resource). Masters whose clocks agree
  * to the second start a new resource at the same value, so the first lock needs no write-back.
+ * The counter's TTL is set when it starts and not refreshed: one that expires restarts from
+ * the clock, which is past every token it handed out.
  */
 export const ACQUIRE_SCRIPT = script(
   'acquire',
   `
 local n = tonumber(ARGV[5])
-local fencing = ARGV[3] == '1'
 local age = -1
-local nowUs = nil
-local function serverMicros()
-  if not nowUs then
-    local t = redis.call('TIME')
-    nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
-  return nowUs
-end
 if ARGV[4] == '1' then
   local marker = KEYS[#KEYS]
-  local nowMs = math.floor(serverMicros() / 1000)
+  local t = redis.call('TIME')
+  local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local birth = tonumber(redis.call('GET', marker))
   if not birth then
     birth = nowMs
@@ -55,21 +49,32 @@ if ARGV[4] == '1' then
   end
   age = nowMs - birth
 end
-for i = 1, n do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    return {0, age, redis.call('PTTL', KEYS[i])}
+if n == 1 then
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    return {0, age, redis.call('PTTL', KEYS[1])}
+  end
+else
+  for i = 1, n do
+    if redis.call('EXISTS', KEYS[i]) == 1 then
+      return {0, age, redis.call('PTTL', KEYS[i])}
+    end
+  end
+  for i = 1, n do
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   end
 end
 local res = {1, age}
-for i = 1, n do
-  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-  if fencing then
+if ARGV[3] == '1' then
+  for i = 1, n do
     local fk = KEYS[n + i]
-    if redis.call('EXISTS', fk) == 0 then
-      redis.call('SET', fk, string.format('%.0f', math.floor(serverMicros() / 1000000) * 1000000))
+    local v = redis.call('INCR', fk)
+    if v == 1 then
+      -- A new (or expired, or lost) counter starts from the server time in whole seconds.
+      local t = redis.call('TIME')
+      v = tonumber(t[1]) * 1000000 + 1
+      redis.call('SET', fk, string.format('%.0f', v), 'PX', ARGV[6])
     end
-    res[#res + 1] = redis.call('INCR', fk)
-    redis.call('PEXPIRE', fk, ARGV[6])
+    res[#res + 1] = v
   end
 end
 return res
