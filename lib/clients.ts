@@ -1,0 +1,194 @@
+import Redis from 'ioredis';
+import type { RedisOptions } from 'ioredis';
+import type { RedlockClient } from './core';
+import { errorMessage } from './core/node';
+import { masterErrorMessage, masterReadyMessage } from './redlock.messages';
+import type { RedlockClientOption } from './interfaces';
+
+/** Where client events are reported. */
+export interface ClientLogger {
+  /** Operator-relevant events (a master down, back up). */
+  warn(message: string): void;
+  /** Informational events. */
+  log(message: string): void;
+}
+
+/** The clients of one module instance. */
+export interface RedlockClients {
+  /** One client per master, in the order of the `clients` option. */
+  readonly clients: readonly RedlockClient[];
+  /** Redacted names, parallel to {@link clients}. */
+  readonly names: readonly string[];
+  /** The clients created by the module (closed on shutdown); user instances are not here. */
+  readonly owned: readonly RedlockClient[];
+  /** Detaches the module's listeners and closes the owned clients. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Minimum interval, in ms, between two error log lines of the same master. */
+export const ERROR_LOG_INTERVAL = 30_000;
+
+/** Whether `value` is an ioredis `Redis` or `Cluster` instance (duck-typed: another copy of ioredis works too). */
+export function isClientInstance(value: unknown): value is RedlockClient {
+  const v = value as { evalsha?: unknown; on?: unknown } | null;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.evalsha === 'function' &&
+    typeof v.on === 'function'
+  );
+}
+
+/**
+ * Replaces the password of a URL with `***`, keeping the user name:
+ * `redis://user:secret@host:6379` → `redis://user:***@host:6379`. Works on malformed URLs too
+ * (anything between `//` and the last `@` of the authority is treated as credentials).
+ */
+export function redactUrl(url: string): string {
+  return url.replace(/(\/\/)([^/?#\s]*)@/g, (_m, slashes: string, userinfo: string) => {
+    const colon = userinfo.indexOf(':');
+    return colon >= 0 ? `${slashes}${userinfo.slice(0, colon)}:***@` : `${slashes}***@`;
+  });
+}
+
+/** Strips credentials from every URL found in a free text (error messages). */
+export function redactText(text: string): string {
+  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s"'<>]*)/gi, (url) => redactUrl(url));
+}
+
+/** Redacted display name of one entry of the `clients` option. */
+export function clientName(option: RedlockClientOption | RedlockClient): string {
+  if (typeof option === 'string') return redactUrl(option);
+  if (isClientInstance(option)) {
+    if ((option as { isCluster?: boolean }).isCluster === true) return 'cluster';
+    return optionsName((option as Redis).options);
+  }
+  return optionsName(option as RedisOptions);
+}
+
+function optionsName(o: RedisOptions): string {
+  if (o.path) return `unix:${o.path}`;
+  const scheme = o.tls ? 'rediss' : 'redis';
+  const user = o.username ? `${o.username}:***@` : o.password ? ':***@' : '';
+  return `${scheme}://${user}${o.host ?? 'localhost'}:${o.port ?? 6379}${o.db ? `/${o.db}` : ''}`;
+}
+
+/**
+ * Turns the `clients` option into ioredis clients. URLs and option objects become new clients
+ * with `defaults` (lock-friendly settings) under the caller's own options; instances are used as
+ * they are and never closed. Created clients get an `error` listener that logs (redacted,
+ * at most once per {@link ERROR_LOG_INTERVAL} per master) instead of crashing the process.
+ */
+export function createClients(
+  options: readonly RedlockClientOption[],
+  defaults: Readonly<RedisOptions>,
+  logger: ClientLogger,
+): RedlockClients {
+  const clients: RedlockClient[] = [];
+  const names: string[] = [];
+  const owned: { client: Redis; detach: () => void }[] = [];
+  for (const option of options) {
+    const name = clientName(option);
+    names.push(name);
+    if (isClientInstance(option)) {
+      clients.push(option);
+      continue;
+    }
+    const client =
+      typeof option === 'string'
+        ? new Redis(option, { ...defaults })
+        : new Redis({ ...defaults, ...(option as RedisOptions) });
+    owned.push({ client, detach: watch(client, name, logger) });
+    clients.push(client);
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    clients,
+    names,
+    owned: owned.map((o) => o.client),
+    close: () =>
+      (closing ??= Promise.all(
+        owned.map(async ({ client, detach }) => {
+          await closeClient(client);
+          detach();
+        }),
+      ).then(() => undefined)),
+  };
+}
+
+function watch(client: Redis, name: string, logger: ClientLogger): () => void {
+  let lastLog = -Infinity;
+  let suppressed = 0;
+  let failing = false;
+  const onError = (err: unknown): void => {
+    failing = true;
+    const now = Date.now();
+    if (now - lastLog < ERROR_LOG_INTERVAL) {
+      suppressed++;
+      return;
+    }
+    lastLog = now;
+    logger.warn(masterErrorMessage(name, redactText(errorMessage(err)), suppressed));
+    suppressed = 0;
+  };
+  const onReady = (): void => {
+    if (!failing) return;
+    failing = false;
+    lastLog = -Infinity;
+    suppressed = 0;
+    logger.log(masterReadyMessage(name));
+  };
+  client.on('error', onError);
+  client.on('ready', onReady);
+  return () => {
+    client.off('ready', onReady);
+    // Keep swallowing errors: a late socket error after close must not crash the process.
+    client.off('error', onError);
+    client.on('error', () => undefined);
+  };
+}
+
+/** QUIT (bounded), then disconnect without reconnection; resolves once the client has ended. */
+async function closeClient(client: Redis): Promise<void> {
+  if (client.status === 'end') return;
+  // Only a client with a socket emits 'end'; one waiting to reconnect just stops.
+  const hasSocket = ['connecting', 'connect', 'ready'].includes(client.status);
+  const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+  if (client.status === 'ready') {
+    await drain(client, 1000);
+    await bounded(
+      client.quit().catch(() => undefined),
+      1000,
+    );
+  }
+  client.disconnect(false);
+  if (hasSocket) await bounded(ended, 1000);
+}
+
+/**
+ * Waits (at most `ms`) until the client has no command in flight. The engine resolves a release
+ * once a majority answered; the remaining masters' requests — including a script re-sent with
+ * EVAL after a NOSCRIPT reply, which a QUIT sent earlier would cut off — still finish first.
+ * The queue must stay empty across a timer tick, since a re-sent script is queued only after
+ * the promise callbacks of the first reply have run.
+ */
+async function drain(client: Redis, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  let emptyChecks = 0;
+  while (emptyChecks < 2 && Date.now() < deadline) {
+    emptyChecks = client.commandQueue.length === 0 ? emptyChecks + 1 : 0;
+    if (emptyChecks < 2) await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+async function bounded(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    promise,
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, ms);
+      timer.unref?.();
+    }),
+  ]);
+  clearTimeout(timer);
+}

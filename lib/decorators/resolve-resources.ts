@@ -1,0 +1,106 @@
+import { InvalidArgumentError, InvalidConfigurationError } from '../core';
+import { describe } from '../core/settings';
+import type { LockedCallContext, LockedResources } from '../interfaces';
+
+/** Roots a `{placeholder}` may start with. */
+export const PLACEHOLDER_ROOTS = ['args', 'params', 'query', 'body', 'data'] as const;
+
+const PLACEHOLDER = /\{([^{}]*)\}/g;
+
+/**
+ * Checks the resources written in `@Locked()` at decoration time, so that a typo such as
+ * `'order:{param.id}'` fails when the class is defined, not on the first request. Throws
+ * {@link InvalidConfigurationError} naming `where`.
+ */
+export function checkLockedResources(resources: unknown, where: string): void {
+  if (typeof resources === 'function') return;
+  const list = typeof resources === 'string' ? [resources] : resources;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new InvalidConfigurationError(
+      where,
+      `resources must be a string, a non-empty array of strings or a function, got ${describe(resources)}`,
+    );
+  }
+  for (const template of list as unknown[]) {
+    if (typeof template !== 'string' || template.length === 0) {
+      throw new InvalidConfigurationError(
+        where,
+        `every resource must be a non-empty string, got ${describe(template)}`,
+      );
+    }
+    const rest = template.replace(PLACEHOLDER, (_m, path: string) => {
+      const segments = path.split('.');
+      const root = segments[0];
+      if (
+        segments.some((s) => s.trim().length === 0) ||
+        !(PLACEHOLDER_ROOTS as readonly string[]).includes(root)
+      ) {
+        throw new InvalidConfigurationError(
+          where,
+          `placeholder {${path}} in "${template}" must be a dotted path starting with ${PLACEHOLDER_ROOTS.join(', ')}`,
+        );
+      }
+      return '';
+    });
+    if (/[{}]/.test(rest)) {
+      throw new InvalidConfigurationError(where, `unbalanced "{" or "}" in "${template}"`);
+    }
+  }
+}
+
+/**
+ * Computes the resources of one call: fills `{path}` placeholders from the call context, or runs
+ * the resource function. A placeholder or function result that is `undefined`, `null`, empty, an
+ * object or a function is an {@link InvalidArgumentError} (field `resources`) — a lock on
+ * `"order:undefined"` would serialize unrelated calls, or none.
+ */
+export function resolveResources(resources: LockedResources, call: LockedCallContext): string[] {
+  if (typeof resources === 'function') {
+    const result: unknown = resources(call);
+    const list = typeof result === 'string' ? [result] : result;
+    if (!Array.isArray(list) || list.length === 0) {
+      throw new InvalidArgumentError(
+        'resources',
+        `the resource function of ${callName(call)} must return a non-empty string or array of strings, got ${describe(result)}`,
+      );
+    }
+    return list.map((r: unknown) => {
+      if (typeof r !== 'string' || r.length === 0) {
+        throw new InvalidArgumentError(
+          'resources',
+          `the resource function of ${callName(call)} returned ${describe(r)} in its list`,
+        );
+      }
+      return r;
+    });
+  }
+  const list = typeof resources === 'string' ? [resources] : resources;
+  return list.map((template) =>
+    template.replace(PLACEHOLDER, (_m, path: string) => {
+      const value = lookup(call, path.split('.'));
+      if (typeof value === 'string' && value.length > 0) return value;
+      if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+      if (typeof value === 'bigint' || typeof value === 'boolean') return String(value);
+      throw new InvalidArgumentError(
+        'resources',
+        `placeholder {${path}} of "${template}" in ${callName(call)} resolved to ${describe(value)}`,
+      );
+    }),
+  );
+}
+
+function lookup(call: LockedCallContext, segments: readonly string[]): unknown {
+  let current: unknown = call;
+  for (const segment of segments) {
+    if (current === null || typeof current !== 'object') return undefined;
+    // Own or inherited (class getters) properties, but never Object.prototype's own members.
+    const obj = current as Record<string, unknown>;
+    current = segment in obj && !(segment in Object.prototype) ? obj[segment] : undefined;
+  }
+  return current;
+}
+
+function callName(call: LockedCallContext): string {
+  const cls = (call.target as { name?: unknown }).name;
+  return `${typeof cls === 'string' && cls ? cls : 'anonymous'}.${call.method}`;
+}

@@ -1,0 +1,3 @@
+export * from './resource-locked.error';
+export * from './lock-unavailable.error';
+export * from './transport.error';

@@ -1,0 +1,216 @@
+import type { RedisOptions } from 'ioredis';
+import { InvalidConfigurationError } from './core';
+import type { RedlockSettings } from './core';
+import { MAX_TIMER_MS, checkInteger, describe, resolveSettings } from './core/settings';
+import { isClientInstance, redactUrl } from './clients';
+import type {
+  ContentionStatus,
+  LockedOptions,
+  RedlockClientOption,
+  RedlockModuleOptions,
+  ResolvedLockedDefaults,
+  ResolvedRedlockModuleOptions,
+} from './interfaces';
+
+/** Default of `shutdownTimeout`, in ms. */
+export const DEFAULT_SHUTDOWN_TIMEOUT = 10_000;
+
+/**
+ * ioredis settings of the clients the module creates: fail fast while a master is down (no
+ * offline queue, no per-request retries — the engine's per-node timeout and quorum handle it),
+ * connect quickly, reconnect forever in the background with a capped, jittered backoff.
+ */
+export const LOCK_FRIENDLY_CLIENT_OPTIONS: Readonly<RedisOptions> = Object.freeze({
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+  connectTimeout: 2000,
+  lazyConnect: false,
+  // ioredis arms this timer even when disconnecting a client whose socket is already closed
+  // (a master that is down): keep it short so that it never holds the process open for long.
+  disconnectTimeout: 500,
+  retryStrategy: (times: number): number =>
+    Math.min(2000, 50 * 2 ** Math.min(times, 6)) + Math.floor(Math.random() * 50),
+});
+
+const ENGINE_KEYS = [
+  'ttl',
+  'maxTtl',
+  'retryCount',
+  'retryDelay',
+  'retryJitter',
+  'driftFactor',
+  'requestTimeout',
+  'quorum',
+  'keyPrefix',
+  'maxExtensions',
+  'extendThreshold',
+  'fencing',
+  'fencingKeyTtl',
+  'quarantine',
+  'handoff',
+] as const;
+const MODULE_KEYS = new Set<string>([
+  ...ENGINE_KEYS,
+  'clients',
+  'clientOptions',
+  'contentionStatus',
+  'lockedDefaults',
+  'shutdownTimeout',
+]);
+const LOCKED_KEYS = new Set<string>([
+  'ttl',
+  'retryCount',
+  'retryDelay',
+  'retryJitter',
+  'waitTimeout',
+  'onLocked',
+  'autoExtend',
+]);
+const ON_LOCKED = new Set<string>(['throw', 'skip', 'wait']);
+
+const fail = (field: string, problem: string): Error =>
+  new InvalidConfigurationError(field, problem);
+
+/**
+ * Validates the module options and fills in every default. The single place where `forRoot` and
+ * `forRootAsync` options are checked, so both end in identical resolved options. Throws
+ * {@link InvalidConfigurationError} naming the first offending field (`clients[1]`,
+ * `lockedDefaults.onLocked`, `ttl`, ...). Never includes a password in its messages.
+ */
+export function normalizeOptions(options: RedlockModuleOptions): ResolvedRedlockModuleOptions {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw fail('options', `must be an object, got ${describe(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!MODULE_KEYS.has(key)) throw fail(key, 'unknown option');
+  }
+  const clients = checkClients(options.clients);
+  const engineInput = Object.fromEntries(
+    ENGINE_KEYS.filter((k) => options[k] !== undefined).map((k) => [k, options[k]]),
+  );
+  // The engine's own validation, so that the module and the engine agree on every rule.
+  const { logger: _logger, ...engine } = resolveSettings(engineInput, clients.length);
+
+  const contentionStatus: ContentionStatus = options.contentionStatus ?? 423;
+  if (contentionStatus !== 423 && contentionStatus !== 409) {
+    throw fail('contentionStatus', `must be 423 or 409, got ${describe(contentionStatus)}`);
+  }
+  const shutdownTimeout = checkInteger(
+    'shutdownTimeout',
+    options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
+    0,
+    MAX_TIMER_MS,
+    fail,
+  );
+  const clientOptions = options.clientOptions ?? {};
+  if (clientOptions === null || typeof clientOptions !== 'object' || Array.isArray(clientOptions)) {
+    throw fail(
+      'clientOptions',
+      `must be an ioredis options object, got ${describe(clientOptions)}`,
+    );
+  }
+  const lockedDefaults = checkLockedOptions(
+    options.lockedDefaults ?? {},
+    'lockedDefaults',
+    engine.maxTtl,
+    fail,
+  );
+  return {
+    ...engine,
+    clients,
+    clientOptions: { ...LOCK_FRIENDLY_CLIENT_OPTIONS, ...clientOptions },
+    contentionStatus,
+    lockedDefaults: {
+      ...lockedDefaults,
+      onLocked: lockedDefaults.onLocked ?? 'throw',
+      autoExtend: lockedDefaults.autoExtend ?? true,
+    } as ResolvedLockedDefaults,
+    shutdownTimeout,
+  };
+}
+
+function checkClients(clients: unknown): RedlockClientOption[] {
+  if (!Array.isArray(clients) || clients.length === 0) {
+    throw fail('clients', 'must be a non-empty array of URLs, ioredis options or instances');
+  }
+  const seen = new Set<unknown>();
+  clients.forEach((c: unknown, i) => {
+    const field = `clients[${i}]`;
+    if (typeof c === 'string') {
+      let url: URL | undefined;
+      try {
+        url = new URL(c);
+      } catch {
+        url = undefined;
+      }
+      if (!url || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || !url.hostname) {
+        throw fail(field, `must be a redis:// or rediss:// URL, got "${redactUrl(c)}"`);
+      }
+      return;
+    }
+    if (c === null || typeof c !== 'object' || Array.isArray(c)) {
+      throw fail(
+        field,
+        `must be a URL, ioredis options or an ioredis instance, got ${describe(c)}`,
+      );
+    }
+    if (isClientInstance(c)) {
+      if (seen.has(c)) throw fail(field, 'the same client instance is listed twice');
+      seen.add(c);
+    } else if (typeof (c as { then?: unknown }).then === 'function') {
+      throw fail(field, 'is a Promise; resolve it (forRootAsync) before passing it');
+    }
+  });
+  return [...(clients as RedlockClientOption[])];
+}
+
+/**
+ * Validates `@Locked()` options (also used by the decorator). `ttl` must fit `maxTtl` when known.
+ * Returns the options without `undefined` fields.
+ */
+export function checkLockedOptions(
+  options: unknown,
+  field: string,
+  maxTtl: number | undefined,
+  make: (field: string, problem: string) => Error,
+): LockedOptions {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw make(field, `must be an object, got ${describe(options)}`);
+  }
+  const o = options as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(o)) {
+    if (!LOCKED_KEYS.has(key)) throw make(`${field}.${key}`, 'unknown option');
+    if (value === undefined) continue;
+    const f = `${field}.${key}`;
+    switch (key) {
+      case 'ttl':
+        out[key] = checkInteger(f, value, 1, maxTtl ?? MAX_TIMER_MS, make);
+        break;
+      case 'retryCount':
+        out[key] = checkInteger(f, value, 0, 1_000_000, make);
+        break;
+      case 'retryDelay':
+      case 'retryJitter':
+      case 'waitTimeout':
+        out[key] = checkInteger(f, value, 0, MAX_TIMER_MS, make);
+        break;
+      case 'onLocked':
+        if (typeof value !== 'string' || !ON_LOCKED.has(value)) {
+          throw make(f, `must be 'throw', 'skip' or 'wait', got ${describe(value)}`);
+        }
+        out[key] = value;
+        break;
+      case 'autoExtend':
+        if (typeof value !== 'boolean') throw make(f, `must be a boolean, got ${describe(value)}`);
+        out[key] = value;
+        break;
+    }
+  }
+  return out as LockedOptions;
+}
+
+/** The engine settings contained in resolved module options. */
+export function engineSettingsOf(options: ResolvedRedlockModuleOptions): RedlockSettings {
+  return Object.fromEntries(ENGINE_KEYS.map((k) => [k, options[k]])) as RedlockSettings;
+}

@@ -1,0 +1,56 @@
+/**
+ * Texts of the exceptions and log lines of the Nest layer, kept together (as @nestjs/schedule
+ * does) so they can be read, reviewed and matched in one place.
+ */
+
+/** Default message of `ResourceLockedException` (HTTP 423/409): the resource is held elsewhere. */
+export const RESOURCE_LOCKED_MESSAGE = 'The resource is locked by another operation; retry later';
+
+/** Default message of `LockUnavailableException` (HTTP 503): too few Redis masters answered. */
+export const LOCK_UNAVAILABLE_MESSAGE =
+  'The lock service is unavailable (too few Redis masters reachable); retry later';
+
+/** Message when the lock the current call chain relied on was lost while it ran. */
+export const LOCK_LOST_MESSAGE = 'The lock protecting this operation was lost';
+
+/** Message of a RPC/WebSocket error for a resource template that could not be resolved. */
+export const INVALID_LOCK_RESOURCE_MESSAGE = 'The lock resource could not be resolved';
+
+/** Log line when a `@Locked()` method runs on an instance the module never saw. */
+export const unboundMethodMessage = (method: string): string =>
+  `@Locked() method ${method} was called on an instance that RedlockModule has not registered ` +
+  '(an instance created with `new`, a request-scoped provider, or a call made before the ' +
+  'application finished its init phase); refusing to run it without its lock';
+
+/** Log line for `@Locked()` on a provider whose scope is not static. */
+export const nonStaticProviderMessage = (method: string): string =>
+  `@Locked() on ${method} is ignored by the explorer: the provider is request-scoped or transient ` +
+  '(only singletons are supported; handlers still lock through the interceptor)';
+
+/** Log line when a created client reports errors (redacted name). */
+export const masterErrorMessage = (name: string, error: string, suppressed: number): string =>
+  `Redis master ${name} unavailable: ${error}; reconnecting in the background` +
+  (suppressed > 0 ? ` (${suppressed} similar errors suppressed)` : '');
+
+/** Log line when a created client is ready again after errors. */
+export const masterReadyMessage = (name: string): string =>
+  `Redis master ${name} is reachable again`;
+
+/** Log line when shutdown stops waiting for running locked calls. */
+export const shutdownTimeoutMessage = (running: number, timeout: number): string =>
+  `${running} locked call(s) still running after ${timeout} ms; releasing their locks and closing`;
+
+/** Log line when a release fails (the lock then expires on its own after its ttl). */
+export const releaseFailedMessage = (resources: readonly string[], error: string): string =>
+  `Release of ${resources.join(', ')} failed (${error}); the lock expires with its ttl`;
+
+/** Log line when masters are unreachable at startup. */
+export const startupUnreachableMessage = (
+  down: readonly string[],
+  total: number,
+  quorum: number,
+): string =>
+  `${down.length} of ${total} Redis masters unreachable at startup (${down.join(', ')}); ` +
+  (total - down.length >= quorum
+    ? `locking works with the remaining ${total - down.length} (quorum ${quorum})`
+    : `locks fail with NoQuorumError until ${quorum} masters are reachable`);
