@@ -362,9 +362,15 @@ export class Redlock {
 
   /**
    * Releases a lock: compare-and-delete on **every** master, each bounded by the request timeout.
-   * Never throws because the lock expired; resolves with what each master did.
+   * Resolves as soon as a majority answered (the lock is then free for others; the remaining
+   * masters' deletes are already on their way, `pending` in the votes). Never throws because
+   * the lock expired.
    */
-  async release(lock: Lock): Promise<ReleaseResult> {
+  release(lock: Lock): Promise<ReleaseResult> {
+    return this.releaseLock(lock, false);
+  }
+
+  private async releaseLock(lock: Lock, waitAll: boolean): Promise<ReleaseResult> {
     const s = this.stateOf(lock);
     if (!s.released && s.validUntil <= monotonicNow()) {
       expire(lock, s, 'its validity ended before it was released');
@@ -372,7 +378,7 @@ export class Redlock {
     s.released = true;
     disarm(s);
     this.held.delete(lock);
-    const result = await this.releaseKeys(lock.resources, lock.value);
+    const result = await this.releaseKeys(lock.resources, lock.value, undefined, waitAll);
     if (this.observers.size > 0) {
       this.emit({
         type: 'released',
@@ -598,7 +604,8 @@ export class Redlock {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all(this.heldLocks.map((l) => this.release(l).catch(() => undefined)));
+    // Wait for every master's answer (not just a majority): the caller closes the clients next.
+    await Promise.all(this.heldLocks.map((l) => this.releaseLock(l, true).catch(() => undefined)));
     await this.notifier.close();
     for (const n of this.nodes) n.detach();
   }
@@ -775,6 +782,7 @@ export class Redlock {
     resources: readonly string[],
     token: string,
     only?: readonly MasterNode[],
+    waitAll = false,
   ): Promise<ReleaseResult> {
     const publish = this.settings.handoff ? '1' : '0';
     const nothing: GroupReply[] = [{ resources, value: 0 }];
@@ -787,6 +795,8 @@ export class Redlock {
             ),
       (value) => (allGroups(value, (v) => v === 0) ? 'held' : 'ok'),
       this.settings.requestTimeout,
+      undefined,
+      !waitAll,
     );
     return {
       deleted: tally.ok,

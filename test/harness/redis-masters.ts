@@ -228,6 +228,8 @@ export class RedisMasters {
           enableOfflineQueue: false,
           maxRetriesPerRequest: 0,
           retryStrategy: () => 50,
+          // Do not keep the test process alive for 2 s after disconnecting from a killed master.
+          disconnectTimeout: 100,
           ...overrides,
         }),
     );

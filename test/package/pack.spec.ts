@@ -29,8 +29,14 @@ afterAll(async () => {
 });
 
 function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): string {
-  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 240_000 });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
+  const r = spawnSync(cmd, args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 240_000,
+  });
+  if (r.status !== 0)
+    throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
   return r.stdout;
 }
 
@@ -112,7 +118,11 @@ main().catch((e) => { console.error(e); process.exit(1); });
   );
   // Everything comes from the npm cache filled by `npm ci` (no network needed).
   run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], app);
-  run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], app);
+  run(
+    process.execPath,
+    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+    app,
+  );
   const out = run(process.execPath, ['dist/main.js'], app, { URLS: masters.urls.join(',') });
   expect(JSON.parse(out.trim().split('\n').pop() as string)).toEqual({
     token: 'number',
