@@ -7,7 +7,7 @@ import { Cluster } from 'ioredis';
 import type { Redis } from 'ioredis';
 import { LockContendedError, Redlock, keySlot } from '../../lib';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';
-import { uniqueResource } from '../harness/util';
+import { uniqueResource, waitUntil } from '../harness/util';
 
 let cluster: LocalCluster;
 let masters: RedisMasters;
@@ -24,7 +24,7 @@ beforeAll(async () => {
   clusterClient.on('error', () => undefined);
   standalone = masters.createClients();
   await RedisMasters.ready(standalone);
-  await new Promise<void>((resolve) => clusterClient.once('ready', () => resolve()));
+  await waitUntil(() => clusterClient.status === 'ready', 20_000);
   // quorum 3 of 3: every master, the Cluster included, must vote yes.
   rl = new Redlock([clusterClient, ...standalone], {
     quarantine: false,
@@ -34,7 +34,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await rl.close();
+  await rl?.close();
   clusterClient.disconnect();
   await masters.stop();
   await cluster.stop();

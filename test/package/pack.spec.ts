@@ -51,7 +51,14 @@ it('installs from the tarball into a fresh Nest app, compiles and boots', () => 
   expect(files).not.toMatch(/package\/(test|sample|bench|lib)\//);
 
   const app = join(work, 'app');
-  const deps = ['@nestjs/common', '@nestjs/core', 'ioredis', 'reflect-metadata', 'rxjs'];
+  const deps = [
+    '@nestjs/common',
+    '@nestjs/core',
+    'ioredis',
+    'reflect-metadata',
+    'rxjs',
+    '@types/node',
+  ];
   run('mkdir', ['-p', join(app, 'src')], work);
   writeFileSync(
     join(app, 'package.json'),
@@ -76,7 +83,7 @@ it('installs from the tarball into a fresh Nest app, compiles and boots', () => 
         outDir: 'dist',
         skipLibCheck: false,
         esModuleInterop: true,
-        types: [],
+        types: ['node'],
       },
       include: ['src'],
     }),
