@@ -242,7 +242,7 @@ export class Redlock {
     try {
       return this.granted(await this.acquireLoop(req, started), started);
     } catch (err) {
-      this.failed(req, err, started);
+      this.emitFailed(req.resources, err, started);
       throw err;
     }
   }
@@ -318,7 +318,7 @@ export class Redlock {
     const result = await this.attempt(req, 1, started);
     if (result.lock) return this.granted(result.lock, started);
     await result.cleanup;
-    this.failed(req, result.error, started);
+    this.emitFailed(req.resources, result.error, started);
     if (result.error instanceof LockContendedError) return null;
     throw result.error;
   }
@@ -337,12 +337,13 @@ export class Redlock {
     return lock;
   }
 
-  private failed(req: Request, err: unknown, started: number): void {
+  /** Reports a failed acquire to the observers. */
+  protected emitFailed(resources: readonly string[], err: unknown, started: number): void {
     if (this.observers.size === 0 || !(err instanceof RedlockError)) return;
     const detail = err instanceof LockOperationError ? err : undefined;
     this.emit({
       type: 'failed',
-      resources: req.resources,
+      resources,
       error: err,
       attempts: detail?.attempts ?? 0,
       waitTime: monotonicNow() - started,
@@ -350,7 +351,8 @@ export class Redlock {
     });
   }
 
-  private emit(event: RedlockEvent): void {
+  /** Tells every observer about `event`; an observer that throws is logged, never fatal. */
+  protected emit(event: RedlockEvent): void {
     for (const observer of this.observers) {
       try {
         observer(event);
@@ -946,37 +948,8 @@ export class Redlock {
 
   private prepare(resources: unknown, options: AcquireOptions): Request {
     if (this.closed) throw new InvalidArgumentError('this', 'the Redlock engine is closed');
-    if (options === null || typeof options !== 'object') {
-      throw new InvalidArgumentError('options', `must be an object, got ${describe(options)}`);
-    }
-    const list = normalizeResources(resources);
-    const s = this.settings;
-    const ttl = options.ttl === undefined ? s.ttl : this.checkTtl(options.ttl);
-    if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
-      throw new InvalidArgumentError('signal', 'must be an AbortSignal');
-    }
-    return {
-      resources: list,
-      keys: list.map((r) => this.keyOf(r)),
-      ttl,
-      retryCount:
-        options.retryCount === undefined
-          ? s.retryCount
-          : checkInteger('retryCount', options.retryCount, 0, 1_000_000, argError),
-      retryDelay:
-        options.retryDelay === undefined
-          ? s.retryDelay
-          : checkNonNegative('retryDelay', options.retryDelay, argError),
-      retryJitter:
-        options.retryJitter === undefined
-          ? s.retryJitter
-          : checkNonNegative('retryJitter', options.retryJitter, argError),
-      waitTimeout:
-        options.waitTimeout === undefined
-          ? undefined
-          : checkInteger('waitTimeout', options.waitTimeout, 0, MAX_TIMER_MS, argError),
-      signal: options.signal,
-    };
+    const checked = checkAcquire(resources, options, this.settings);
+    return { ...checked, keys: checked.resources.map((r) => this.keyOf(r)) };
   }
 }
 
@@ -1019,6 +992,57 @@ function newToken(): string {
   const token = pool.toString('base64url', poolOffset, poolOffset + TOKEN_BYTES);
   poolOffset += TOKEN_BYTES;
   return token;
+}
+
+/** Acquire options checked against the engine settings, with defaults filled in. */
+export interface CheckedAcquire {
+  readonly resources: string[];
+  readonly ttl: number;
+  readonly retryCount: number;
+  readonly retryDelay: number;
+  readonly retryJitter: number;
+  readonly waitTimeout: number | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * Validates `acquire` arguments (typed errors naming the field, before any Redis call) and fills
+ * in the defaults from `s`. Shared by every engine implementation.
+ */
+export function checkAcquire(
+  resources: unknown,
+  options: AcquireOptions,
+  s: ResolvedSettings,
+): CheckedAcquire {
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidArgumentError('options', `must be an object, got ${describe(options)}`);
+  }
+  const list = normalizeResources(resources);
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+    throw new InvalidArgumentError('signal', 'must be an AbortSignal');
+  }
+  const opt = <K extends keyof AcquireOptions>(
+    key: K,
+    fallback: number | undefined,
+    check: (v: unknown) => number,
+  ): number | undefined => (options[key] === undefined ? fallback : check(options[key]));
+  return {
+    resources: list,
+    ttl: opt('ttl', s.ttl, (v) => checkInteger('ttl', v, 1, s.maxTtl, argError)) as number,
+    retryCount: opt('retryCount', s.retryCount, (v) =>
+      checkInteger('retryCount', v, 0, 1_000_000, argError),
+    ) as number,
+    retryDelay: opt('retryDelay', s.retryDelay, (v) =>
+      checkNonNegative('retryDelay', v, argError),
+    ) as number,
+    retryJitter: opt('retryJitter', s.retryJitter, (v) =>
+      checkNonNegative('retryJitter', v, argError),
+    ) as number,
+    waitTimeout: opt('waitTimeout', undefined, (v) =>
+      checkInteger('waitTimeout', v, 0, MAX_TIMER_MS, argError),
+    ),
+    signal: options.signal,
+  };
 }
 
 /** Outcomes of masters that could not have granted a lock even if it were free. */

@@ -6,18 +6,15 @@ import {
   LockAbortedError,
   LockContendedError,
   LockLostError,
-  LockOperationError,
   NoQuorumError,
-  RedlockError,
   WaitTimeoutError,
 } from '../core/errors';
 import type { LockErrorDetail, NodeOutcome, NodeVote } from '../core/errors';
-import type { RedlockEvent, RedlockObserver } from '../core/events';
 import { Lock, disarm, expire, lockState, scheduleExpiry } from '../core/lock';
 import type { LockState, ReleaseResult } from '../core/lock';
-import { Redlock, normalizeResources } from '../core/redlock';
-import type { AcquireOptions } from '../core/redlock';
-import { MAX_TIMER_MS, checkInteger, checkNonNegative, describe, driftFor } from '../core/settings';
+import { Redlock, checkAcquire, normalizeResources } from '../core/redlock';
+import type { AcquireOptions, CheckedAcquire } from '../core/redlock';
+import { MAX_TIMER_MS, checkInteger, describe, driftFor } from '../core/settings';
 import type { RedlockClient, RedlockLogger, RedlockSettings } from '../core/settings';
 
 /**
@@ -87,7 +84,6 @@ export class InMemoryRedlock extends Redlock {
   private readonly fences = new Map<string, number>();
   private readonly own = new Set<Lock>();
   private readonly sleepers = new Set<() => void>();
-  private readonly watchers = new Set<RedlockObserver>();
   private available = true;
   private stopped = false;
 
@@ -122,15 +118,6 @@ export class InMemoryRedlock extends Redlock {
     return [...this.own];
   }
 
-  /** Subscribes to engine events (the real engine's events). Returns the unsubscriber. */
-  override observe(observer: RedlockObserver): () => void {
-    if (typeof observer !== 'function') {
-      throw new InvalidArgumentError('observer', 'must be a function');
-    }
-    this.watchers.add(observer);
-    return () => this.watchers.delete(observer);
-  }
-
   /**
    * Acquires all `resources` (all-or-nothing), retrying on contention like the real engine
    * (`retryCount`, `retryDelay` ± `retryJitter`, `waitTimeout`, `signal`); a release in this
@@ -145,7 +132,7 @@ export class InMemoryRedlock extends Redlock {
     try {
       return this.memGranted(await this.memAcquireLoop(req, start), start);
     } catch (err) {
-      this.memFailed(req.resources, err, start);
+      this.emitFailed(req.resources, err, start);
       throw err;
     }
   }
@@ -201,7 +188,7 @@ export class InMemoryRedlock extends Redlock {
     const started = monotonicNow();
     const result = this.tryOnce(req.resources, req.ttl, 1, started);
     if (result instanceof Lock) return this.memGranted(result, started);
-    this.memFailed(req.resources, result, started);
+    this.emitFailed(req.resources, result, started);
     if (result instanceof LockContendedError) return null;
     throw result;
   }
@@ -216,7 +203,7 @@ export class InMemoryRedlock extends Redlock {
     disarm(s);
     this.own.delete(lock);
     const result = this.deleteKeys(lock);
-    this.memEmit({
+    this.emit({
       type: 'released',
       resources: lock.resources,
       lock,
@@ -274,7 +261,7 @@ export class InMemoryRedlock extends Redlock {
     s.extensions++;
     s.votes = [vote('ok')];
     scheduleExpiry(lock, s);
-    this.memEmit({
+    this.emit({
       type: 'extended',
       resources: lock.resources,
       lock,
@@ -441,7 +428,7 @@ export class InMemoryRedlock extends Redlock {
       state,
     });
     state.onLost = (reason) =>
-      this.memEmit({
+      this.emit({
         type: 'lost',
         resources,
         lock,
@@ -481,7 +468,7 @@ export class InMemoryRedlock extends Redlock {
   }
 
   private memGranted(lock: Lock, started: number): Lock {
-    this.memEmit({
+    this.emit({
       type: 'acquired',
       resources: lock.resources,
       lock,
@@ -490,31 +477,6 @@ export class InMemoryRedlock extends Redlock {
       votes: lock.votes,
     });
     return lock;
-  }
-
-  private memFailed(resources: readonly string[], err: unknown, started: number): void {
-    if (!(err instanceof RedlockError)) return;
-    const detail = err instanceof LockOperationError ? err : undefined;
-    this.memEmit({
-      type: 'failed',
-      resources: detail?.resources ?? resources,
-      error: err,
-      attempts: detail?.attempts ?? 0,
-      waitTime: monotonicNow() - started,
-      votes: detail?.votes ?? [],
-    });
-  }
-
-  private memEmit(event: RedlockEvent): void {
-    for (const observer of this.watchers) {
-      try {
-        observer(event);
-      } catch (err) {
-        this.settings.logger.warn(
-          `Redlock: an observer threw: ${err instanceof Error ? err.message : String(err)}`,
-        );
-      }
-    }
   }
 
   private stateOfLock(lock: Lock): LockState {
@@ -527,35 +489,7 @@ export class InMemoryRedlock extends Redlock {
   /** Validates like the real engine and fills in defaults. */
   private check(resources: unknown, options: AcquireOptions): Checked {
     if (this.stopped) throw new InvalidArgumentError('this', 'the Redlock engine is closed');
-    if (options === null || typeof options !== 'object') {
-      throw new InvalidArgumentError('options', `must be an object, got ${describe(options)}`);
-    }
-    const s = this.settings;
-    if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
-      throw new InvalidArgumentError('signal', 'must be an AbortSignal');
-    }
-    return {
-      resources: normalizeResources(resources),
-      ttl:
-        options.ttl === undefined ? s.ttl : checkInteger('ttl', options.ttl, 1, s.maxTtl, argError),
-      retryCount:
-        options.retryCount === undefined
-          ? s.retryCount
-          : checkInteger('retryCount', options.retryCount, 0, 1_000_000, argError),
-      retryDelay:
-        options.retryDelay === undefined
-          ? s.retryDelay
-          : checkNonNegative('retryDelay', options.retryDelay, argError),
-      retryJitter:
-        options.retryJitter === undefined
-          ? s.retryJitter
-          : checkNonNegative('retryJitter', options.retryJitter, argError),
-      waitTimeout:
-        options.waitTimeout === undefined
-          ? undefined
-          : checkInteger('waitTimeout', options.waitTimeout, 0, MAX_TIMER_MS, argError),
-      signal: options.signal,
-    };
+    return checkAcquire(resources, options, this.settings);
   }
 
   /** Waits `ms`, or until a release/free in this engine, or until `signal` aborts. */
@@ -579,15 +513,7 @@ export class InMemoryRedlock extends Redlock {
 }
 
 /** A validated acquire request. */
-interface Checked {
-  readonly resources: string[];
-  readonly ttl: number;
-  readonly retryCount: number;
-  readonly retryDelay: number;
-  readonly retryJitter: number;
-  readonly waitTimeout: number | undefined;
-  readonly signal: AbortSignal | undefined;
-}
+type Checked = CheckedAcquire;
 
 /**
  * Marks a lock lost now. Reads `lock.signal` first: core's `expire()` aborts only a signal that
