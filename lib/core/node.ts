@@ -164,15 +164,22 @@ export class MasterNode {
     }
   }
 
-  /** Runs a script with EVALSHA, loading it with EVAL when the master does not know it yet. */
+  /**
+   * Runs a script with EVALSHA, loading it with EVAL when the master does not know it yet.
+   * The EVAL goes out after whatever was sent meanwhile; when `stillWanted()` says the caller
+   * has moved on (its round was decided and a clean-up may already be on the wire), it is not
+   * sent at all — a late acquire must never land after its own release.
+   */
   evalScript(
     script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
+    stillWanted?: () => boolean,
   ): Promise<unknown> {
     const client = this.client as Redis;
     return client.evalsha(script.sha, keys.length, ...keys, ...args).catch((err: unknown) => {
       if (!errorMessage(err).startsWith('NOSCRIPT')) throw err;
+      if (stillWanted && !stillWanted()) throw err;
       return client.eval(script.source, keys.length, ...keys, ...args);
     });
   }

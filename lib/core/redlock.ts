@@ -632,14 +632,19 @@ export class Redlock {
             const marker = node.checksMarker;
             if (fencing) for (const r of resources) keys.push(this.fenceKeyOf(r));
             if (marker) keys.push(this.markerKey);
-            return node.evalScript(ACQUIRE_SCRIPT, keys, [
-              token,
-              ttlArg,
-              fencing ? '1' : '0',
-              marker ? '1' : '0',
-              String(resources.length),
-              fenceTtlArg,
-            ]);
+            return node.evalScript(
+              ACQUIRE_SCRIPT,
+              keys,
+              [
+                token,
+                ttlArg,
+                fencing ? '1' : '0',
+                marker ? '1' : '0',
+                String(resources.length),
+                fenceTtlArg,
+              ],
+              () => !round.decided,
+            );
           }),
         ),
       (value, node) => {

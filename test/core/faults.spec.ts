@@ -5,6 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import { LockContendedError, NoQuorumError, Redlock } from '../../lib';
+import { RELEASE_SCRIPT } from '../../lib/core/scripts';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, valuesOn, waitUntil } from '../harness/util';
 
@@ -142,4 +143,26 @@ it('deletes the key on a master that did not acknowledge the acquire', async () 
   await waitUntil(async () => (await probe[4].get(rl.keyOf(r))) === lock.value);
   await lock.release();
   await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r))).every((v) => v === null));
+});
+
+it('never lets a late acquire land after its own clean-up when a master lost its scripts', async () => {
+  // Master 4 knows the release script but not the acquire script (e.g. after SCRIPT FLUSH and
+  // another client's release): its EVALSHA acquire answers NOSCRIPT after the clean-up's
+  // EVALSHA release was already queued behind it. An EVAL fallback would then set the key
+  // after its own release — an orphan lock. The engine drops the fallback once decided.
+  const r = uniqueResource('noscript');
+  const holder = await rl.acquire(r, { ttl: 10_000 });
+  await waitUntil(async () => (await probe[4].get(rl.keyOf(r))) === holder.value);
+  await probe[4].del(rl.keyOf(r)); // master 4 would grant r
+  await probe[4].script('FLUSH');
+  await probe[4].script('LOAD', RELEASE_SCRIPT.source);
+  masters.masters[4].pause();
+  try {
+    expect(await rl.tryAcquire(r)).toBeNull(); // decided by masters 0-3: contended
+  } finally {
+    masters.masters[4].resume();
+  }
+  await sleep(100);
+  expect(await probe[4].get(rl.keyOf(r))).toBeNull();
+  await holder.release();
 });

@@ -114,7 +114,14 @@ it('a majority restart makes locking unavailable for about the max TTL, then rec
   expect(
     (first as NoQuorumError).votes.filter((v) => v.outcome === 'quarantined').length,
   ).toBeGreaterThanOrEqual(1);
-  const lock = await w.b.acquire(r, { retryCount: 1000, waitTimeout: 10_000 });
+  const lock = await w.b
+    .acquire(r, { retryCount: 1000, waitTimeout: 10_000 })
+    .catch((e: unknown) => {
+      const err = e as NoQuorumError;
+      throw new Error(
+        `acquire failed after ${err.attempts} attempts, ${err.elapsed} ms: ${err.message}`,
+      );
+    });
   const unavailableFor = Date.now() - started;
   const duration = w.b.settings.quarantine.duration;
   // Not before the quarantine ends (counted from the restart, which was before `started`)...
