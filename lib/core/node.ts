@@ -167,8 +167,8 @@ export class MasterNode {
   /**
    * Runs a script with EVALSHA, loading it with EVAL when the master does not know it yet.
    * The EVAL goes out after whatever was sent meanwhile; when `stillWanted()` says the caller
-   * has moved on (its round was decided and a clean-up may already be on the wire), it is not
-   * sent at all — a late acquire must never land after its own release.
+   * has moved on (a release of the same token may already be on the wire), it is not sent at
+   * all — a late acquire must never land after its own release.
    */
   evalScript(
     script: LuaScript,

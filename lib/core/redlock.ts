@@ -97,25 +97,22 @@ export interface RedlockHealth {
 /** The routine run by {@link Redlock.using}. */
 export type LockedRoutine<T> = (signal: AbortSignal, lock: Lock) => Promise<T> | T;
 
-interface Request {
-  readonly resources: readonly string[];
+/** A checked acquire request (engine implementations receive it in `attemptOnce`). */
+export interface AcquireRequest extends CheckedAcquire {
+  /** Redis keys of `resources`. */
   readonly keys: readonly string[];
-  readonly ttl: number;
-  readonly retryCount: number;
-  readonly retryDelay: number;
-  readonly retryJitter: number;
-  readonly waitTimeout: number | undefined;
-  readonly signal: AbortSignal | undefined;
 }
 
-type Attempt =
+type Request = AcquireRequest;
+
+/** The outcome of one attempt: a lock, or why not (and the clean-up still running). */
+export type AttemptResult =
   | { readonly lock: Lock; readonly cleanup?: undefined }
   | {
       readonly lock?: undefined;
       /** The clean-up of the failed attempt, while it runs. */
       readonly cleanup?: Promise<void>;
       readonly error: LockContendedError | NoQuorumError;
-      readonly holderTtl?: number;
     };
 
 /** A script's reply for one group of resources (one slot on a Cluster master). */
@@ -251,7 +248,7 @@ export class Redlock {
     const deadline = req.waitTimeout === undefined ? Infinity : start + req.waitTimeout;
     let attempts = 0;
     let subscribed = false;
-    let last: Attempt | undefined;
+    let last: AttemptResult | undefined;
     const detail = (): LockErrorDetail => ({
       resources: req.resources,
       votes: last?.lock ? [] : (last?.error.votes ?? []),
@@ -265,7 +262,7 @@ export class Redlock {
           throw new LockAbortedError(detail(), { cause: req.signal.reason });
         }
         attempts++;
-        last = await this.attempt(req, attempts, start);
+        last = await this.attemptOnce(req, attempts, start);
         if (last.lock) return last.lock;
         const left = deadline - monotonicNow();
         if (attempts > req.retryCount) break;
@@ -284,12 +281,13 @@ export class Redlock {
           if (await this.notifier.subscribe(req.keys)) continue;
         }
         let wait = req.retryDelay + (Math.random() * 2 - 1) * req.retryJitter;
-        if (last.holderTtl !== undefined) wait = Math.min(wait, last.holderTtl + 1);
+        const holderTtl = contended ? (last.error as LockContendedError).retryAfter : undefined;
+        if (holderTtl !== undefined) wait = Math.min(wait, holderTtl + 1);
         wait = Math.max(0, Math.min(wait, left));
         if (subscribed) {
           await this.notifier.wait(req.keys, start, wait, req.signal);
         } else {
-          await delay(wait, req.signal).catch(() => undefined);
+          await this.pause(wait, req.signal);
         }
       }
       await last.cleanup;
@@ -315,7 +313,7 @@ export class Redlock {
       );
     }
     const started = monotonicNow();
-    const result = await this.attempt(req, 1, started);
+    const result = await this.attemptOnce(req, 1, started);
     if (result.lock) return this.granted(result.lock, started);
     await result.cleanup;
     this.emitFailed(req.resources, result.error, started);
@@ -380,7 +378,7 @@ export class Redlock {
     s.released = true;
     disarm(s);
     this.held.delete(lock);
-    const result = await this.releaseKeys(lock.resources, lock.value, undefined, waitAll);
+    const result = await this.deleteKeys(lock, waitAll);
     if (this.observers.size > 0) {
       this.emit({
         type: 'released',
@@ -424,10 +422,12 @@ export class Redlock {
     }
     const wallStart = Date.now();
     const timeout = Math.min(this.settings.requestTimeout, remaining);
+    const keys = lock.resources.map((r) => this.keyOf(r));
+    const args = [lock.value, String(newTtl)];
     const tally = await this.vote(
       (node) =>
-        this.runGrouped(node, lock.resources, (keys) =>
-          node.evalScript(EXTEND_SCRIPT, keys, [lock.value, String(newTtl)]),
+        this.runGrouped(node, lock.resources, keys, (groupKeys) =>
+          node.evalScript(EXTEND_SCRIPT, groupKeys, args),
         ),
       (value) => (allGroups(value, (v) => v === 1) ? 'ok' : 'held'),
       timeout,
@@ -614,7 +614,74 @@ export class Redlock {
 
   // ---------------------------------------------------------------------------------------------
 
-  private async attempt(req: Request, attemptNo: number, startedAt: number): Promise<Attempt> {
+  /**
+   * Waits `ms` between attempts (or until `signal` aborts) when no release channel is listened
+   * to. Never rejects. An engine with its own wake-ups (the in-memory one) overrides it.
+   */
+  protected pause(ms: number, signal?: AbortSignal): Promise<void> {
+    return delay(ms, signal).catch(() => undefined);
+  }
+
+  /** Deletes a lock's keys (compare-and-delete) on the masters: the storage step of a release. */
+  protected deleteKeys(lock: Lock, waitAll: boolean): Promise<ReleaseResult> {
+    return this.releaseKeys(lock.resources, lock.value, undefined, waitAll);
+  }
+
+  /**
+   * Builds a granted lock and tracks it (held locks, 'lost' events). `start` is the monotonic
+   * time at which the attempt began: validity runs from there.
+   */
+  protected createLock(init: {
+    resources: readonly string[];
+    token: string;
+    ttl: number;
+    start: number;
+    wallStart: number;
+    attempts: number;
+    votes: readonly NodeVote[];
+    fencingTokens: Readonly<Record<string, number>>;
+  }): Lock {
+    const drift = driftFor(init.ttl, this.settings.driftFactor);
+    const state: LockState = {
+      validUntil: init.start + init.ttl - drift,
+      expiresAt: init.wallStart + init.ttl - drift,
+      ttl: init.ttl,
+      extensions: 0,
+      released: false,
+      votes: init.votes,
+      acquiredAt: init.start,
+    };
+    const lock = new Lock(this, {
+      resources: init.resources,
+      value: init.token,
+      attempts: init.attempts,
+      fencingTokens: init.fencingTokens,
+      state,
+    });
+    state.onLost = (reason) => {
+      if (this.observers.size > 0) {
+        this.emit({
+          type: 'lost',
+          resources: lock.resources,
+          lock,
+          holdTime: monotonicNow() - state.acquiredAt,
+          reason,
+        });
+      }
+    };
+    this.held.add(lock);
+    return lock;
+  }
+
+  /**
+   * One attempt on the masters (REDLOCK.md, "N masters", steps 1–5): a lock, or the reason it
+   * was not granted, with the clean-up of a failed attempt already sent.
+   */
+  protected async attemptOnce(
+    req: AcquireRequest,
+    attemptNo: number,
+    startedAt: number,
+  ): Promise<AttemptResult> {
     const { ttl } = req;
     const drift = driftFor(ttl, this.settings.driftFactor);
     const token = newToken();
@@ -625,16 +692,31 @@ export class Redlock {
     const duration = this.settings.quarantine.duration;
     const ttlArg = String(ttl);
     const fenceTtlArg = String(this.settings.fencingKeyTtl);
+    // Script keys, built once per attempt: lock keys, fencing counters, then the boot marker.
+    const withFences = (keys: readonly string[], resources: readonly string[]): string[] =>
+      fencing ? [...keys, ...resources.map((r) => this.fenceKeyOf(r))] : [...keys];
+    const allKeys = withFences(req.keys, req.resources);
+    const allKeysWithMarker = [...allKeys, this.markerKey];
+    // A master that lost its scripts answers NOSCRIPT and gets an EVAL afterwards. That EVAL
+    // must never land after this token's release on the same connection: it is sent only while
+    // the attempt has not failed (its clean-up not yet sent) and its lock is not released.
+    let failed = false;
+    let granted: Lock | undefined;
+    const stillWanted = (): boolean => !failed && !granted?.released;
     const tally = await this.vote(
       (node, _i, round) =>
         this.afterCheck(node, round, () =>
-          this.runGrouped(node, req.resources, (keys, resources) => {
+          this.runGrouped(node, req.resources, req.keys, (keys, resources) => {
             const marker = node.checksMarker;
-            if (fencing) for (const r of resources) keys.push(this.fenceKeyOf(r));
-            if (marker) keys.push(this.markerKey);
+            const scriptKeys =
+              resources !== req.resources
+                ? withFences(keys, resources) // one slot group of a Cluster master
+                : marker
+                  ? allKeysWithMarker
+                  : allKeys;
             return node.evalScript(
               ACQUIRE_SCRIPT,
-              keys,
+              scriptKeys,
               [
                 token,
                 ttlArg,
@@ -643,7 +725,7 @@ export class Redlock {
                 String(resources.length),
                 fenceTtlArg,
               ],
-              () => !round.decided,
+              stillWanted,
             );
           }),
         ),
@@ -667,7 +749,8 @@ export class Redlock {
       attempts: attemptNo,
       elapsed: monotonicNow() - startedAt,
     });
-    const fail = async (error: LockContendedError | NoQuorumError): Promise<Attempt> => {
+    const fail = async (error: LockContendedError | NoQuorumError): Promise<AttemptResult> => {
+      failed = true; // from here on, no late EVAL fallback may follow the clean-up
       // Undo on every master that may hold our token: all but those that answered "held" (the
       // script is all-or-nothing there; on a Cluster master a slot group may have succeeded).
       const maybeSet = this.nodes.filter((n, i) => n.cluster || tally.votes[i].outcome !== 'held');
@@ -679,7 +762,6 @@ export class Redlock {
           : undefined;
       return {
         error,
-        holderTtl: error instanceof LockContendedError ? error.retryAfter : undefined,
         cleanup,
       };
     };
@@ -709,34 +791,16 @@ export class Redlock {
         new NoQuorumError({ ...detail(), reason: 'validity-exhausted', quorum: this.quorum }),
       );
     }
-    const state: LockState = {
-      validUntil: start + ttl - drift,
-      expiresAt: wallStart + ttl - drift,
-      ttl,
-      extensions: 0,
-      released: false,
-      votes: tally.votes,
-      acquiredAt: start,
-    };
-    const lock = new Lock(this, {
+    const lock = (granted = this.createLock({
       resources: req.resources,
-      value: token,
+      token,
+      ttl,
+      start,
+      wallStart,
       attempts: attemptNo,
+      votes: tally.votes,
       fencingTokens,
-      state,
-    });
-    state.onLost = (reason) => {
-      if (this.observers.size > 0) {
-        this.emit({
-          type: 'lost',
-          resources: lock.resources,
-          lock,
-          holdTime: monotonicNow() - state.acquiredAt,
-          reason,
-        });
-      }
-    };
-    this.held.add(lock);
+    }));
     return { lock };
   }
 
@@ -768,7 +832,7 @@ export class Redlock {
       (node, i) =>
         atMax(counters[i])
           ? Promise.resolve(1)
-          : this.runGrouped(node, resources, (_keys, group) =>
+          : this.runGrouped(node, resources, [], (_keys, group) =>
               node.evalScript(
                 FENCE_RAISE_SCRIPT,
                 group.map((r) => this.fenceKeyOf(r)),
@@ -791,14 +855,15 @@ export class Redlock {
     only?: readonly MasterNode[],
     waitAll = false,
   ): Promise<ReleaseResult> {
-    const publish = this.settings.handoff ? '1' : '0';
+    const keys = resources.map((r) => this.keyOf(r));
+    const args = [token, this.settings.handoff ? '1' : '0'];
     const nothing: GroupReply[] = [{ resources, value: 0 }];
     const tally = await this.vote(
       (node) =>
         only && !only.includes(node)
           ? Promise.resolve(nothing)
-          : this.runGrouped(node, resources, (keys) =>
-              node.evalScript(RELEASE_SCRIPT, keys, [token, publish]),
+          : this.runGrouped(node, resources, keys, (groupKeys) =>
+              node.evalScript(RELEASE_SCRIPT, groupKeys, args),
             ),
       (value) => (allGroups(value, (v) => v === 0) ? 'held' : 'ok'),
       this.settings.requestTimeout,
@@ -909,12 +974,10 @@ export class Redlock {
   private runGrouped(
     node: MasterNode,
     resources: readonly string[],
-    run: (keys: string[], resources: readonly string[]) => Promise<unknown>,
+    keys: readonly string[],
+    run: (keys: readonly string[], resources: readonly string[]) => Promise<unknown>,
   ): Promise<GroupReply[]> {
-    if (!node.cluster) {
-      const keys = resources.map((r) => this.keyOf(r));
-      return run(keys, resources).then((value) => [{ resources, value }]);
-    }
+    if (!node.cluster) return run(keys, resources).then((value) => [{ resources, value }]);
     const groups = slotGroups(resources, (r) => this.keyOf(r));
     return Promise.all(
       groups.map((g) =>
@@ -941,7 +1004,8 @@ export class Redlock {
     return pending.then(() => (round.decided ? Promise.reject(new Error('not sent')) : task()));
   }
 
-  private stateOf(lock: Lock): LockState {
+  /** The engine-side state of a lock; rejects anything that is not a `Lock`. */
+  protected stateOf(lock: Lock): LockState {
     if (!(lock instanceof Lock))
       throw new InvalidArgumentError('lock', `must be a Lock, got ${describe(lock)}`);
     return lockState(lock);

@@ -63,7 +63,11 @@ export interface RedlockSettings {
   extendThreshold?: number;
   /** Hand out a strictly increasing fencing token per resource with every lock. Default `true`. */
   fencing?: boolean;
-  /** TTL in ms of the fencing counters in Redis (refreshed by every lock). Default 7 days. */
+  /**
+   * TTL in ms of a fencing counter in Redis, set when the counter starts (not refreshed). A
+   * counter that expires restarts from the masters' clock, past every token it handed out.
+   * Default 7 days.
+   */
   fencingKeyTtl?: number;
   /** Restart quarantine; `false` disables it. Default enabled. */
   quarantine?: boolean | QuarantineSettings;

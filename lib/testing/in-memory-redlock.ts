@@ -3,18 +3,16 @@ import { monotonicNow } from '../core/clock';
 import {
   ExtensionLimitError,
   InvalidArgumentError,
-  LockAbortedError,
   LockContendedError,
   LockLostError,
   NoQuorumError,
-  WaitTimeoutError,
 } from '../core/errors';
 import type { LockErrorDetail, NodeOutcome, NodeVote } from '../core/errors';
-import { Lock, disarm, expire, lockState, scheduleExpiry } from '../core/lock';
-import type { LockState, ReleaseResult } from '../core/lock';
-import { Redlock, checkAcquire, normalizeResources } from '../core/redlock';
-import type { AcquireOptions, CheckedAcquire } from '../core/redlock';
-import { MAX_TIMER_MS, checkInteger, describe, driftFor } from '../core/settings';
+import { Lock, expire, lockState, scheduleExpiry } from '../core/lock';
+import type { ReleaseResult } from '../core/lock';
+import { Redlock, normalizeResources } from '../core/redlock';
+import type { AcquireRequest, AttemptResult } from '../core/redlock';
+import { MAX_TIMER_MS, checkInteger, driftFor } from '../core/settings';
 import type { RedlockClient, RedlockLogger, RedlockSettings } from '../core/settings';
 
 /**
@@ -69,8 +67,10 @@ function placeholderClient(): RedlockClient {
  * It keeps the real engine's contract: same methods, same {@link Lock} objects (validity, signal,
  * fencing tokens, extensions), same errors ({@link LockContendedError}, {@link WaitTimeoutError},
  * {@link LockAbortedError}, {@link LockLostError}, {@link ExtensionLimitError},
- * {@link InvalidArgumentError}), and real exclusion with ttl expiry. `using()` and `keepAlive()`
- * are the real engine's code, running on top of this engine's acquire/extend/release.
+ * {@link InvalidArgumentError}), and real exclusion with ttl expiry. Only the storage steps are
+ * its own (one attempt, deleting keys, extending, waiting between attempts): the acquire loop,
+ * `tryAcquire`, `release`, `using()`, `keepAlive()`, validation and events are the real engine's
+ * code.
  *
  * On top, fault controls for tests: {@link hold} / {@link free} a resource as if another
  * process held it, {@link loseLock} (the holder's signal aborts with a {@link LockLostError}),
@@ -82,10 +82,8 @@ function placeholderClient(): RedlockClient {
 export class InMemoryRedlock extends Redlock {
   private readonly entries = new Map<string, Entry>();
   private readonly fences = new Map<string, number>();
-  private readonly own = new Set<Lock>();
   private readonly sleepers = new Set<() => void>();
   private available = true;
-  private stopped = false;
 
   /** @param settings engine settings (ttl, maxTtl, retries, drift, fencing, ...). */
   constructor(settings: InMemoryRedlockSettings = {}) {
@@ -113,106 +111,6 @@ export class InMemoryRedlock extends Redlock {
     return [NODE_NAME];
   }
 
-  /** Locks acquired by this engine and not yet released. */
-  override get heldLocks(): readonly Lock[] {
-    return [...this.own];
-  }
-
-  /**
-   * Acquires all `resources` (all-or-nothing), retrying on contention like the real engine
-   * (`retryCount`, `retryDelay` ± `retryJitter`, `waitTimeout`, `signal`); a release in this
-   * engine wakes waiting acquires at once.
-   */
-  override async acquire(
-    resources: string | readonly string[],
-    options: AcquireOptions = {},
-  ): Promise<Lock> {
-    const req = this.check(resources, options);
-    const start = monotonicNow();
-    try {
-      return this.memGranted(await this.memAcquireLoop(req, start), start);
-    } catch (err) {
-      this.emitFailed(req.resources, err, start);
-      throw err;
-    }
-  }
-
-  private async memAcquireLoop(req: Checked, start: number): Promise<Lock> {
-    const deadline = req.waitTimeout === undefined ? Infinity : start + req.waitTimeout;
-    let attempts = 0;
-    let last: LockContendedError | NoQuorumError | undefined;
-    const detail = (): LockErrorDetail => ({
-      resources: req.resources,
-      votes: last?.votes ?? [],
-      attempts,
-      elapsed: monotonicNow() - start,
-    });
-    for (;;) {
-      if (req.signal?.aborted) throw new LockAbortedError(detail(), { cause: req.signal.reason });
-      attempts++;
-      const result = this.tryOnce(req.resources, req.ttl, attempts, start);
-      if (result instanceof Lock) return result;
-      last = result;
-      if (attempts > req.retryCount) break;
-      const left = deadline - monotonicNow();
-      if (left <= 0) {
-        throw new WaitTimeoutError(
-          { ...detail(), waitTimeout: req.waitTimeout ?? 0 },
-          { cause: last },
-        );
-      }
-      let wait = req.retryDelay + (Math.random() * 2 - 1) * req.retryJitter;
-      if (last instanceof LockContendedError && last.retryAfter !== undefined) {
-        wait = Math.min(wait, last.retryAfter + 1);
-      }
-      await this.sleep(Math.max(0, Math.min(wait, left)), req.signal);
-    }
-    throw last;
-  }
-
-  /**
-   * One attempt, no waiting: the lock, or `null` when the resource is held. Throws
-   * {@link NoQuorumError} during a simulated outage (an outage is not "someone holds it").
-   */
-  override async tryAcquire(
-    resources: string | readonly string[],
-    options: Omit<AcquireOptions, 'retryCount' | 'waitTimeout'> = {},
-  ): Promise<Lock | null> {
-    const req = this.check(resources, options);
-    if (req.signal?.aborted) {
-      throw new LockAbortedError(
-        { resources: req.resources, votes: [], attempts: 0, elapsed: 0 },
-        { cause: req.signal.reason },
-      );
-    }
-    const started = monotonicNow();
-    const result = this.tryOnce(req.resources, req.ttl, 1, started);
-    if (result instanceof Lock) return this.memGranted(result, started);
-    this.emitFailed(req.resources, result, started);
-    if (result instanceof LockContendedError) return null;
-    throw result;
-  }
-
-  /** Compare-and-delete of the lock's resources. Never throws because the lock expired. */
-  override async release(lock: Lock): Promise<ReleaseResult> {
-    const s = this.stateOfLock(lock);
-    if (!s.released && s.validUntil <= monotonicNow()) {
-      expire(lock, s, 'its validity ended before it was released');
-    }
-    s.released = true;
-    disarm(s);
-    this.own.delete(lock);
-    const result = this.deleteKeys(lock);
-    this.emit({
-      type: 'released',
-      resources: lock.resources,
-      lock,
-      holdTime: monotonicNow() - s.acquiredAt,
-      result,
-    });
-    return result;
-  }
-
   /**
    * Extends the lock to `ttl` ms from now (default: its current ttl). Same rules as the real
    * engine: never re-creates a lost key; {@link LockLostError} when it is gone,
@@ -220,7 +118,7 @@ export class InMemoryRedlock extends Redlock {
    * outage (the lock keeps its old validity).
    */
   override async extend(lock: Lock, ttl?: number): Promise<Lock> {
-    const s = this.stateOfLock(lock);
+    const s = this.stateOf(lock);
     const newTtl =
       ttl === undefined ? s.ttl : checkInteger('ttl', ttl, 1, this.settings.maxTtl, argError);
     const detail = (votes: readonly NodeVote[]): LockErrorDetail => ({
@@ -273,11 +171,8 @@ export class InMemoryRedlock extends Redlock {
 
   /** Releases every lock still held, wakes waiting acquires; later acquires are refused. */
   override async close(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    await Promise.all(this.heldLocks.map((l) => this.release(l)));
-    this.wake();
     await super.close();
+    this.wake();
   }
 
   // --- fault controls -------------------------------------------------------------------------
@@ -372,12 +267,13 @@ export class InMemoryRedlock extends Redlock {
 
   // ---------------------------------------------------------------------------------------------
 
-  private tryOnce(
-    resources: readonly string[],
-    ttl: number,
+  /** One attempt against the in-process table (the real engine's algorithm runs around it). */
+  protected override async attemptOnce(
+    req: AcquireRequest,
     attemptNo: number,
     startedAt: number,
-  ): Lock | LockContendedError | NoQuorumError {
+  ): Promise<AttemptResult> {
+    const { resources, ttl } = req;
     const now = monotonicNow();
     const detail = (votes: NodeVote[]): LockErrorDetail => ({
       resources,
@@ -386,11 +282,13 @@ export class InMemoryRedlock extends Redlock {
       elapsed: now - startedAt,
     });
     if (!this.available) {
-      return new NoQuorumError({
-        ...detail([vote('error', 'simulated outage')]),
-        reason: 'unavailable',
-        quorum: this.quorum,
-      });
+      return {
+        error: new NoQuorumError({
+          ...detail([vote('error', 'simulated outage')]),
+          reason: 'unavailable',
+          quorum: this.quorum,
+        }),
+      };
     }
     const holders = resources.map((r) => this.live(r, now)).filter((e) => e !== undefined);
     if (holders.length > 0) {
@@ -399,7 +297,7 @@ export class InMemoryRedlock extends Redlock {
         finite.length === holders.length
           ? { ...vote('held'), holderTtl: Math.ceil(Math.max(...finite)) }
           : vote('held');
-      return new LockContendedError(detail([held]));
+      return { error: new LockContendedError(detail([held])) };
     }
     const token = randomBytes(20).toString('base64url');
     const fencingTokens: Record<string, number> = {};
@@ -410,34 +308,18 @@ export class InMemoryRedlock extends Redlock {
         fencingTokens[r] = next;
       }
     }
-    const drift = driftFor(ttl, this.settings.driftFactor);
-    const state: LockState = {
-      validUntil: now + ttl - drift,
-      expiresAt: Date.now() + ttl - drift,
-      ttl,
-      extensions: 0,
-      released: false,
-      votes: [vote('ok')],
-      acquiredAt: now,
-    };
-    const lock = new Lock(this, {
+    const lock = this.createLock({
       resources,
-      value: token,
+      token,
+      ttl,
+      start: now,
+      wallStart: Date.now(),
       attempts: attemptNo,
+      votes: [vote('ok')],
       fencingTokens,
-      state,
     });
-    state.onLost = (reason) =>
-      this.emit({
-        type: 'lost',
-        resources,
-        lock,
-        holdTime: monotonicNow() - state.acquiredAt,
-        reason,
-      });
     for (const r of resources) this.entries.set(r, { token, expiresAt: now + ttl, lock });
-    this.own.add(lock);
-    return lock;
+    return { lock };
   }
 
   /** The entry of `resource` if it has not expired; drops it otherwise. */
@@ -451,7 +333,7 @@ export class InMemoryRedlock extends Redlock {
   }
 
   /** Compare-and-delete; nothing is deleted during a simulated outage (the keys expire). */
-  private deleteKeys(lock: Lock): ReleaseResult {
+  protected override async deleteKeys(lock: Lock): Promise<ReleaseResult> {
     if (!this.available) {
       return { deleted: 0, complete: false, votes: [vote('error', 'simulated outage')] };
     }
@@ -467,33 +349,8 @@ export class InMemoryRedlock extends Redlock {
     return { deleted: deleted ? 1 : 0, complete: true, votes: [vote(deleted ? 'ok' : 'held')] };
   }
 
-  private memGranted(lock: Lock, started: number): Lock {
-    this.emit({
-      type: 'acquired',
-      resources: lock.resources,
-      lock,
-      attempts: lock.attempts,
-      waitTime: monotonicNow() - started,
-      votes: lock.votes,
-    });
-    return lock;
-  }
-
-  private stateOfLock(lock: Lock): LockState {
-    if (!(lock instanceof Lock)) {
-      throw new InvalidArgumentError('lock', `must be a Lock, got ${describe(lock)}`);
-    }
-    return lockState(lock);
-  }
-
-  /** Validates like the real engine and fills in defaults. */
-  private check(resources: unknown, options: AcquireOptions): Checked {
-    if (this.stopped) throw new InvalidArgumentError('this', 'the Redlock engine is closed');
-    return checkAcquire(resources, options, this.settings);
-  }
-
   /** Waits `ms`, or until a release/free in this engine, or until `signal` aborts. */
-  private sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  protected override pause(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
@@ -511,9 +368,6 @@ export class InMemoryRedlock extends Redlock {
     for (const wake of [...this.sleepers]) wake();
   }
 }
-
-/** A validated acquire request. */
-type Checked = CheckedAcquire;
 
 /**
  * Marks a lock lost now. Reads `lock.signal` first: core's `expire()` aborts only a signal that
