@@ -1,0 +1,194 @@
+/**
+ * The consumer app of the packaging test (test/package/pack.spec.ts): a typical Nest app that
+ * installs the packed tarball and uses the three entry points — `nestjs-redlock`,
+ * `nestjs-redlock/testing` and `nestjs-redlock/health` — as a user would. It is written to a
+ * temporary directory and compiled there with the consumer's own TypeScript, so it is kept as
+ * text here (it imports `nestjs-redlock` by its package name).
+ */
+
+/** A typical Nest tsconfig (CommonJS), strict, and checking every declaration file. */
+export const consumerTsconfig = {
+  compilerOptions: {
+    module: 'commonjs',
+    target: 'ES2021',
+    strict: true,
+    experimentalDecorators: true,
+    emitDecoratorMetadata: true,
+    outDir: 'dist',
+    skipLibCheck: false,
+    esModuleInterop: true,
+    types: ['node'],
+  },
+  include: ['src'],
+};
+
+/** What `dist/main.js` prints (last line of stdout) when every check passed. */
+export const consumerExpected = {
+  providerToken: 'number',
+  lockToken: 'number',
+  contended: true,
+  http: [
+    [200, false],
+    [423, true],
+  ],
+  health: { status: 'ok', locks: 'up', usable: 3 },
+  rpc: { isRpcException: true, code: 'LOCK_CONTENDED' },
+  ws: { isWsException: true, code: 'LOCK_CONTENDED' },
+  testing: { whileHeld: true, afterFree: 'resolved' },
+};
+
+/** src/main.ts of the consumer app. Reads the masters' URLs from `URLS` (comma-separated). */
+export const consumerMain = `import 'reflect-metadata';
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Controller, Get, Injectable, Module, Param } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { RpcException } from '@nestjs/microservices';
+import { HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import type { HealthCheckResult } from '@nestjs/terminus';
+import { WsException } from '@nestjs/websockets';
+import {
+  LockContendedError,
+  Locked,
+  RedlockModule,
+  RedlockService,
+  createRpcLockException,
+  createWsLockException,
+} from 'nestjs-redlock';
+import type { LockErrorPayload } from 'nestjs-redlock';
+import { RedlockHealthIndicator } from 'nestjs-redlock/health';
+import { RedlockTestingController, RedlockTestingModule } from 'nestjs-redlock/testing';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+@Injectable()
+class Jobs {
+  constructor(private readonly redlock: RedlockService) {}
+
+  @Locked('consumer:job:{args.0}')
+  async run(id: string): Promise<number | undefined> {
+    await sleep(1);
+    return id ? this.redlock.current()?.fencingToken : undefined;
+  }
+}
+
+@Controller('orders')
+class OrdersController {
+  @Get(':id')
+  @Locked('consumer:order:{params.id}')
+  async get(@Param('id') id: string): Promise<{ id: string }> {
+    await sleep(400);
+    return { id };
+  }
+}
+
+@Injectable()
+class Health {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly redlock: RedlockHealthIndicator,
+  ) {}
+
+  check(): Promise<HealthCheckResult> {
+    return this.health.check([() => this.redlock.isHealthy('locks')]);
+  }
+}
+
+@Module({
+  imports: [
+    TerminusModule,
+    RedlockModule.forRoot({ clients: (process.env.URLS ?? '').split(','), quarantine: false }),
+  ],
+  controllers: [OrdersController],
+  providers: [Jobs, Health, RedlockHealthIndicator],
+})
+class AppModule {}
+
+@Module({ imports: [RedlockTestingModule.forRoot()], providers: [Jobs] })
+class TestingAppModule {}
+
+/** GET; resolves with the status and whether a Retry-After of whole seconds (≥ 1) came. */
+function get(port: number, path: string): Promise<[number, boolean]> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        const retryAfter = res.headers['retry-after'];
+        resolve([res.statusCode ?? 0, /^[1-9][0-9]*$/.test(String(retryAfter))]);
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function main(): Promise<void> {
+  const app = await NestFactory.create(AppModule, { logger: false });
+  await app.listen(0, '127.0.0.1');
+  const port = (app.getHttpServer().address() as AddressInfo).port;
+  const redlock = app.get(RedlockService);
+
+  // @Locked() on a provider method (no interceptor): runs under the lock, sees its token.
+  const providerToken = await app.get(Jobs).run('1');
+
+  // RedlockService: acquire, contention, fencing token.
+  const lock = await redlock.acquire('consumer:x');
+  const second = await redlock.acquire('consumer:x', { retryCount: 0 }).catch((e: unknown) => e);
+  const lockToken = lock.fencingToken;
+  await lock.release();
+
+  // @Locked() on a controller handler (interceptor): the second concurrent call gets a 423.
+  const first = get(port, '/orders/7');
+  await sleep(100);
+  const http = [await get(port, '/orders/7'), await first].sort((a, b) => a[0] - b[0]);
+
+  // nestjs-redlock/health with @nestjs/terminus.
+  const report = await app.get(Health).check();
+  const locks = report.info?.locks as { status?: string; usable?: number } | undefined;
+
+  // Transport errors: the optional peers are loaded on demand.
+  const payload: LockErrorPayload = {
+    status: 'error',
+    code: 'LOCK_CONTENDED',
+    message: 'locked',
+    resources: ['consumer:x'],
+    retryAfter: 1,
+  };
+  const rpc = createRpcLockException(payload);
+  const ws = createWsLockException(payload);
+  await app.close();
+
+  // nestjs-redlock/testing: the same service and @Locked() without Redis.
+  const mem = await NestFactory.createApplicationContext(TestingAppModule, { logger: false });
+  const control = mem.get(RedlockTestingController);
+  control.hold('consumer:job:2');
+  const whileHeld = await mem.get(Jobs).run('2').catch((e: unknown) => e);
+  control.free('consumer:job:2');
+  const afterFree = await mem.get(Jobs).run('2').then(() => 'resolved');
+  await mem.close();
+
+  console.log(
+    JSON.stringify({
+      providerToken: typeof providerToken,
+      lockToken: typeof lockToken,
+      contended: second instanceof LockContendedError,
+      http,
+      health: { status: report.status, locks: locks?.status, usable: locks?.usable },
+      rpc: {
+        isRpcException: rpc instanceof RpcException,
+        code: ((rpc as RpcException).getError() as LockErrorPayload).code,
+      },
+      ws: {
+        isWsException: ws instanceof WsException,
+        code: ((ws as WsException).getError() as LockErrorPayload).code,
+      },
+      testing: { whileHeld: whileHeld instanceof LockContendedError, afterFree },
+    }),
+  );
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});
+`;
