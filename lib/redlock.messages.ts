@@ -13,6 +13,10 @@ export const LOCK_UNAVAILABLE_MESSAGE =
 /** Message when the lock the current call chain relied on was lost while it ran. */
 export const LOCK_LOST_MESSAGE = 'The lock protecting this operation was lost';
 
+/** Message of the 503 / RPC / WS error when a new lock is refused because the app shuts down. */
+export const SHUTTING_DOWN_MESSAGE =
+  'The service is shutting down and takes no new locks; retry on another instance';
+
 /** Message of a RPC/WebSocket error for a resource template that could not be resolved. */
 export const INVALID_LOCK_RESOURCE_MESSAGE = 'The lock resource could not be resolved';
 

@@ -1,6 +1,16 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { LockContendedError, LockLostError, Redlock, normalizeResources } from './core';
+import type {
+  BeforeApplicationShutdown,
+  OnApplicationShutdown,
+  OnModuleInit,
+} from '@nestjs/common';
+import {
+  LockContendedError,
+  LockLostError,
+  Redlock,
+  ShuttingDownError,
+  normalizeResources,
+} from './core';
 import type {
   AcquireOptions,
   Lock,
@@ -61,12 +71,15 @@ export interface EnterLockedOptions {
  * the call-chain lock context used by `@Locked()`.
  */
 @Injectable()
-export class RedlockService implements OnModuleInit, OnApplicationShutdown, LockedMethodRunner {
+export class RedlockService
+  implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown, LockedMethodRunner
+{
   /** The underlying engine. */
   readonly engine: Redlock;
   private readonly connections: RedlockClients;
   private readonly logger = new Logger(REDLOCK_LOGGER_CONTEXT);
   private readonly running = new Set<Promise<void>>();
+  private draining: Promise<void> | undefined;
   private shutdown: Promise<void> | undefined;
 
   constructor(
@@ -197,7 +210,13 @@ export class RedlockService implements OnModuleInit, OnApplicationShutdown, Lock
       try {
         lock = await this.engine.acquire(missing, acquireOptions(o, extra.signal));
       } catch (err) {
-        if (o.onLocked === 'skip' && err instanceof LockContendedError) return undefined;
+        // 'skip' means "not running it is fine": also when the app no longer takes new locks.
+        if (
+          o.onLocked === 'skip' &&
+          (err instanceof LockContendedError || err instanceof ShuttingDownError)
+        ) {
+          return undefined;
+        }
         throw err;
       }
       if (o.autoExtend) stop = this.engine.keepAlive(lock);
@@ -271,25 +290,47 @@ export class RedlockService implements OnModuleInit, OnApplicationShutdown, Lock
   }
 
   /**
-   * Shutdown: waits (at most `shutdownTimeout` ms) for running locked calls, then closes the
-   * engine — which releases every lock this process still holds — and only then closes the
-   * clients the module created. Clients passed in as instances stay open.
+   * `true` once the application started shutting down: no new locks are taken (they fail with
+   * `ShuttingDownError`, which `@Locked()` handlers map to 503), running locked calls finish.
+   */
+  get isShuttingDown(): boolean {
+    return this.engine.isDraining;
+  }
+
+  /**
+   * Shutdown, first step (before Nest closes the HTTP server): stops taking new locks — new
+   * acquisitions throw `ShuttingDownError`, waiting ones end with it at once — and waits (at most
+   * `shutdownTimeout` ms) for the running locked calls (`@Locked()` handlers and methods, `using()`
+   * routines) to finish. Their locks stay valid and auto-extended meanwhile.
+   */
+  beforeApplicationShutdown(): Promise<void> {
+    return (this.draining ??= this.drain());
+  }
+
+  /**
+   * Shutdown, last step: after the drain (run here if `beforeApplicationShutdown` was not called),
+   * closes the engine — which releases every lock this process still holds — and only then closes
+   * the clients the module created. Clients passed in as instances stay open.
    */
   onApplicationShutdown(): Promise<void> {
     return (this.shutdown ??= this.close());
   }
 
+  private async drain(): Promise<void> {
+    this.engine.drain();
+    if (this.running.size === 0) return;
+    const timeout = this.options.shutdownTimeout;
+    let timer: NodeJS.Timeout | undefined;
+    const drained = await Promise.race([
+      Promise.allSettled([...this.running]).then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeout))),
+    ]);
+    clearTimeout(timer);
+    if (!drained) this.logger.warn(shutdownTimeoutMessage(this.running.size, timeout));
+  }
+
   private async close(): Promise<void> {
-    if (this.running.size > 0) {
-      const timeout = this.options.shutdownTimeout;
-      let timer: NodeJS.Timeout | undefined;
-      const drained = await Promise.race([
-        Promise.allSettled([...this.running]).then(() => true),
-        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeout))),
-      ]);
-      clearTimeout(timer);
-      if (!drained) this.logger.warn(shutdownTimeoutMessage(this.running.size, timeout));
-    }
+    await this.beforeApplicationShutdown();
     try {
       await this.engine.close();
     } finally {

@@ -43,6 +43,7 @@ export type RedlockErrorCode =
   | 'WAIT_TIMEOUT'
   | 'ABORTED'
   | 'EXTENSION_LIMIT'
+  | 'SHUTTING_DOWN'
   | 'INVALID_ARGUMENT'
   | 'INVALID_CONFIGURATION';
 
@@ -177,6 +178,22 @@ export class ExtensionLimitError extends LockOperationError {
       detail,
     );
     this.maxExtensions = detail.maxExtensions;
+  }
+}
+
+/**
+ * The engine no longer takes new locks: it is draining for shutdown (`drain()`, `close()`, or the
+ * Nest application shutting down). Pending acquisitions end with it at once; locks already held
+ * keep working (extend, release) until they are released.
+ */
+export class ShuttingDownError extends LockOperationError {
+  readonly code = 'SHUTTING_DOWN' as const;
+
+  constructor(detail: LockErrorDetail) {
+    super(
+      `No new lock on ${formatResources(detail.resources)}: the lock service is shutting down`,
+      detail,
+    );
   }
 }
 

@@ -11,6 +11,7 @@ import {
   LockContendedError,
   LockLostError,
   NoQuorumError,
+  ShuttingDownError,
   WaitTimeoutError,
 } from './errors';
 import type { LockErrorDetail, NodeOutcome, NodeVote } from './errors';
@@ -89,8 +90,10 @@ export interface RedlockHealth {
   readonly quorum: number;
   /** Masters that are reachable and not in quarantine. */
   readonly usable: number;
-  /** Whether a quorum of usable masters exists: locks can be granted. */
+  /** Whether locks can be granted: a quorum of usable masters exists and the engine is not draining. */
   readonly available: boolean;
+  /** `true` once the engine stopped taking new locks (`drain()` / `close()`, app shutdown). */
+  readonly draining: boolean;
   readonly masters: readonly MasterHealth[];
 }
 
@@ -149,6 +152,8 @@ export class Redlock {
   private readonly observers = new Set<RedlockObserver>();
   private readonly markerKey: string;
   private closed = false;
+  /** Aborted by {@link drain}: refuses new acquisitions and wakes the waiting ones. */
+  private readonly draining = new AbortController();
 
   constructor(clients: readonly RedlockClient[], settings: RedlockSettings = {}) {
     if (!Array.isArray(clients) || clients.length === 0) {
@@ -261,6 +266,10 @@ export class Redlock {
           await last?.cleanup;
           throw new LockAbortedError(detail(), { cause: req.signal.reason });
         }
+        if (this.draining.signal.aborted) {
+          await last?.cleanup;
+          throw new ShuttingDownError(detail());
+        }
         attempts++;
         last = await this.attemptOnce(req, attempts, start);
         if (last.lock) return last.lock;
@@ -284,10 +293,15 @@ export class Redlock {
         const holderTtl = contended ? (last.error as LockContendedError).retryAfter : undefined;
         if (holderTtl !== undefined) wait = Math.min(wait, holderTtl + 1);
         wait = Math.max(0, Math.min(wait, left));
-        if (subscribed) {
-          await this.notifier.wait(req.keys, start, wait, req.signal);
-        } else {
-          await this.pause(wait, req.signal);
+        const waking = this.wakeSignal(req.signal);
+        try {
+          if (subscribed) {
+            await this.notifier.wait(req.keys, start, wait, waking.signal);
+          } else {
+            await this.pause(wait, waking.signal);
+          }
+        } finally {
+          waking.dispose();
         }
       }
       await last.cleanup;
@@ -596,14 +610,38 @@ export class Redlock {
       }),
     );
     const usable = masters.filter((m) => m.reachable && !m.quarantined).length;
-    return { quorum: this.quorum, usable, available: usable >= this.quorum, masters };
+    const draining = this.isDraining;
+    return {
+      quorum: this.quorum,
+      usable,
+      available: usable >= this.quorum && !draining,
+      draining,
+      masters,
+    };
   }
 
   /**
-   * Stops the engine: releases every lock it still holds, closes its subscriber connections and
-   * detaches its listeners. The clients given to the constructor are left open.
+   * Stops taking new locks (graceful shutdown, first step): from now on `acquire`, `tryAcquire`
+   * and `using` throw {@link ShuttingDownError}, and acquisitions that are waiting for a retry
+   * end with it at once. Locks already held are untouched: they can still be extended
+   * (auto-extension keeps running) and released. Idempotent; {@link close} implies it.
+   */
+  drain(): void {
+    this.draining.abort();
+  }
+
+  /** `true` once {@link drain} or {@link close} was called: no new locks are taken. */
+  get isDraining(): boolean {
+    return this.draining.signal.aborted;
+  }
+
+  /**
+   * Stops the engine: stops taking new locks ({@link drain}), releases every lock it still holds,
+   * closes its subscriber connections and detaches its listeners. The clients given to the
+   * constructor are left open.
    */
   async close(): Promise<void> {
+    this.drain();
     if (this.closed) return;
     this.closed = true;
     // Wait for every master's answer (not just a majority): the caller closes the clients next.
@@ -624,7 +662,7 @@ export class Redlock {
 
   /** Deletes a lock's keys (compare-and-delete) on the masters: the storage step of a release. */
   protected deleteKeys(lock: Lock, waitAll: boolean): Promise<ReleaseResult> {
-    return this.releaseKeys(lock.resources, lock.value, undefined, waitAll);
+    return this.releaseKeys(lock.resources, lock.value, { waitAll, announce: true });
   }
 
   /**
@@ -758,7 +796,9 @@ export class Redlock {
       // awaited only before the failure is surfaced to the caller.
       const cleanup =
         maybeSet.length > 0
-          ? this.releaseKeys(req.resources, token, maybeSet).then(() => undefined)
+          ? this.releaseKeys(req.resources, token, { only: maybeSet, announce: false }).then(
+              () => undefined,
+            )
           : undefined;
       return {
         error,
@@ -849,14 +889,20 @@ export class Redlock {
     return `${this.settings.keyPrefix}fence:{${resource}}`;
   }
 
+  /**
+   * Compare-and-delete of `token` on the masters (`only` those, when given). `announce` publishes
+   * the release for waiters (hand-off): true for the release of a granted lock, false for the
+   * clean-up of a failed attempt — announcing that would wake the failed acquirer itself (or a
+   * rival that split the votes with it) at once, turning the random retry delay into a hot loop.
+   */
   private async releaseKeys(
     resources: readonly string[],
     token: string,
-    only?: readonly MasterNode[],
-    waitAll = false,
+    options: { only?: readonly MasterNode[]; waitAll?: boolean; announce: boolean },
   ): Promise<ReleaseResult> {
+    const { only, waitAll = false } = options;
     const keys = resources.map((r) => this.keyOf(r));
-    const args = [token, this.settings.handoff ? '1' : '0'];
+    const args = [token, this.settings.handoff && options.announce ? '1' : '0'];
     const nothing: GroupReply[] = [{ resources, value: 0 }];
     const tally = await this.vote(
       (node) =>
@@ -1016,9 +1062,37 @@ export class Redlock {
   }
 
   private prepare(resources: unknown, options: AcquireOptions): Request {
-    if (this.closed) throw new InvalidArgumentError('this', 'the Redlock engine is closed');
     const checked = checkAcquire(resources, options, this.settings);
+    if (this.draining.signal.aborted) {
+      throw new ShuttingDownError({
+        resources: checked.resources,
+        votes: [],
+        attempts: 0,
+        elapsed: 0,
+      });
+    }
     return { ...checked, keys: checked.resources.map((r) => this.keyOf(r)) };
+  }
+
+  /**
+   * The signal a wait between attempts listens to: the caller's (if any) or the engine's drain,
+   * whichever aborts first. Allocates only when the caller passed a signal.
+   */
+  private wakeSignal(signal: AbortSignal | undefined): { signal: AbortSignal; dispose(): void } {
+    const drain = this.draining.signal;
+    if (!signal) return { signal: drain, dispose: () => undefined };
+    const both = new AbortController();
+    const wake = (): void => both.abort();
+    if (signal.aborted || drain.aborted) both.abort();
+    signal.addEventListener('abort', wake, { once: true });
+    drain.addEventListener('abort', wake, { once: true });
+    return {
+      signal: both.signal,
+      dispose: () => {
+        signal.removeEventListener('abort', wake);
+        drain.removeEventListener('abort', wake);
+      },
+    };
   }
 }
 

@@ -1,5 +1,6 @@
 /** Error codes sent to RPC and WebSocket clients. */
-export type LockErrorCode = 'LOCK_CONTENDED' | 'NO_QUORUM' | 'LOCK_LOST' | 'INVALID_ARGUMENT';
+export type LockErrorCode =
+  'LOCK_CONTENDED' | 'NO_QUORUM' | 'LOCK_LOST' | 'SHUTTING_DOWN' | 'INVALID_ARGUMENT';
 
 /**
  * Payload of the `RpcException` / `WsException` raised by `@Locked()` handlers over

@@ -5,7 +5,9 @@ import { RedlockService } from '../redlock.service';
 
 /**
  * `@nestjs/terminus` health indicator for the lock service: each master's reachability, latency
- * and restart quarantine, and whether a quorum is available — `down` when it is not.
+ * and restart quarantine, and whether a quorum is available — `down` when it is not, and while
+ * the application shuts down (`draining: true`: no new locks are taken, so a load balancer should
+ * stop routing here).
  * Addresses are redacted (no passwords). Import from `nestjs-redlock/health` (needs the optional
  * peer dependency `@nestjs/terminus`).
  *
@@ -25,7 +27,7 @@ export class RedlockHealthIndicator {
     private readonly indicators: HealthIndicatorService,
   ) {}
 
-  /** Checks the masters; `up` while a quorum of usable masters exists. */
+  /** Checks the masters; `up` while a quorum of usable masters exists and no shutdown is under way. */
   async isHealthy<const Key extends string = 'redlock'>(
     key: Key = 'redlock' as Key,
   ): Promise<HealthIndicatorResult<Key>> {
@@ -34,6 +36,7 @@ export class RedlockHealthIndicator {
     const details = {
       quorum: health.quorum,
       usable: health.usable,
+      ...(health.draining ? { draining: true } : {}),
       masters: health.masters.map((m) => ({
         name: m.name,
         reachable: m.reachable,

@@ -8,6 +8,7 @@ import {
   LockContendedError,
   LockLostError,
   NoQuorumError,
+  ShuttingDownError,
   WaitTimeoutError,
 } from '../core';
 import { resolveResources } from '../decorators/resolve-resources';
@@ -25,6 +26,7 @@ import {
   LOCK_LOST_MESSAGE,
   LOCK_UNAVAILABLE_MESSAGE,
   RESOURCE_LOCKED_MESSAGE,
+  SHUTTING_DOWN_MESSAGE,
 } from '../redlock.messages';
 import { RedlockService } from '../redlock.service';
 
@@ -166,6 +168,9 @@ export class LockedInterceptor implements NestInterceptor {
     if (error instanceof LockLostError) {
       return { code: 'LOCK_LOST', resources: error.resources, error };
     }
+    if (error instanceof ShuttingDownError) {
+      return { code: 'SHUTTING_DOWN', resources: error.resources, error };
+    }
     if (error instanceof InvalidArgumentError) {
       return { code: 'INVALID_ARGUMENT', resources: [], error };
     }
@@ -176,8 +181,9 @@ export class LockedInterceptor implements NestInterceptor {
    * Turns a failure to lock into the transport's exception:
    * - HTTP / GraphQL: contention → {@link ResourceLockedException} (423, or 409 with
    *   `contentionStatus: 409`) and a `Retry-After` header; no quorum, wait timeout without a
-   *   holder, or a lost lock → {@link LockUnavailableException} (503); an unresolvable resource
-   *   template → `BadRequestException` (400);
+   *   holder, a lost lock, or a new lock refused during shutdown (with `Connection: close`)
+   *   → {@link LockUnavailableException} (503); an unresolvable resource template →
+   *   `BadRequestException` (400);
    * - RPC → `RpcException`, WS → `WsException`, with a {@link LockErrorPayload}.
    * Anything else is returned unchanged.
    */
@@ -208,6 +214,13 @@ export class LockedInterceptor implements NestInterceptor {
       }
       case 'INVALID_ARGUMENT':
         return new BadRequestException(failure.error.message, { cause: failure.error });
+      case 'SHUTTING_DOWN':
+        // Keep-alive clients should reconnect, to an instance that is not going away.
+        if (type === 'http') this.setHeader(context, 'Connection', 'close');
+        return new LockUnavailableException(failure.resources, {
+          message: messageOf(failure),
+          cause: failure.error,
+        });
       default:
         return new LockUnavailableException(failure.resources, {
           message: messageOf(failure),
@@ -236,6 +249,8 @@ function messageOf(failure: LockFailure): string {
       return RESOURCE_LOCKED_MESSAGE;
     case 'LOCK_LOST':
       return LOCK_LOST_MESSAGE;
+    case 'SHUTTING_DOWN':
+      return SHUTTING_DOWN_MESSAGE;
     case 'INVALID_ARGUMENT':
       return failure.error.message;
     default:

@@ -4,7 +4,10 @@ import type { ExecutionContext } from '@nestjs/common';
 export type OnLocked =
   /** Fail at once (HTTP 423/409, RPC/WS exception, or `LockContendedError` for plain methods). */
   | 'throw'
-  /** Do not run the method; it resolves to `undefined`. The natural choice for cron jobs. */
+  /**
+   * Do not run the method; it resolves to `undefined`. Also skips (instead of failing) when the
+   * application is shutting down and takes no new locks. The natural choice for cron jobs.
+   */
   | 'skip'
   /** Wait (retrying, woken by releases) up to `waitTimeout` ms, then fail like `throw`. */
   | 'wait';

@@ -27,7 +27,8 @@ export interface RedlockModuleOptions extends Omit<RedlockSettings, 'logger'> {
   /** Defaults for every `@Locked()` method; per-decorator options win. */
   lockedDefaults?: LockedOptions;
   /**
-   * How long (ms) application shutdown waits for running locked calls to finish before
+   * How long (ms) application shutdown waits for running locked calls to finish (no new locks
+   * are taken meanwhile: they fail with `ShuttingDownError`, 503 over HTTP) before
    * releasing their locks and closing the clients. Default 10 000.
    */
   shutdownTimeout?: number;

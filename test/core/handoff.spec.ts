@@ -3,7 +3,7 @@
  * subscriber connection per master) and retry as soon as the resource is released.
  */
 import type { Redis } from 'ioredis';
-import { Lock, Redlock } from '../../lib';
+import { Lock, Redlock, WaitTimeoutError } from '../../lib';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
@@ -101,4 +101,26 @@ it('falls back to polling when hand-off is disabled', async () => {
   const next = await pending;
   expect(next.attempts).toBe(2);
   await next.release();
+});
+
+it('a waiter is not woken by the clean-up of its own failed attempts (no retry storm)', async () => {
+  // Another holder owns the key on 3 of 5 masters; every attempt of the waiter is granted on the
+  // other 2 and cleaned up there. Were that clean-up announced as a release, the waiter would
+  // wake itself and retry in a tight loop instead of after its random delay (REDLOCK.md,
+  // "N masters" step 5: retry after a random delay).
+  const waiter = new Redlock(clients, {
+    quarantine: false,
+    retryDelay: 200,
+    retryJitter: 50,
+  });
+  engines.push(waiter);
+  const r = uniqueResource('storm');
+  await Promise.all(probe.slice(0, 3).map((c) => c.set(waiter.keyOf(r), 'someone', 'PX', 5000)));
+  const error = await waiter
+    .acquire(r, { retryCount: 1_000_000, waitTimeout: 1000 })
+    .catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(WaitTimeoutError);
+  // ~1000 ms / 150–250 ms between attempts (+1 immediate retry after subscribing).
+  expect((error as WaitTimeoutError).attempts).toBeLessThanOrEqual(10);
+  expect((error as WaitTimeoutError).attempts).toBeGreaterThanOrEqual(4);
 });

@@ -1,7 +1,8 @@
 /**
  * RedlockModule: option resolution (forRoot = forRootAsync), validation, client ownership,
- * redaction of credentials, masters down at startup, and shutdown order (locks released before
- * the clients close — anchan828/nest-redlock#492), against real masters.
+ * redaction of credentials, masters down at startup, and graceful shutdown (no new locks while
+ * running calls finish; locks released before the clients close — anchan828/nest-redlock#492),
+ * against real masters.
  */
 import 'reflect-metadata';
 import { Inject, Injectable, Module } from '@nestjs/common';
@@ -14,6 +15,7 @@ import {
   REDLOCK_MODULE_OPTIONS,
   RedlockModule,
   RedlockService,
+  ShuttingDownError,
   normalizeOptions,
 } from '../../lib';
 import type {
@@ -23,7 +25,7 @@ import type {
   ResolvedRedlockModuleOptions,
 } from '../../lib';
 import { RedisMasters, freePort } from '../harness/redis-masters';
-import { uniqueResource, valuesOn, waitUntil } from '../harness/util';
+import { sleep, uniqueResource, valuesOn, waitUntil } from '../harness/util';
 
 const SECRET = 's3cret-Pa55word';
 
@@ -333,6 +335,59 @@ describe('lifecycle', () => {
     expect(ctxOfStuck.remainingValidity).toBe(0);
     open();
     await expect(running).resolves.toBe(stuck);
+  });
+
+  it('stops taking new locks on shutdown while running calls finish (REDLOCK.md, "Extension")', async () => {
+    // ttl 600 ms, and the running call is held open for longer: auto-extension must keep its
+    // lock valid through the drain.
+    const ctx = await boot([RedlockModule.forRoot({ ...baseOptions(), ttl: 600 })], [Worker]);
+    const svc = ctx.get(RedlockService);
+    const id = uniqueResource('finishing');
+    const busy = uniqueResource('busy');
+    let open!: () => void;
+    gates.set(id, new Promise<void>((r) => (open = r)));
+    const running = ctx.get(Worker).work(id);
+    await waitUntil(() => lastContext?.resources[0] === `work:${id}`);
+    const runningContext = lastContext!;
+    await svc.acquire(busy);
+    let waited = 0;
+    const stopObserving = svc.engine.observe((e) => {
+      if (e.type === 'failed') waited++;
+    });
+    const waiter = svc
+      .acquire(busy, { retryCount: 1_000_000, waitTimeout: 50_000 })
+      .catch((e: unknown) => e);
+
+    const closing = closeNow(ctx);
+    await waitUntil(() => svc.isShuttingDown);
+    // The waiting acquisition ends at once with ShuttingDownError (not after its 50 s wait).
+    const ended = await waiter;
+    expect(ended).toBeInstanceOf(ShuttingDownError);
+    expect((ended as ShuttingDownError).resources).toEqual([busy]);
+    expect(waited).toBe(1);
+    stopObserving();
+    // New locks are refused, with the typed error, on every entry point.
+    const fresh = uniqueResource('fresh');
+    await expect(svc.acquire(fresh)).rejects.toBeInstanceOf(ShuttingDownError);
+    await expect(svc.tryAcquire(fresh)).rejects.toBeInstanceOf(ShuttingDownError);
+    await expect(svc.using(fresh, () => 'ran')).rejects.toBeInstanceOf(ShuttingDownError);
+    await expect(ctx.get(Worker).work(fresh)).rejects.toBeInstanceOf(ShuttingDownError);
+    expect(await valuesOn(probe, svc.engine.keyOf(fresh))).toEqual([null, null, null]);
+    const health = await svc.engine.health();
+    expect(health).toMatchObject({ draining: true, available: false, usable: 3 });
+
+    // The running call keeps its lock, extended past its ttl, until it finishes.
+    await sleep(900);
+    expect(runningContext.signal.reason).toBeUndefined();
+    expect(await valuesOn(probe, svc.engine.keyOf(`work:${id}`))).toEqual(
+      Array(3).fill(runningContext.token),
+    );
+    open();
+    await closing;
+    await expect(running).resolves.toBe(id);
+    expect(await valuesOn(probe, svc.engine.keyOf(`work:${id}`))).toEqual([null, null, null]);
+    expect(await valuesOn(probe, svc.engine.keyOf(busy))).toEqual([null, null, null]);
+    expect(svc.clients.every((c) => c.status === 'end')).toBe(true);
   });
 
   it('waits for running locked calls before closing the engine', async () => {

@@ -7,6 +7,7 @@ import {
   LockLostError,
   NoQuorumError,
   Redlock,
+  ShuttingDownError,
   WaitTimeoutError,
 } from '../../../lib/core';
 import type { RedlockEvent } from '../../../lib/core';
@@ -240,7 +241,7 @@ describe('InMemoryRedlock', () => {
     await other.close();
     expect(lock.released).toBe(true);
     expect(other.isHeld('c')).toBe(false);
-    await expect(other.acquire('c')).rejects.toThrow(/closed/);
+    await expect(other.acquire('c')).rejects.toBeInstanceOf(ShuttingDownError);
   });
 });
 
