@@ -28,3 +28,25 @@ export {
 } from './options';
 export { redactUrl, redactText, isClientInstance } from './clients';
 export { LockedExplorer } from './locked.explorer';
+export { logLockEvents, NO_QUORUM_LOG_INTERVAL } from './redlock.logging';
+export {
+  instrumentRedlock,
+  checkTelemetryOptions,
+  loadOpenTelemetry,
+  TELEMETRY_SCOPE,
+} from './telemetry/opentelemetry';
+export type {
+  RedlockTelemetryOptions,
+  TelemetryAttributeValue,
+  TelemetryAttributes,
+  TelemetrySpan,
+  TelemetryTracer,
+  TelemetryTracerProvider,
+  TelemetryHistogram,
+  TelemetryCounter,
+  TelemetryObservable,
+  TelemetryObservableResult,
+  TelemetryInstrumentOptions,
+  TelemetryMeter,
+  TelemetryMeterProvider,
+} from './telemetry/opentelemetry';

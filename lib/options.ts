@@ -3,6 +3,7 @@ import { InvalidConfigurationError } from './core';
 import type { RedlockSettings } from './core';
 import { MAX_TIMER_MS, checkInteger, describe, resolveSettings } from './core/settings';
 import { isClientInstance, redactUrl } from './clients';
+import { checkTelemetryOptions } from './telemetry/opentelemetry';
 import type {
   ContentionStatus,
   LockedOptions,
@@ -56,6 +57,7 @@ const MODULE_KEYS = new Set<string>([
   'contentionStatus',
   'lockedDefaults',
   'shutdownTimeout',
+  'telemetry',
 ]);
 const LOCKED_KEYS = new Set<string>([
   'ttl',
@@ -115,8 +117,15 @@ export function normalizeOptions(options: RedlockModuleOptions): ResolvedRedlock
     engine.maxTtl,
     fail,
   );
+  const telemetry =
+    options.telemetry === undefined
+      ? 'auto'
+      : typeof options.telemetry === 'boolean'
+        ? options.telemetry && {}
+        : checkTelemetryOptions(options.telemetry);
   return {
     ...engine,
+    telemetry,
     clients,
     clientOptions: { ...LOCK_FRIENDLY_CLIENT_OPTIONS, ...clientOptions },
     contentionStatus,

@@ -58,3 +58,13 @@ export const startupUnreachableMessage = (
   (total - down.length >= quorum
     ? `locking works with the remaining ${total - down.length} (quorum ${quorum})`
     : `locks fail with NoQuorumError until ${quorum} masters are reachable`);
+
+/** Log line when a held lock was lost (its validity ended, or a majority no longer held it). */
+export const lockLostMessage = (error: string, holdTime: number): string =>
+  `${error} (after ${Math.round(holdTime)} ms); the work it protected may have overlapped ` +
+  'with another holder: make it idempotent or fence it (fencing tokens)';
+
+/** Log line when acquisitions fail for lack of a quorum (rate-limited). */
+export const noQuorumMessage = (error: string, suppressed: number): string =>
+  `Lock unavailable: ${error}` +
+  (suppressed > 0 ? ` (${suppressed} similar failures since the last report)` : '');

@@ -32,6 +32,8 @@ import type {
   ResolvedRedlockModuleOptions,
 } from './interfaces';
 import { engineSettingsOf } from './options';
+import { logLockEvents } from './redlock.logging';
+import { instrumentRedlock, loadOpenTelemetry } from './telemetry/opentelemetry';
 import { LockContextView, findContext, framesOf, lockStorage } from './redlock-context';
 import type { LockFrame } from './redlock-context';
 import {
@@ -79,6 +81,8 @@ export class RedlockService
   private readonly connections: RedlockClients;
   private readonly logger = new Logger(REDLOCK_LOGGER_CONTEXT);
   private readonly running = new Set<Promise<void>>();
+  /** Stops the event observers (logging, telemetry) once the engine is closed. */
+  private readonly unobserve: (() => void)[] = [];
   private draining: Promise<void> | undefined;
   private shutdown: Promise<void> | undefined;
 
@@ -98,7 +102,13 @@ export class RedlockService
           debug: (m) => this.logger.debug(redactText(m)),
         },
       });
+      this.unobserve.push(logLockEvents(this.engine, this.logger));
+      const telemetry = options.telemetry;
+      if (telemetry !== false && (telemetry !== 'auto' || loadOpenTelemetry() !== undefined)) {
+        this.unobserve.push(instrumentRedlock(this.engine, telemetry === 'auto' ? {} : telemetry));
+      }
     } catch (err) {
+      for (const stop of this.unobserve) stop();
       void this.connections.close();
       throw err;
     }
@@ -334,6 +344,7 @@ export class RedlockService
     try {
       await this.engine.close();
     } finally {
+      for (const stop of this.unobserve.splice(0)) stop();
       await this.connections.close();
     }
   }

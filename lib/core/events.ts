@@ -29,6 +29,8 @@ export interface ExtendedEvent {
   readonly lock: Lock;
   readonly ttl: number;
   readonly extensions: number;
+  /** Milliseconds the extension took (one round on the masters). */
+  readonly duration: number;
 }
 
 /** A lock was released. */
@@ -38,6 +40,8 @@ export interface ReleasedEvent {
   readonly lock: Lock;
   /** Milliseconds between grant and release. */
   readonly holdTime: number;
+  /** Milliseconds the release took (until a majority answered, or all when closing). */
+  readonly duration: number;
   readonly result: ReleaseResult;
 }
 

@@ -33,6 +33,8 @@ export interface LockState {
   /** Monotonic-clock time (ms) at which the lock was granted. */
   acquiredAt: number;
   controller?: AbortController;
+  /** Observers want to hear of a loss when it happens: the expiry timer runs without a signal. */
+  watched?: boolean;
   timer?: NodeJS.Timeout;
   /** Told once when the lock is found lost (not on release). */
   onLost?: (reason: LockLostError) => void;
@@ -152,11 +154,11 @@ export class Lock {
   }
 }
 
-/** (Re)arms the expiry timer of a lock whose signal is in use. */
+/** (Re)arms the expiry timer of a lock whose signal is in use or that observers watch. */
 export function scheduleExpiry(lock: Lock, s: LockState): void {
   if (s.timer) clearTimeout(s.timer);
   s.timer = undefined;
-  if (!s.controller || s.controller.signal.aborted || s.released) return;
+  if (!(s.controller || s.watched) || s.lostReason || s.released) return;
   const left = s.validUntil - monotonicNow();
   if (left <= 0) {
     expire(lock, s, 'validity ended');

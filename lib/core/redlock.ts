@@ -392,13 +392,16 @@ export class Redlock {
     s.released = true;
     disarm(s);
     this.held.delete(lock);
+    const start = monotonicNow();
     const result = await this.deleteKeys(lock, waitAll);
     if (this.observers.size > 0) {
+      const end = monotonicNow();
       this.emit({
         type: 'released',
         resources: lock.resources,
         lock,
-        holdTime: monotonicNow() - s.acquiredAt,
+        holdTime: end - s.acquiredAt,
+        duration: end - start,
         result,
       });
     }
@@ -462,6 +465,7 @@ export class Redlock {
           lock,
           ttl: newTtl,
           extensions: s.extensions,
+          duration: end - start,
         });
       }
       return lock;
@@ -708,6 +712,11 @@ export class Redlock {
       }
     };
     this.held.add(lock);
+    if (this.observers.size > 0) {
+      // Report a loss when it happens (not only when the holder next touches the lock).
+      state.watched = true;
+      scheduleExpiry(lock, state);
+    }
     return lock;
   }
 

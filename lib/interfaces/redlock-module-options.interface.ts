@@ -1,5 +1,6 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { ResolvedSettings, RedlockSettings } from '../core';
+import type { RedlockTelemetryOptions } from '../telemetry/opentelemetry';
 import type { LockedOptions, OnLocked } from './locked-options.interface';
 
 /**
@@ -32,6 +33,13 @@ export interface RedlockModuleOptions extends Omit<RedlockSettings, 'logger'> {
    * releasing their locks and closing the clients. Default 10 000.
    */
   shutdownTimeout?: number;
+  /**
+   * OpenTelemetry spans and metrics (see `instrumentRedlock`). Default: on when the package
+   * `@opentelemetry/api` is installed (it records into whatever SDK the app registered, and costs
+   * nothing without one), off otherwise — nothing is loaded then. `false` switches it off;
+   * `true` or an options object requires the package (startup fails with a clear error without it).
+   */
+  telemetry?: boolean | RedlockTelemetryOptions;
 }
 
 /** `lockedDefaults` after validation: the two behaviour switches always have a value. */
@@ -55,6 +63,8 @@ export interface ResolvedRedlockModuleOptions extends Omit<ResolvedSettings, 'lo
   readonly lockedDefaults: ResolvedLockedDefaults;
   /** Shutdown grace period for running locked calls, in ms. */
   readonly shutdownTimeout: number;
+  /** `'auto'` (default: on if `@opentelemetry/api` is installed), off, or on with options. */
+  readonly telemetry: 'auto' | false | RedlockTelemetryOptions;
 }
 
 /** A class usable with `RedlockModule.forRootAsync({ useClass })` or `{ useExisting }`. */

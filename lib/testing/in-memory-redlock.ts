@@ -165,6 +165,7 @@ export class InMemoryRedlock extends Redlock {
       lock,
       ttl: newTtl,
       extensions: s.extensions,
+      duration: monotonicNow() - now,
     });
     return lock;
   }

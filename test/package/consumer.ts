@@ -35,6 +35,9 @@ export const consumerExpected = {
   rpc: { isRpcException: true, code: 'LOCK_CONTENDED' },
   ws: { isWsException: true, code: 'LOCK_CONTENDED' },
   testing: { whileHeld: true, afterFree: 'resolved' },
+  // @opentelemetry/api is not installed: the default (auto) loads nothing and works; asking for
+  // telemetry explicitly fails at startup with a typed error.
+  telemetry: { apiInstalled: false, loaded: false, explicit: 'InvalidConfigurationError' },
 };
 
 /** src/main.ts of the consumer app. Reads the masters' URLs from `URLS` (comma-separated). */
@@ -42,15 +45,18 @@ export const consumerMain = `import 'reflect-metadata';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Controller, Get, Injectable, Module, Param } from '@nestjs/common';
+import type { Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { RpcException } from '@nestjs/microservices';
 import { HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import type { HealthCheckResult } from '@nestjs/terminus';
 import { WsException } from '@nestjs/websockets';
 import {
+  InvalidConfigurationError,
   LockContendedError,
   Locked,
   RedlockModule,
+  loadOpenTelemetry,
   RedlockService,
   createRpcLockException,
   createWsLockException,
@@ -167,6 +173,34 @@ async function main(): Promise<void> {
   const afterFree = await mem.get(Jobs).run('2').then(() => 'resolved');
   await mem.close();
 
+  // Telemetry without @opentelemetry/api.
+  let apiInstalled = true;
+  try {
+    require.resolve('@opentelemetry/api');
+  } catch {
+    apiInstalled = false;
+  }
+  const explicitModule = (): Type<unknown> => {
+    @Module({
+      imports: [
+        RedlockModule.forRoot({ clients: (process.env.URLS ?? '').split(','), telemetry: true }),
+      ],
+    })
+    class ExplicitTelemetryModule {}
+    return ExplicitTelemetryModule;
+  };
+  const explicit = await Promise.resolve()
+    .then(() =>
+      NestFactory.createApplicationContext(explicitModule(), { logger: false, abortOnError: false }),
+    )
+    .then(
+    async (ctx) => {
+      await ctx.close();
+      return 'booted';
+    },
+    (e: unknown) => (e instanceof InvalidConfigurationError ? e.name : String(e)),
+  );
+
   console.log(
     JSON.stringify({
       providerToken: typeof providerToken,
@@ -183,6 +217,7 @@ async function main(): Promise<void> {
         code: ((ws as WsException).getError() as LockErrorPayload).code,
       },
       testing: { whileHeld: whileHeld instanceof LockContendedError, afterFree },
+      telemetry: { apiInstalled, loaded: loadOpenTelemetry() !== undefined, explicit },
     }),
   );
 }

@@ -78,6 +78,9 @@ const consumers: Consumer[] = [
     dependencies: {
       // The claimed ranges themselves: npm installs the newest versions they admit.
       ...peers((range) => range),
+      // The optional OpenTelemetry API (no SDK): telemetry is then on by default, as a no-op.
+      // The lowest app goes without it: nothing may be loaded or required then.
+      '@opentelemetry/api': pkg.peerDependencies['@opentelemetry/api'],
       '@nestjs/platform-express': pkg.peerDependencies['@nestjs/core'],
       '@types/node': pkg.devDependencies['@types/node'],
       typescript: pkg.devDependencies.typescript,
@@ -203,6 +206,12 @@ describe.each(consumers)('$name supported versions', ({ name, dependencies }) =>
     expect(existsSync(join(app, 'dist', 'main.js'))).toBe(true);
 
     const out = runOk(process.execPath, ['dist/main.js'], app, { URLS: masters.urls.join(',') });
-    expect(JSON.parse(out.trim().split('\n').pop() as string)).toEqual(consumerExpected);
+    const withApi = '@opentelemetry/api' in dependencies;
+    expect(JSON.parse(out.trim().split('\n').pop() as string)).toEqual({
+      ...consumerExpected,
+      telemetry: withApi
+        ? { apiInstalled: true, loaded: true, explicit: 'booted' }
+        : consumerExpected.telemetry,
+    });
   });
 });
