@@ -3,11 +3,26 @@ import type { MasterNode } from './node';
 import { errorMessage, redact } from './node';
 import type { RedlockLogger } from './settings';
 
-interface Waiter {
+/** One retrying acquire, registered from its first contended attempt until it ends. */
+interface Acquirer {
   readonly keys: readonly string[];
-  /** When this acquire started waiting; older waiters are woken first (FIFO-ish fairness). */
+  /** When the acquire started; older acquirers are handed releases first (FIFO-ish fairness). */
   readonly since: number;
-  wake(): void;
+  /** Set while the acquirer sleeps between attempts: ends the sleep. */
+  wake?: () => void;
+  /** A release was handed to it while it was busy with an attempt: its next wait returns at once. */
+  handed: boolean;
+}
+
+/** An acquire's registration with the {@link ReleaseNotifier}. */
+export interface HandoffTicket {
+  /**
+   * Sleeps until this acquirer is handed a release of one of its keys, `ms` pass, or `signal`
+   * aborts. Resolves `true` when handed a release (also one announced during its last attempt).
+   */
+  wait(ms: number, signal?: AbortSignal): Promise<boolean>;
+  /** Ends the registration; channels nobody else listens to are unsubscribed. Idempotent. */
+  done(): void;
 }
 
 /**
@@ -18,14 +33,16 @@ interface Waiter {
  * - Subscriptions are reference-counted per key: a channel is unsubscribed when its last waiter
  *   is done; subscriber connections are closed by {@link close}.
  * - A release is announced by every master; the announcement is de-duplicated by the released
- *   token so that one release wakes one waiter of this process — the one that has waited longest.
- *   The others keep waiting for the next release or their own retry timer (jittered polling
- *   remains the fallback, e.g. when a holder's lock simply expires).
+ *   token so that one release is handed to one acquirer of this process — the one that has
+ *   waited longest, whether it sleeps (woken at once) or is busy with an attempt that may have
+ *   just missed the release (its next wait returns at once: no missed wake-up). The others keep
+ *   waiting for the next release or their own retry timer (jittered polling remains the
+ *   fallback, e.g. when a holder's lock simply expires).
  */
 export class ReleaseNotifier {
   private readonly subscribers = new Map<number, Redis>();
   private readonly refs = new Map<string, number>();
-  private readonly waiters = new Set<Waiter>();
+  private readonly acquirers = new Set<Acquirer>();
   /** Recently announced tokens per channel: every master announces each release once. */
   private readonly recent = new Map<string, string[]>();
   private closed = false;
@@ -37,17 +54,34 @@ export class ReleaseNotifier {
   ) {}
 
   /**
-   * Subscribes to the keys' release channels (on the standalone masters reachable now).
-   * Resolves once the subscriptions are active or failed, with `true` when a channel was newly
-   * subscribed (a release may have been missed meanwhile: retry at once); never rejects.
+   * Registers a retrying acquire (started at `since`) and subscribes to its keys' release
+   * channels on the standalone masters reachable now. Resolves once the subscriptions are active
+   * or failed; `fresh` is true when a channel was newly subscribed (a release may have been
+   * missed meanwhile: retry at once). Never rejects.
    */
-  async subscribe(keys: readonly string[]): Promise<boolean> {
+  async subscribe(
+    keys: readonly string[],
+    since: number,
+  ): Promise<{ ticket: HandoffTicket; fresh: boolean }> {
+    const acquirer: Acquirer = { keys, since, handed: false };
+    this.acquirers.add(acquirer);
+    let ended = false;
+    const ticket: HandoffTicket = {
+      wait: (ms, signal) => this.sleep(acquirer, ms, signal),
+      done: () => {
+        if (ended) return;
+        ended = true;
+        this.acquirers.delete(acquirer);
+        acquirer.wake?.();
+        this.unsubscribe(keys);
+      },
+    };
     const fresh = keys.filter((k) => {
       const n = this.refs.get(k) ?? 0;
       this.refs.set(k, n + 1);
       return n === 0;
     });
-    if (fresh.length === 0 || this.closed) return false;
+    if (fresh.length === 0 || this.closed) return { ticket, fresh: false };
     await Promise.all(
       this.nodes.map(async (node) => {
         const sub = this.subscriberFor(node);
@@ -58,11 +92,11 @@ export class ReleaseNotifier {
         }
       }),
     );
-    return true;
+    return { ticket, fresh: true };
   }
 
   /** Drops one reference to each key; channels without references are unsubscribed. */
-  unsubscribe(keys: readonly string[]): void {
+  private unsubscribe(keys: readonly string[]): void {
     const stale: string[] = [];
     for (const k of keys) {
       const n = (this.refs.get(k) ?? 1) - 1;
@@ -85,34 +119,36 @@ export class ReleaseNotifier {
     return this.refs.size;
   }
 
-  /**
-   * Waits until a release of one of `keys` is announced (and this waiter is the longest-waiting
-   * one for it), `ms` elapse, or `signal` aborts. Resolves `true` when woken by a release.
-   */
-  wait(keys: readonly string[], since: number, ms: number, signal?: AbortSignal): Promise<boolean> {
+  private sleep(acquirer: Acquirer, ms: number, signal?: AbortSignal): Promise<boolean> {
+    if (acquirer.handed) {
+      acquirer.handed = false;
+      return Promise.resolve(true);
+    }
+    if (signal?.aborted || this.closed || !this.acquirers.has(acquirer)) {
+      return Promise.resolve(false);
+    }
     return new Promise<boolean>((resolve) => {
       const finish = (byRelease: boolean): void => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
-        this.waiters.delete(waiter);
+        acquirer.wake = undefined;
         resolve(byRelease);
       };
       const onAbort = (): void => finish(false);
-      const waiter: Waiter = { keys, since, wake: () => finish(true) };
       const timer = setTimeout(() => finish(false), Math.max(0, ms));
-      if (signal?.aborted) {
-        finish(false);
-        return;
-      }
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiters.add(waiter);
+      acquirer.wake = () => {
+        const handed = acquirer.handed;
+        acquirer.handed = false;
+        finish(handed);
+      };
     });
   }
 
   /** Closes the subscriber connections. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const w of [...this.waiters]) w.wake();
+    for (const a of [...this.acquirers]) a.wake?.();
     const subs = [...this.subscribers.values()];
     this.subscribers.clear();
     await Promise.all(subs.map((s) => s.quit().catch(() => s.disconnect())));
@@ -124,11 +160,15 @@ export class ReleaseNotifier {
     seen.push(token);
     if (seen.length > 8) seen.shift();
     this.recent.set(channel, seen);
-    let oldest: Waiter | undefined;
-    for (const w of this.waiters) {
-      if (w.keys.includes(channel) && (!oldest || w.since < oldest.since)) oldest = w;
+    // Hand the release to the longest-waiting acquirer of this process: at once if it sleeps,
+    // else at its next wait (it was busy with an attempt that may have just missed the release).
+    let oldest: Acquirer | undefined;
+    for (const a of this.acquirers) {
+      if (!a.handed && a.keys.includes(channel) && (!oldest || a.since < oldest.since)) oldest = a;
     }
-    oldest?.wake();
+    if (!oldest) return;
+    oldest.handed = true;
+    oldest.wake?.();
   };
 
   private subscriberFor(node: MasterNode): Redis | undefined {

@@ -17,6 +17,7 @@ import {
 import type { LockErrorDetail, NodeOutcome, NodeVote } from './errors';
 import type { RedlockEvent, RedlockObserver } from './events';
 import { ReleaseNotifier } from './handoff';
+import type { HandoffTicket } from './handoff';
 import { Lock, disarm, expire, lockState, scheduleExpiry } from './lock';
 import type { LockState, ReleaseResult } from './lock';
 import { MasterNode, errorMessage, outcomeOf, redact } from './node';
@@ -252,7 +253,7 @@ export class Redlock {
   private async acquireLoop(req: Request, start: number): Promise<Lock> {
     const deadline = req.waitTimeout === undefined ? Infinity : start + req.waitTimeout;
     let attempts = 0;
-    let subscribed = false;
+    let ticket: HandoffTicket | undefined;
     let last: AttemptResult | undefined;
     const detail = (): LockErrorDetail => ({
       resources: req.resources,
@@ -283,11 +284,12 @@ export class Redlock {
           );
         }
         const contended = last.error instanceof LockContendedError;
-        if (contended && this.settings.handoff && !subscribed) {
+        if (contended && this.settings.handoff && !ticket) {
           // Listen for the holder's release, then retry at once: a release that happened
           // before the subscription became active cannot be missed.
-          subscribed = true;
-          if (await this.notifier.subscribe(req.keys)) continue;
+          const subscription = await this.notifier.subscribe(req.keys, start);
+          ticket = subscription.ticket;
+          if (subscription.fresh) continue;
         }
         let wait = req.retryDelay + (Math.random() * 2 - 1) * req.retryJitter;
         const holderTtl = contended ? (last.error as LockContendedError).retryAfter : undefined;
@@ -295,8 +297,8 @@ export class Redlock {
         wait = Math.max(0, Math.min(wait, left));
         const waking = this.wakeSignal(req.signal);
         try {
-          if (subscribed) {
-            await this.notifier.wait(req.keys, start, wait, waking.signal);
+          if (ticket) {
+            await ticket.wait(wait, waking.signal);
           } else {
             await this.pause(wait, waking.signal);
           }
@@ -307,7 +309,7 @@ export class Redlock {
       await last.cleanup;
       throw last.error;
     } finally {
-      if (subscribed) this.notifier.unsubscribe(req.keys);
+      ticket?.done();
     }
   }
 

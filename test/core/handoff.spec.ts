@@ -124,3 +124,43 @@ it('a waiter is not woken by the clean-up of its own failed attempts (no retry s
   expect((error as WaitTimeoutError).attempts).toBeLessThanOrEqual(10);
   expect((error as WaitTimeoutError).attempts).toBeGreaterThanOrEqual(4);
 });
+
+it('a release announced while the waiter is busy with an attempt is not missed', async () => {
+  // Attempt 2 (the immediate retry once subscribed) sees the lock held; the holder releases
+  // before that attempt returns. Without handing the release to the busy waiter, it would sleep
+  // its full 5 s retry delay.
+  let release: (() => Promise<void>) | undefined;
+  class Instrumented extends Redlock {
+    protected override async attemptOnce(
+      ...args: Parameters<Redlock['attemptOnce']>
+    ): ReturnType<Redlock['attemptOnce']> {
+      const result = await super.attemptOnce(...args);
+      if (args[1] === 2 && !result.lock && release) {
+        await release();
+        await sleep(100); // the announcement reaches the subscriber during this attempt
+      }
+      return result;
+    }
+  }
+  const holder = engine();
+  const waiter = new Instrumented(clients, {
+    quarantine: false,
+    retryDelay: 5000,
+    retryJitter: 0,
+    retryCount: 100,
+  });
+  engines.push(waiter);
+  const r = uniqueResource('busy-waiter');
+  const lock = await holder.acquire(r, { ttl: 10_000 });
+  let released = false;
+  release = async () => {
+    await lock.release();
+    released = true;
+  };
+  const started = Date.now();
+  const next = await waiter.acquire(r, { ttl: 10_000 });
+  expect(released).toBe(true);
+  expect(next.attempts).toBe(3);
+  expect(Date.now() - started).toBeLessThan(5000); // the retry timer alone would take 5 s
+  await next.release();
+});
