@@ -8,6 +8,10 @@ const base = {
 module.exports = {
   // Every suite starts its own redis-server processes; two workers match the 2-core CI machine.
   maxWorkers: 2,
+  // Records the redis-servers each run starts and kills any survivor at the end (a second line
+  // of defence: each server already dies with the process that started it).
+  globalSetup: '<rootDir>/test/harness/global-setup.ts',
+  globalTeardown: '<rootDir>/test/harness/global-teardown.ts',
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
     {

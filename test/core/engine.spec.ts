@@ -217,7 +217,9 @@ describe('extend', () => {
     await lock.extend(2000);
     expect(lock.remainingValidity).toBeGreaterThan(1500);
     expect(lock.extensions).toBe(1);
-    expect(await probe[1].pttl(rl.keyOf(r))).toBeGreaterThan(1500);
+    // Extended on (at least) a quorum; a slow master's answer may still be on its way.
+    const ttls = await Promise.all(probe.map((c) => c.pttl(rl.keyOf(r))));
+    expect(ttls.filter((t) => t > 1500).length).toBeGreaterThanOrEqual(rl.quorum);
     await lock.release();
   });
 
@@ -343,10 +345,10 @@ describe('observe', () => {
       seen.push(e);
     });
     const r = uniqueResource('observed');
-    const lock = await rl.acquire(r, { ttl: 200 });
+    const lock = await rl.acquire(r, { ttl: 2000 });
     expect(await rl.tryAcquire(r)).toBeNull();
     await lock.extend(100);
-    await sleep(120); // validity ends before the release
+    await sleep(150); // the extension's 100 ms validity ends before the release
     await lock.release();
     stop();
     await (await rl.acquire(r)).release();

@@ -129,20 +129,24 @@ it('a release announced while the waiter is busy with an attempt is not missed',
   // Attempt 2 (the immediate retry once subscribed) sees the lock held; the holder releases
   // before that attempt returns. Without handing the release to the busy waiter, it would sleep
   // its full 5 s retry delay.
-  let release: (() => Promise<void>) | undefined;
+  const holder: { lock?: Lock; released: boolean } = { released: false };
+  const release = async (): Promise<void> => {
+    await holder.lock?.release();
+    holder.released = true;
+  };
   class Instrumented extends Redlock {
     protected override async attemptOnce(
       ...args: Parameters<Redlock['attemptOnce']>
     ): ReturnType<Redlock['attemptOnce']> {
       const result = await super.attemptOnce(...args);
-      if (args[1] === 2 && !result.lock && release) {
+      if (args[1] === 2 && !result.lock && holder.lock) {
         await release();
         await sleep(100); // the announcement reaches the subscriber during this attempt
       }
       return result;
     }
   }
-  const holder = engine();
+  const holderEngine = engine();
   const waiter = new Instrumented(clients, {
     quarantine: false,
     retryDelay: 5000,
@@ -151,15 +155,10 @@ it('a release announced while the waiter is busy with an attempt is not missed',
   });
   engines.push(waiter);
   const r = uniqueResource('busy-waiter');
-  const lock = await holder.acquire(r, { ttl: 10_000 });
-  let released = false;
-  release = async () => {
-    await lock.release();
-    released = true;
-  };
+  holder.lock = await holderEngine.acquire(r, { ttl: 10_000 });
   const started = Date.now();
   const next = await waiter.acquire(r, { ttl: 10_000 });
-  expect(released).toBe(true);
+  expect(holder.released).toBe(true);
   expect(next.attempts).toBe(3);
   expect(Date.now() - started).toBeLessThan(5000); // the retry timer alone would take 5 s
   await next.release();

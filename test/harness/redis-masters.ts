@@ -3,7 +3,9 @@
  *
  * - No persistence unless asked; each server listens on a free loopback port.
  * - Readiness is polled with PING under a deadline (no fixed sleeps).
- * - Every process is killed when the test process exits, even after a failed test.
+ * - Every server dies with the process that started it, however that process ends (normal exit,
+ *   exception, SIGTERM, SIGKILL of a hung jest worker): see {@link watchdogMode}. In a jest run the
+ *   servers are also recorded for the globalTeardown sweep (run-dir.ts).
  */
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,12 +13,67 @@ import { createServer, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis, { RedisOptions } from 'ioredis';
+import { forgetServer, recordServer, runDir } from './run-dir';
 
 const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+const SETPRIV = process.env.SETPRIV_BIN ?? 'setpriv';
 const live = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const p of live) p.kill('SIGKILL');
 });
+
+/**
+ * How a server is tied to the life of this process:
+ *
+ * - `pdeathsig` (Linux, the default when util-linux's `setpriv` is there): the server is started
+ *   as `setpriv --pdeathsig KILL -- redis-server ...`. setpriv sets PR_SET_PDEATHSIG and exec()s
+ *   redis-server, so the kernel sends SIGKILL to the server the moment its parent dies, whatever
+ *   the cause, SIGSTOPped or not. No extra process, no polling; the pid is the server's own, so
+ *   kill/pause/resume are unchanged. (The signal follows the exit of the *thread* that spawned the
+ *   server: from a worker_thread, servers die when that thread ends.)
+ * - `sh` (anywhere else, e.g. macOS): `sh -c` forks a watchdog subshell, then exec()s
+ *   redis-server (same pid again). The watchdog blocks reading fd 3, a socket whose other end
+ *   only this process holds: it reads end-of-file when this process dies and then SIGKILLs the
+ *   server; when the harness itself saw the server exit it writes a newline instead, and the
+ *   watchdog leaves quietly (so a recycled pid is never hit). One forked shell per server, idle.
+ *
+ * REDLOCK_HARNESS_WATCHDOG=pdeathsig|sh forces a mode.
+ */
+export type WatchdogMode = 'pdeathsig' | 'sh';
+let mode: WatchdogMode | undefined;
+
+/** The watchdog used for the servers of this process (probed once). */
+export function watchdogMode(): WatchdogMode {
+  if (mode) return mode;
+  const forced = process.env.REDLOCK_HARNESS_WATCHDOG;
+  if (forced === 'pdeathsig' || forced === 'sh') return (mode = forced);
+  const probe = spawnSync(SETPRIV, ['--pdeathsig', 'KILL', '--', 'true'], { stdio: 'ignore' });
+  return (mode = probe.status === 0 ? 'pdeathsig' : 'sh');
+}
+
+// $0 is 'sh', "$@" the redis-server command line. The watchdog gets no stdio (it must not hold the
+// server's stderr pipe open); exec closes fd 3 in the server.
+const SH_WATCHDOG =
+  '{ read -r line <&3 || kill -9 $$; } </dev/null >/dev/null 2>&1 & exec "$@" 3<&-';
+
+function spawnServer(args: string[]): ChildProcess {
+  if (watchdogMode() === 'pdeathsig') {
+    return spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', REDIS_SERVER, ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+  }
+  const proc = spawn('/bin/sh', ['-c', SH_WATCHDOG, 'sh', REDIS_SERVER, ...args], {
+    stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+  });
+  const lifeline = proc.stdio[3] as Socket | null;
+  if (lifeline) {
+    lifeline.on('error', () => undefined);
+    lifeline.resume();
+    // Release the watchdog once the server is gone.
+    proc.once('exit', () => lifeline.end('\n'));
+  }
+  return proc;
+}
 
 /** Options for a set of masters. */
 export interface MastersOptions {
@@ -79,6 +136,22 @@ function pingOnce(port: number, password?: string): Promise<boolean> {
   });
 }
 
+/**
+ * A fresh data directory: inside the jest run directory when there is one, so that the teardown
+ * sweep removes it even if this process is killed before cleanup().
+ */
+function dataDir(): string {
+  const run = runDir();
+  if (run) {
+    try {
+      return mkdtempSync(join(run, 'redlock-master-'));
+    } catch {
+      // The run is over (or the variable is stale): fall back to the temp directory.
+    }
+  }
+  return mkdtempSync(join(tmpdir(), 'redlock-master-'));
+}
+
 /** One `redis-server` process. */
 export class RedisMaster {
   private proc: ChildProcess | undefined;
@@ -89,7 +162,7 @@ export class RedisMaster {
     readonly port: number,
     private readonly options: MastersOptions = {},
   ) {
-    this.dir = mkdtempSync(join(tmpdir(), 'redlock-master-'));
+    this.dir = dataDir();
     const i = options.extraArgs?.indexOf('--requirepass') ?? -1;
     this.password = i >= 0 ? options.extraArgs?.[i + 1] : undefined;
   }
@@ -127,11 +200,13 @@ export class RedisMaster {
         : ['--appendonly', 'no']),
       ...(this.options.extraArgs ?? []),
     ];
-    const proc = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const proc = spawnServer(args);
     this.proc = proc;
     live.add(proc);
+    recordServer(proc.pid, this.port);
     proc.once('exit', () => {
       live.delete(proc);
+      forgetServer(proc.pid);
       if (this.proc === proc) this.proc = undefined;
     });
     proc.stderr?.resume();
