@@ -5,7 +5,10 @@ import { MicroserviceOptions, Transport } from '@nestjs/microservices';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { IoAdapter } from '@nestjs/platform-socket.io';
 import { ScheduleModule } from '@nestjs/schedule';
+import { TerminusModule } from '@nestjs/terminus';
 import { RedlockModule } from '../lib';
+import { RedlockHealthIndicator } from '../lib/health';
+import { HealthController } from './health/health.controller';
 import { JobsController } from './jobs/jobs.controller';
 import { ReservationsJanitor } from './jobs/reservations.janitor';
 import { OrdersController } from './orders/orders.controller';
@@ -21,7 +24,8 @@ import { MemorySampleStore, RedisSampleStore, SampleStore } from './store/sample
 
 /**
  * The sample shop: orders with stock reservation, payments, a janitor job, long reports,
- * fulfilment streams (SSE), a microservice and a WebSocket gateway — each protected by a lock.
+ * fulfilment streams (SSE), a microservice and a WebSocket gateway — each protected by a lock —
+ * and a health endpoint (`GET /health`) reporting the lock service.
  */
 @Module({})
 export class SampleModule {
@@ -34,8 +38,18 @@ export class SampleModule {
       );
     return {
       module: SampleModule,
-      imports: [lockModule, ...(options.scheduler === false ? [] : [ScheduleModule.forRoot()])],
-      controllers: [OrdersController, ReportsController, JobsController, ShippingController],
+      imports: [
+        lockModule,
+        TerminusModule,
+        ...(options.scheduler === false ? [] : [ScheduleModule.forRoot()]),
+      ],
+      controllers: [
+        OrdersController,
+        ReportsController,
+        JobsController,
+        ShippingController,
+        HealthController,
+      ],
       providers: [
         { provide: SAMPLE_OPTIONS, useValue: resolveSampleOptions(options) },
         {
@@ -51,6 +65,7 @@ export class SampleModule {
         ReportsService,
         ReservationsJanitor,
         OrdersGateway,
+        RedlockHealthIndicator,
       ],
     };
   }

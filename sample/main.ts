@@ -8,6 +8,12 @@
  * - `SAMPLE_DATA_URL`: Redis for the shop's data. Default: the first lock master.
  * - `PORT` (default 3000), `RPC_PORT` (TCP microservice, default PORT + 1, or 3001 with PORT=0),
  *   `SAMPLE_PLATFORM` (`express` | `fastify`), `SAMPLE_JANITOR_CRON` (default every 10 s).
+ * - `SAMPLE_OTEL=console` (demo): registers a minimal OpenTelemetry SDK printing spans to the
+ *   console (see `otel-demo.ts`); the lock spans `redlock.acquire` / `redlock.release` appear as
+ *   requests take locks. Unset: nothing of OpenTelemetry's SDK is loaded.
+ *
+ * `GET /health` (@nestjs/terminus) reports the lock masters; SIGINT / SIGTERM shut down
+ * gracefully (`app.close()`: new locks refused, running locked calls finish, locks released).
  *
  * In an application, import from 'nestjs-redlock' instead of '../lib'.
  */
@@ -17,6 +23,13 @@ import { createSampleApp } from './app.module';
 import { StockService } from './orders/stock.service';
 
 async function main(): Promise<void> {
+  // Demo only, opt-in: the SDK must be registered before the app (and its lock module) exists.
+  if (process.env.SAMPLE_OTEL === 'console') {
+    const { registerConsoleTracing } = await import('./otel-demo');
+    registerConsoleTracing();
+  } else if (process.env.SAMPLE_OTEL) {
+    console.warn(`SAMPLE_OTEL=${process.env.SAMPLE_OTEL} ignored (only 'console' is supported)`);
+  }
   const given = process.env.REDLOCK_URLS?.split(',')
     .map((u) => u.trim())
     .filter(Boolean);
@@ -70,6 +83,8 @@ Sample shop (${platform}) on ${u}  —  lock masters: ${masters ? '5 local redis
 RPC (TCP) on 127.0.0.1:${rpcPort}, WebSocket (socket.io) on ${u}
 
 Try:
+  # lock service health (@nestjs/terminus): 200 'up' with a quorum, 503 'down' / draining: true
+  curl -s ${u}/health
   # reserve stock (StockService.take is @Locked('stock:{args.0}', { onLocked: 'wait' }))
   curl -s -XPOST ${u}/orders -H 'content-type: application/json' -d '{"sku":"coffee","qty":2}'
   # pay it twice at once: one 201, one 423 Locked with Retry-After (@Locked('order:{params.id}'))

@@ -11,7 +11,7 @@ import type { LockErrorDetail, NodeOutcome, NodeVote } from '../core/errors';
 import { Lock, expire, lockState, scheduleExpiry } from '../core/lock';
 import type { ReleaseResult } from '../core/lock';
 import { Redlock, normalizeResources } from '../core/redlock';
-import type { AcquireRequest, AttemptResult } from '../core/redlock';
+import type { AcquireRequest, AttemptResult, RedlockHealth } from '../core/redlock';
 import { MAX_TIMER_MS, checkInteger, driftFor } from '../core/settings';
 import type { RedlockClient, RedlockLogger, RedlockSettings } from '../core/settings';
 
@@ -168,6 +168,33 @@ export class InMemoryRedlock extends Redlock {
       duration: monotonicNow() - now,
     });
     return lock;
+  }
+
+  /**
+   * Health of the simulated single master: reachable unless an outage is simulated
+   * (`setAvailable(false)`), never in quarantine; `available` also turns false while draining.
+   */
+  override async health(): Promise<RedlockHealth> {
+    const reachable = this.available;
+    const draining = this.isDraining;
+    return {
+      quorum: this.quorum,
+      usable: reachable ? 1 : 0,
+      available: reachable && !draining,
+      draining,
+      masters: [
+        reachable
+          ? { node: 0, name: NODE_NAME, reachable, latency: 0, quarantined: false }
+          : {
+              node: 0,
+              name: NODE_NAME,
+              reachable,
+              latency: undefined,
+              quarantined: false,
+              error: 'simulated outage',
+            },
+      ],
+    };
   }
 
   /** Releases every lock still held, wakes waiting acquires; later acquires are refused. */

@@ -203,6 +203,19 @@ describe('InMemoryRedlock', () => {
     expect(events[3]).toMatchObject({ error: expect.any(LockContendedError), resources: ['ev'] });
   });
 
+  it('health() follows setAvailable() and drain() (the health indicator works in tests)', async () => {
+    const other = new InMemoryRedlock();
+    expect(await other.health()).toMatchObject({ available: true, usable: 1, draining: false });
+    other.setAvailable(false);
+    const down = await other.health();
+    expect(down).toMatchObject({ available: false, usable: 0 });
+    expect(down.masters[0]).toMatchObject({ reachable: false, error: 'simulated outage' });
+    other.setAvailable(true);
+    other.drain();
+    expect(await other.health()).toMatchObject({ available: false, usable: 1, draining: true });
+    await other.close();
+  });
+
   it('setAvailable(false) fails acquires with NoQuorumError until restored', async () => {
     engine.setAvailable(false);
     await expect(engine.acquire('q', { retryCount: 0 })).rejects.toBeInstanceOf(NoQuorumError);
