@@ -454,23 +454,7 @@ export class Redlock {
     const end = monotonicNow();
     const validity = newTtl - (end - start) - driftFor(newTtl, this.settings.driftFactor);
     if (tally.ok >= this.quorum && end < s.validUntil && validity > 0) {
-      s.validUntil = start + newTtl - driftFor(newTtl, this.settings.driftFactor);
-      s.expiresAt = wallStart + newTtl - driftFor(newTtl, this.settings.driftFactor);
-      s.ttl = newTtl;
-      s.extensions++;
-      s.votes = tally.votes;
-      scheduleExpiry(lock, s);
-      if (this.observers.size > 0) {
-        this.emit({
-          type: 'extended',
-          resources: lock.resources,
-          lock,
-          ttl: newTtl,
-          extensions: s.extensions,
-          duration: end - start,
-        });
-      }
-      return lock;
+      return this.extended(lock, { ttl: newTtl, start, wallStart, end, votes: tally.votes });
     }
     const held = tally.votes.filter((v) => v.outcome === 'held').length;
     if (this.nodes.length - held < this.quorum) {
@@ -669,6 +653,35 @@ export class Redlock {
   /** Deletes a lock's keys (compare-and-delete) on the masters: the storage step of a release. */
   protected deleteKeys(lock: Lock, waitAll: boolean): Promise<ReleaseResult> {
     return this.releaseKeys(lock.resources, lock.value, { waitAll, announce: true });
+  }
+
+  /**
+   * Records a successful extension (validity from `start`, the time the extension was sent),
+   * re-arms the expiry timer and reports it. Shared by every engine's `extend`.
+   */
+  protected extended(
+    lock: Lock,
+    x: { ttl: number; start: number; wallStart: number; end: number; votes: readonly NodeVote[] },
+  ): Lock {
+    const s = this.stateOf(lock);
+    const drift = driftFor(x.ttl, this.settings.driftFactor);
+    s.validUntil = x.start + x.ttl - drift;
+    s.expiresAt = x.wallStart + x.ttl - drift;
+    s.ttl = x.ttl;
+    s.extensions++;
+    s.votes = x.votes;
+    scheduleExpiry(lock, s);
+    if (this.observers.size > 0) {
+      this.emit({
+        type: 'extended',
+        resources: lock.resources,
+        lock,
+        ttl: x.ttl,
+        extensions: s.extensions,
+        duration: x.end - x.start,
+      });
+    }
+    return lock;
   }
 
   /**

@@ -8,11 +8,11 @@ import {
   NoQuorumError,
 } from '../core/errors';
 import type { LockErrorDetail, NodeOutcome, NodeVote } from '../core/errors';
-import { Lock, expire, lockState, scheduleExpiry } from '../core/lock';
+import { Lock, expire, lockState } from '../core/lock';
 import type { ReleaseResult } from '../core/lock';
 import { Redlock, normalizeResources } from '../core/redlock';
 import type { AcquireRequest, AttemptResult, RedlockHealth } from '../core/redlock';
-import { MAX_TIMER_MS, checkInteger, driftFor } from '../core/settings';
+import { MAX_TIMER_MS, checkInteger } from '../core/settings';
 import type { RedlockClient, RedlockLogger, RedlockSettings } from '../core/settings';
 
 /**
@@ -152,22 +152,13 @@ export class InMemoryRedlock extends Redlock {
       throw new LockLostError(detail([vote('held')]), 'a majority of masters no longer hold it');
     }
     for (const e of mine) if (e) e.expiresAt = now + newTtl;
-    const drift = driftFor(newTtl, this.settings.driftFactor);
-    s.validUntil = now + newTtl - drift;
-    s.expiresAt = Date.now() + newTtl - drift;
-    s.ttl = newTtl;
-    s.extensions++;
-    s.votes = [vote('ok')];
-    scheduleExpiry(lock, s);
-    this.emit({
-      type: 'extended',
-      resources: lock.resources,
-      lock,
+    return this.extended(lock, {
       ttl: newTtl,
-      extensions: s.extensions,
-      duration: monotonicNow() - now,
+      start: now,
+      wallStart: Date.now(),
+      end: monotonicNow(),
+      votes: [vote('ok')],
     });
-    return lock;
   }
 
   /**
