@@ -126,13 +126,17 @@ export class RedlockService
 
   /**
    * Acquires a lock on all `resources`, retrying on contention (see the engine's `acquire`).
-   * Throws `LockContendedError`, `NoQuorumError`, `WaitTimeoutError` or `LockAbortedError`.
+   * Throws `LockContendedError`, `NoQuorumError`, `WaitTimeoutError`, `LockAbortedError`, or
+   * `ShuttingDownError` once the application shuts down.
    */
   acquire(resources: string | string[], options?: AcquireOptions): Promise<Lock> {
     return this.engine.acquire(resources, options);
   }
 
-  /** One attempt: the lock, or `null` when it is held elsewhere or no quorum answered. */
+  /**
+   * One attempt: the lock, or `null` when it is held elsewhere. Throws `NoQuorumError` when too
+   * few masters answered, `ShuttingDownError` once the application shuts down.
+   */
   tryAcquire(
     resources: string | string[],
     options?: Omit<AcquireOptions, 'retryCount' | 'waitTimeout'>,

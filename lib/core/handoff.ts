@@ -114,11 +114,6 @@ export class ReleaseNotifier {
     }
   }
 
-  /** Number of channels currently subscribed (for tests and health output). */
-  get activeChannels(): number {
-    return this.refs.size;
-  }
-
   private sleep(acquirer: Acquirer, ms: number, signal?: AbortSignal): Promise<boolean> {
     if (acquirer.handed) {
       acquirer.handed = false;

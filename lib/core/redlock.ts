@@ -234,7 +234,8 @@ export class Redlock {
   /**
    * Acquires a lock on all `resources` (all-or-nothing), retrying on contention up to
    * `retryCount` times or until `waitTimeout`. Throws {@link LockContendedError},
-   * {@link NoQuorumError}, {@link WaitTimeoutError} or {@link LockAbortedError}.
+   * {@link NoQuorumError}, {@link WaitTimeoutError}, {@link LockAbortedError}, or
+   * {@link ShuttingDownError} once the engine drains.
    */
   async acquire(
     resources: string | readonly string[],
@@ -315,7 +316,8 @@ export class Redlock {
 
   /**
    * One attempt, no waiting: the lock, or `null` when another holder has it. Throws
-   * {@link NoQuorumError} when too few masters answered (an outage is not "someone holds it").
+   * {@link NoQuorumError} when too few masters answered (an outage is not "someone holds it"),
+   * {@link ShuttingDownError} once the engine drains.
    */
   async tryAcquire(
     resources: string | readonly string[],

@@ -214,14 +214,11 @@ export class LockedInterceptor implements NestInterceptor {
       }
       case 'INVALID_ARGUMENT':
         return new BadRequestException(failure.error.message, { cause: failure.error });
-      case 'SHUTTING_DOWN':
-        // Keep-alive clients should reconnect, to an instance that is not going away.
-        if (type === 'http') this.setHeader(context, 'Connection', 'close');
-        return new LockUnavailableException(failure.resources, {
-          message: messageOf(failure),
-          cause: failure.error,
-        });
       default:
+        // Keep-alive clients should reconnect, to an instance that is not going away.
+        if (failure.code === 'SHUTTING_DOWN' && type === 'http') {
+          this.setHeader(context, 'Connection', 'close');
+        }
         return new LockUnavailableException(failure.resources, {
           message: messageOf(failure),
           cause: failure.error,

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { monotonicNow } from '../core/clock';
 import { InvalidConfigurationError, RedlockError } from '../core/errors';
 import type { NodeVote } from '../core/errors';
 import type { RedlockEvent } from '../core/events';
@@ -232,7 +233,7 @@ export function instrumentRedlock(
   ): void => {
     const { tracer } = setup();
     if (!tracer) return;
-    const end = performance.timeOrigin + performance.now();
+    const end = performance.timeOrigin + monotonicNow();
     const s = tracer.startSpan(name, { startTime: end - durationMs, attributes });
     if (error) s.setStatus({ code: SPAN_STATUS_ERROR, message: error.message });
     s.end(end);
