@@ -1,6 +1,10 @@
 /** @type {import('jest').Config} */
 const base = {
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
+  // Nest 12 publishes ES modules only, so the suites run in jest's ESM mode (`npm test` starts
+  // node with --experimental-vm-modules): our TypeScript is compiled to ES modules as well and
+  // Nest is loaded as the real ESM packages an application gets.
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.jest.json', useESM: true }] },
   testEnvironment: 'node',
   moduleFileExtensions: ['ts', 'js', 'json'],
 };

@@ -1,3 +1,4 @@
+import { loadTransportExceptions } from './errors/transport.error';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type {
   BeforeApplicationShutdown,
@@ -290,6 +291,7 @@ export class RedlockService
    * do not fail the bootstrap: they are reported, and locks work as soon as a quorum is reachable.
    */
   async onModuleInit(): Promise<void> {
+    await loadTransportExceptions();
     const timeout = Math.min(
       10_000,
       Math.max(100, this.options.clientOptions.connectTimeout ?? 2000),

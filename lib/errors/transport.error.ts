@@ -1,3 +1,5 @@
+import { importOptional } from '../optional-peer';
+
 /** Error codes sent to RPC and WebSocket clients. */
 export type LockErrorCode =
   'LOCK_CONTENDED' | 'NO_QUORUM' | 'LOCK_LOST' | 'SHUTTING_DOWN' | 'INVALID_ARGUMENT';
@@ -22,20 +24,40 @@ export interface LockErrorPayload {
 type ExceptionClass = new (error: object) => Error;
 
 /*
- * @nestjs/microservices and @nestjs/websockets are optional: they are loaded only when a handler
- * of that transport fails, and an application using that transport has them installed.
+ * @nestjs/microservices and @nestjs/websockets are optional (and ESM-only from Nest 12 on): they
+ * are imported once, when the module starts ({@link loadTransportExceptions}); an application
+ * that uses a transport has its package installed.
  */
+let rpcException: ExceptionClass | undefined;
+let wsException: ExceptionClass | undefined;
+let loading: Promise<void> | undefined;
+
+/** Loads `RpcException` and `WsException` where their packages are installed. Idempotent. */
+export function loadTransportExceptions(): Promise<void> {
+  return (loading ??= (async () => {
+    const [rpc, ws] = await Promise.all([
+      importOptional<{ RpcException?: ExceptionClass }>('@nestjs/microservices'),
+      importOptional<{ WsException?: ExceptionClass }>('@nestjs/websockets'),
+    ]);
+    rpcException = rpc?.RpcException;
+    wsException = ws?.WsException;
+  })());
+}
+
+/**
+ * A plain error carrying the payload, for the case where the transport's package could not be
+ * loaded (it is then not the transport in use; kept so that mapping never throws).
+ */
+function plainLockError(payload: LockErrorPayload): Error {
+  return Object.assign(new Error(payload.message), { error: { ...payload } });
+}
 
 /** Creates the `RpcException` (from @nestjs/microservices) for a lock failure on a microservice handler. */
 export function createRpcLockException(payload: LockErrorPayload): Error {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { RpcException } = require('@nestjs/microservices') as { RpcException: ExceptionClass };
-  return new RpcException({ ...payload });
+  return rpcException ? new rpcException({ ...payload }) : plainLockError(payload);
 }
 
 /** Creates the `WsException` (from @nestjs/websockets) for a lock failure on a WebSocket gateway handler. */
 export function createWsLockException(payload: LockErrorPayload): Error {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { WsException } = require('@nestjs/websockets') as { WsException: ExceptionClass };
-  return new WsException({ ...payload });
+  return wsException ? new wsException({ ...payload }) : plainLockError(payload);
 }

@@ -1,3 +1,5 @@
+import { requireOptional } from '../optional-peer';
+import { VERSION } from '../version';
 import { performance } from 'node:perf_hooks';
 import { monotonicNow } from '../core/clock';
 import { InvalidConfigurationError, RedlockError } from '../core/errors';
@@ -121,13 +123,8 @@ interface OpenTelemetryApi {
  * for) until this is called.
  */
 export function loadOpenTelemetry(): OpenTelemetryApi | undefined {
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const api = require('@opentelemetry/api') as Partial<OpenTelemetryApi>;
-    return api.trace && api.metrics ? (api as OpenTelemetryApi) : undefined;
-  } catch {
-    return undefined;
-  }
+  const api = requireOptional<Partial<OpenTelemetryApi>>('@opentelemetry/api');
+  return api?.trace && api.metrics ? (api as OpenTelemetryApi) : undefined;
 }
 
 /**
@@ -366,17 +363,7 @@ function voteCounts(votes: readonly NodeVote[]): TelemetryAttributes {
   };
 }
 
-let cachedVersion: string | undefined;
-
 /** This package's version (the instrumentation scope version). */
-function packageVersion(): string | undefined {
-  if (cachedVersion === undefined) {
-    try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      cachedVersion = (require('../../package.json') as { version?: string }).version ?? '';
-    } catch {
-      cachedVersion = '';
-    }
-  }
-  return cachedVersion || undefined;
+function packageVersion(): string {
+  return VERSION;
 }

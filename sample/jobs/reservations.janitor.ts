@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Cron, CronExpression } from '@nestjs/schedule';
 import { Locked } from '../../lib';
 import { OrdersService } from '../orders/orders.service';
-import { SAMPLE_OPTIONS, ResolvedSampleOptions } from '../sample.options';
+import { SAMPLE_OPTIONS, type ResolvedSampleOptions } from '../sample.options';
 import { SampleStore } from '../store/sample-store';
 import { pause } from '../orders/order.model';
 

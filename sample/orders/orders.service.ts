@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ConflictException, Inject, Injectable, NotFoundException } from '@nestjs/common';
 import { Observable, concatMap, from, interval, map, take } from 'rxjs';
 import { LockContext, Locked, RedlockService } from '../../lib';
-import { SAMPLE_OPTIONS, ResolvedSampleOptions } from '../sample.options';
+import { SAMPLE_OPTIONS, type ResolvedSampleOptions } from '../sample.options';
 import { SampleStore } from '../store/sample-store';
 import { Order, pause } from './order.model';
 import { PaymentGateway } from './payment.gateway';

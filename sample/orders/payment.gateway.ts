@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { SAMPLE_OPTIONS, ResolvedSampleOptions } from '../sample.options';
+import { SAMPLE_OPTIONS, type ResolvedSampleOptions } from '../sample.options';
 import { SampleStore } from '../store/sample-store';
 import { pause } from './order.model';
 

@@ -1,6 +1,6 @@
 import { ConflictException, Inject, Injectable, NotFoundException } from '@nestjs/common';
 import { Locked } from '../../lib';
-import { SAMPLE_OPTIONS, ResolvedSampleOptions } from '../sample.options';
+import { SAMPLE_OPTIONS, type ResolvedSampleOptions } from '../sample.options';
 import { SampleStore } from '../store/sample-store';
 import { Stock, pause } from './order.model';
 

@@ -1,7 +1,7 @@
 import { ConflictException, Inject, Injectable, ServiceUnavailableException } from '@nestjs/common';
 import { LockContendedError, LockLostError, RedlockService } from '../../lib';
 import { pause } from '../orders/order.model';
-import { SAMPLE_OPTIONS, ResolvedSampleOptions } from '../sample.options';
+import { SAMPLE_OPTIONS, type ResolvedSampleOptions } from '../sample.options';
 
 /** What a report run tells about its lock. */
 export interface ReportResult {

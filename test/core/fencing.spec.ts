@@ -4,7 +4,7 @@
  * fencing necessary). Several OS processes contend; masters are restarted empty in between.
  */
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
+import { repoPath } from '../harness/paths';
 import type { Redis } from 'ioredis';
 import { InvalidArgumentError, Redlock, fencedRead, fencedWrite } from '../../lib';
 import { RedisMaster, RedisMasters, freePort } from '../harness/redis-masters';
@@ -35,7 +35,7 @@ function runWorker(resource: string, count: number): Promise<[number, number][]>
     [
       '-r',
       'ts-node/register/transpile-only',
-      join(__dirname, 'fixtures', 'fencing-worker.ts'),
+      repoPath('test', 'core', 'fixtures', 'fencing-worker.ts'),
       ports,
       String(ledger.port),
       resource,

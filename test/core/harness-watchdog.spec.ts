@@ -5,7 +5,7 @@
  */
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { repoPath } from '../harness/paths';
 import { waitForPing } from '../harness/redis-masters';
 import { waitUntil } from '../harness/util';
 
@@ -50,7 +50,12 @@ function isRunning(pid: number): boolean {
 function startChild(env: NodeJS.ProcessEnv): Promise<{ pid: number; report: ChildReport }> {
   const child = spawn(
     process.execPath,
-    ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'harness-child.ts'), '3'],
+    [
+      '-r',
+      'ts-node/register/transpile-only',
+      repoPath('test', 'core', 'fixtures', 'harness-child.ts'),
+      '3',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
   );
   children.push(child);

@@ -2,6 +2,7 @@
  * `@Locked()` through the interceptor (HTTP handlers on Express) and through the method wrapper
  * (plain provider methods, @nestjs/schedule jobs), against 3 real masters.
  */
+import { jest } from '@jest/globals';
 import 'reflect-metadata';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';

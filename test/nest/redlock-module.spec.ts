@@ -4,6 +4,7 @@
  * running calls finish; locks released before the clients close — anchan828/nest-redlock#492),
  * against real masters.
  */
+import { jest } from '@jest/globals';
 import 'reflect-metadata';
 import { Inject, Injectable, Module } from '@nestjs/common';
 import type { INestApplicationContext, LoggerService } from '@nestjs/common';

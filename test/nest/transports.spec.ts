@@ -3,6 +3,7 @@
  * Fastify, `contentionStatus: 409`) with `Retry-After`, RPC and WebSocket payloads, and — once
  * 3 of the 5 masters are killed — 503 / NO_QUORUM (REDLOCK.md: no majority, no lock).
  */
+import { jest } from '@jest/globals';
 import 'reflect-metadata';
 import { AsyncResource } from 'node:async_hooks';
 import { Controller, Injectable, Param, Post } from '@nestjs/common';

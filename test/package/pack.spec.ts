@@ -9,14 +9,16 @@
  * installed versions fails the install. Proves the `exports` map, the typings, the `files` list
  * and the three entry points (`nestjs-redlock`, `/testing`, `/health`) for a consumer.
  */
+import { jest } from '@jest/globals';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../harness/paths';
 import { RedisMasters } from '../harness/redis-masters';
 import { consumerExpected, consumerMain, consumerTsconfig } from './consumer';
 
-const root = resolve(__dirname, '..', '..');
+const root = REPO_ROOT;
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   name: string;
   version: string;

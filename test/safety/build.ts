@@ -5,11 +5,14 @@
  * `ts-node --transpile-only` and ts-jest's `isolatedModules`, with the project's tsconfig.
  */
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import * as ts from 'typescript';
 
-/** Repository root (two levels above this file). */
-export const ROOT = resolve(__dirname, '..', '..');
+import { REPO_ROOT } from '../harness/paths';
+
+/** Repository root. */
+export const ROOT = REPO_ROOT;
+const HERE = join(ROOT, 'test', 'safety');
 
 function tsFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -29,6 +32,7 @@ function compilerOptions(): ts.CompilerOptions {
   return {
     ...parsed.options,
     module: ts.ModuleKind.CommonJS,
+    moduleResolution: ts.ModuleResolutionKind.Node10,
     noEmit: false,
     declaration: false,
     sourceMap: false,
@@ -42,11 +46,7 @@ function compilerOptions(): ts.CompilerOptions {
  */
 export function buildWorker(outDir: string): string {
   const options = compilerOptions();
-  const files = [
-    ...tsFiles(join(ROOT, 'lib')),
-    join(__dirname, 'worker.ts'),
-    join(__dirname, 'protocol.ts'),
-  ];
+  const files = [...tsFiles(join(ROOT, 'lib')), join(HERE, 'worker.ts'), join(HERE, 'protocol.ts')];
   for (const file of files) {
     const out = join(outDir, relative(ROOT, file)).replace(/\.ts$/, '.js');
     const { outputText } = ts.transpileModule(readFileSync(file, 'utf8'), {
@@ -56,5 +56,5 @@ export function buildWorker(outDir: string): string {
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, outputText);
   }
-  return join(outDir, relative(ROOT, join(__dirname, 'worker.js')));
+  return join(outDir, relative(ROOT, join(HERE, 'worker.js')));
 }
