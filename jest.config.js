@@ -28,6 +28,22 @@ module.exports = {
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'],
     },
+    // The fault, quarantine, hand-off and protocol suites once more on ioredis 5 (RESP2), which
+    // the package supports next to ioredis 6 (RESP3); `ioredis5` is ioredis 5 under an alias.
+    {
+      ...base,
+      displayName: 'ioredis5',
+      moduleNameMapper: {
+        '^ioredis$': 'ioredis5',
+        '^ioredis/package\\.json$': 'ioredis5/package.json',
+      },
+      testMatch: [
+        '<rootDir>/test/core/faults.spec.ts',
+        '<rootDir>/test/core/quarantine.spec.ts',
+        '<rootDir>/test/core/handoff.spec.ts',
+        '<rootDir>/test/core/protocols.spec.ts',
+      ],
+    },
     // npm pack + install into a fresh app + compile + boot (about a minute).
     { ...base, displayName: 'package', testMatch: ['<rootDir>/test/package/**/*.spec.ts'] },
     // A short multi-process safety soak with fault injection (npm run test:safety runs longer ones).

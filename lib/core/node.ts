@@ -1,3 +1,4 @@
+import { configValue } from './replies';
 import type { Cluster, Redis } from 'ioredis';
 import type { NodeOutcome } from './errors';
 import { monotonicNow } from './clock';
@@ -156,9 +157,9 @@ export class MasterNode {
 
   private async detectDurable(client: Redis): Promise<boolean> {
     try {
-      const reply = (await client.config('GET', 'appendfsync')) as string[];
-      const aof = (await client.config('GET', 'appendonly')) as string[];
-      return reply[1] === 'always' && aof[1] === 'yes';
+      const fsync = configValue(await client.config('GET', 'appendfsync'), 'appendfsync');
+      const aof = configValue(await client.config('GET', 'appendonly'), 'appendonly');
+      return fsync === 'always' && aof === 'yes';
     } catch {
       return false;
     }
