@@ -1,18 +1,12 @@
 /**
- * nestjs-redlock public API.
+ * nestjs-redlock public API: the Nest module, service, decorator and interceptor, the
+ * framework-free engine, its options, lock and event types, and the errors. Everything else is
+ * internal; `nestjs-redlock/testing` and `nestjs-redlock/health` are separate entry points. The
+ * committed API report (`api/`) is compared in CI, so a change of this surface is deliberate.
  * @packageDocumentation
  */
-export * from './core';
-export * from './interfaces';
-export * from './errors';
-export * from './decorators';
-export * from './interceptors';
-export {
-  LOCKED_METADATA,
-  REDLOCK_MODULE_OPTIONS,
-  REDLOCK_LOGGER_CONTEXT,
-} from './redlock.constants';
-export * from './redlock.messages';
+
+// The Nest module, service, decorator, interceptor and exception filter.
 export { RedlockModule } from './redlock.module';
 export type {
   RedlockModuleExtras,
@@ -21,20 +15,79 @@ export type {
 } from './redlock.module-definition';
 export { RedlockService } from './redlock.service';
 export type { LockedEntry, EnterLockedOptions } from './redlock.service';
+export { Locked } from './decorators/locked.decorator';
+export { LockedInterceptor } from './interceptors/locked.interceptor';
+export type { LockedContextType } from './interceptors/locked.interceptor';
+export { LockErrorFilter } from './errors/lock-error.filter';
+export type { LockFailure } from './errors/lock-failure';
+export type {
+  LockContext,
+  OnLocked,
+  LockedCallContext,
+  LockedResourceFactory,
+  LockedResources,
+  LockedOptions,
+  LockedMetadata,
+  RedlockClientOption,
+  ContentionStatus,
+  RedlockModuleOptions,
+  ResolvedLockedDefaults,
+  ResolvedRedlockModuleOptions,
+  RedlockOptionsFactory,
+} from './interfaces';
 export {
-  normalizeOptions,
-  LOCK_FRIENDLY_CLIENT_OPTIONS,
-  DEFAULT_SHUTDOWN_TIMEOUT,
-} from './options';
-export { redactUrl, redactText, isClientInstance } from './clients';
-export { LockedExplorer } from './locked.explorer';
-export { logLockEvents, NO_QUORUM_LOG_INTERVAL } from './redlock.logging';
+  LOCKED_METADATA,
+  REDLOCK_MODULE_OPTIONS,
+  REDLOCK_LOGGER_CONTEXT,
+} from './redlock.constants';
+export { DEFAULT_SHUTDOWN_TIMEOUT, LOCK_FRIENDLY_CLIENT_OPTIONS } from './options';
+
+// Transport exceptions and their default messages.
+export { ResourceLockedException } from './errors/resource-locked.error';
+export type { LockHttpErrorBody } from './errors/resource-locked.error';
+export { LockUnavailableException } from './errors/lock-unavailable.error';
+export type { LockErrorCode, LockErrorPayload } from './errors/transport.error';
 export {
-  instrumentRedlock,
-  checkTelemetryOptions,
-  loadOpenTelemetry,
-  TELEMETRY_SCOPE,
-} from './telemetry/opentelemetry';
+  RESOURCE_LOCKED_MESSAGE,
+  LOCK_UNAVAILABLE_MESSAGE,
+  LOCK_LOST_MESSAGE,
+  SHUTTING_DOWN_MESSAGE,
+  INVALID_LOCK_RESOURCE_MESSAGE,
+} from './redlock.messages';
+
+// The framework-free engine.
+export * from './core/errors';
+export { Lock } from './core/lock';
+export type { ReleaseResult, LockOwner } from './core/lock';
+export { Redlock, MAX_RESOURCES, MAX_RESOURCE_LENGTH } from './core/redlock';
+export type {
+  AcquireOptions,
+  UsingOptions,
+  LockedRoutine,
+  MasterHealth,
+  RedlockHealth,
+} from './core/redlock';
+export { DEFAULT_SETTINGS } from './core/settings';
+export type {
+  RedlockClient,
+  RedlockLogger,
+  RedlockSettings,
+  QuarantineSettings,
+  ResolvedSettings,
+} from './core/settings';
+export type {
+  RedlockEvent,
+  RedlockObserver,
+  AcquiredEvent,
+  FailedEvent,
+  ExtendedEvent,
+  ReleasedEvent,
+  LostEvent,
+} from './core/events';
+export { fencedWrite, fencedRead } from './core/fencing';
+
+// OpenTelemetry (optional peer; structural types, so nothing here refers to the package).
+export { instrumentRedlock, TELEMETRY_SCOPE } from './telemetry/opentelemetry';
 export type {
   RedlockTelemetryOptions,
   TelemetryAttributeValue,

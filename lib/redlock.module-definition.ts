@@ -1,11 +1,27 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
+import type { Provider } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { LockErrorFilter } from './errors/lock-error.filter';
 import type { RedlockModuleOptions } from './interfaces';
 import { REDLOCK_RAW_OPTIONS } from './redlock.constants';
 
 /** Extras accepted by `forRoot` / `forRootAsync` next to the options. */
+/** Registers {@link LockErrorFilter} as a global filter of the application. */
+export const LOCK_ERROR_FILTER_PROVIDER: Provider = {
+  provide: APP_FILTER,
+  useClass: LockErrorFilter,
+};
+
+/** Options of `forRoot` / `forRootAsync` that shape the module itself rather than the engine. */
 export interface RedlockModuleExtras {
   /** Register the module globally (its service and interceptor resolve in every module). */
   isGlobal?: boolean;
+  /**
+   * Register {@link LockErrorFilter} globally, so that lock errors thrown anywhere in a request
+   * (provider methods, `RedlockService` calls in handlers) answer like `@Locked()` handlers:
+   * 423 / 503 / 400 over HTTP, the lock payload over RPC and WebSockets. Default `true`.
+   */
+  exceptionFilter?: boolean;
 }
 
 /**
@@ -20,10 +36,17 @@ export const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN, OPTIONS_TYPE, ASYN
   })
     .setClassMethodName('forRoot')
     .setFactoryMethodName('createRedlockOptions')
-    .setExtras<RedlockModuleExtras>({ isGlobal: false }, (definition, extras) => ({
-      ...definition,
-      global: extras.isGlobal === true,
-    }))
+    .setExtras<RedlockModuleExtras>(
+      { isGlobal: false, exceptionFilter: true },
+      (definition, extras) => ({
+        ...definition,
+        global: extras.isGlobal === true,
+        providers: [
+          ...(definition.providers ?? []),
+          ...(extras.exceptionFilter === false ? [] : [LOCK_ERROR_FILTER_PROVIDER]),
+        ],
+      }),
+    )
     .build();
 
 /** Argument type of `RedlockModule.forRoot()`. */

@@ -9,8 +9,13 @@ import type { LockHttpErrorBody } from './resource-locked.error';
 export class LockUnavailableException extends HttpException {
   /** The resources the lock was about. */
   readonly resources: readonly string[];
+  /** Suggested wait before retrying, in whole seconds (≥ 1), sent as `Retry-After`. */
+  readonly retryAfter: number;
 
-  constructor(resources: readonly string[], options: { message?: string; cause?: unknown } = {}) {
+  constructor(
+    resources: readonly string[],
+    options: { message?: string; retryAfter?: number; cause?: unknown } = {},
+  ) {
     const body: LockHttpErrorBody = {
       statusCode: HttpStatus.SERVICE_UNAVAILABLE,
       error: 'Service Unavailable',
@@ -19,5 +24,6 @@ export class LockUnavailableException extends HttpException {
     };
     super(body, HttpStatus.SERVICE_UNAVAILABLE, { cause: options.cause });
     this.resources = body.resources;
+    this.retryAfter = Math.max(1, Math.ceil(options.retryAfter ?? 1));
   }
 }

@@ -1,3 +1,4 @@
+import type { ArgumentsHost } from '@nestjs/common';
 import { importOptional } from '../optional-peer';
 
 /** Error codes sent to RPC and WebSocket clients. */
@@ -30,18 +31,53 @@ type ExceptionClass = new (error: object) => Error;
  */
 let rpcException: ExceptionClass | undefined;
 let wsException: ExceptionClass | undefined;
+let rpcFilter: TransportFilterClass | undefined;
+let wsFilter: TransportFilterClass | undefined;
 let loading: Promise<void> | undefined;
 
-/** Loads `RpcException` and `WsException` where their packages are installed. Idempotent. */
+/** A transport's base exception filter (`BaseRpcExceptionFilter`, `BaseWsExceptionFilter`). */
+interface TransportFilter {
+  catch(exception: unknown, host: ArgumentsHost): unknown;
+}
+type TransportFilterClass = new () => TransportFilter;
+
+/**
+ * Loads `RpcException`, `WsException` and their base filters where the packages are installed.
+ * Idempotent; the module awaits it when it starts.
+ */
 export function loadTransportExceptions(): Promise<void> {
   return (loading ??= (async () => {
     const [rpc, ws] = await Promise.all([
-      importOptional<{ RpcException?: ExceptionClass }>('@nestjs/microservices'),
-      importOptional<{ WsException?: ExceptionClass }>('@nestjs/websockets'),
+      importOptional<{
+        RpcException?: ExceptionClass;
+        BaseRpcExceptionFilter?: TransportFilterClass;
+      }>('@nestjs/microservices'),
+      importOptional<{
+        WsException?: ExceptionClass;
+        BaseWsExceptionFilter?: TransportFilterClass;
+      }>('@nestjs/websockets'),
     ]);
     rpcException = rpc?.RpcException;
+    rpcFilter = rpc?.BaseRpcExceptionFilter;
     wsException = ws?.WsException;
+    wsFilter = ws?.BaseWsExceptionFilter;
   })());
+}
+
+/**
+ * Answers a lock failure on an RPC or WebSocket context the way the transport answers its own
+ * `RpcException` / `WsException` (through its base exception filter): RPC returns the error
+ * Observable, WebSocket emits an `exception` event to the client.
+ */
+export function answerTransportLockError(
+  type: 'rpc' | 'ws',
+  payload: LockErrorPayload,
+  host: ArgumentsHost,
+): unknown {
+  const exception =
+    type === 'rpc' ? createRpcLockException(payload) : createWsLockException(payload);
+  const Filter = type === 'rpc' ? rpcFilter : wsFilter;
+  return Filter ? new Filter().catch(exception, host) : undefined;
 }
 
 /**

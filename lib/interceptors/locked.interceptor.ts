@@ -1,49 +1,24 @@
-import { BadRequestException, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { Observable, finalize } from 'rxjs';
 import type { Subscription } from 'rxjs';
-import {
-  InvalidArgumentError,
-  LockContendedError,
-  LockLostError,
-  NoQuorumError,
-  ShuttingDownError,
-  WaitTimeoutError,
-} from '../core';
 import { resolveResources } from '../decorators/resolve-resources';
 import type { AnyMethod } from '../decorators/locked-method';
 import {
-  LockUnavailableException,
-  ResourceLockedException,
-  createRpcLockException,
-  createWsLockException,
-} from '../errors';
-import type { LockErrorCode, LockErrorPayload } from '../errors';
+  classifyLockError,
+  httpLockAnswer,
+  lockErrorPayload,
+  setResponseHeaders,
+} from '../errors/lock-failure';
+import type { LockFailure } from '../errors/lock-failure';
+import { createRpcLockException, createWsLockException } from '../errors/transport.error';
 import type { LockedCallContext, LockedMetadata } from '../interfaces';
 import { LOCKED_METADATA } from '../redlock.constants';
-import {
-  LOCK_LOST_MESSAGE,
-  LOCK_UNAVAILABLE_MESSAGE,
-  RESOURCE_LOCKED_MESSAGE,
-  SHUTTING_DOWN_MESSAGE,
-} from '../redlock.messages';
 import { RedlockService } from '../redlock.service';
 
 /** Transports the interceptor knows. */
 export type LockedContextType = 'http' | 'rpc' | 'ws' | 'graphql';
-
-/** A lock failure, independent of the transport. */
-export interface LockFailure {
-  /** What went wrong. */
-  readonly code: LockErrorCode;
-  /** The resources concerned. */
-  readonly resources: readonly string[];
-  /** For contention: suggested wait in whole seconds (≥ 1). */
-  readonly retryAfter?: number;
-  /** The engine error. */
-  readonly error: Error;
-}
 
 /**
  * Locks `@Locked()` handlers of every transport (HTTP on Express or Fastify, microservices,
@@ -150,107 +125,35 @@ export class LockedInterceptor implements NestInterceptor {
 
   /** Sorts an engine error into a transport-independent failure, or `undefined` if foreign. */
   protected classifyError(error: unknown): LockFailure | undefined {
-    const cause = error instanceof WaitTimeoutError ? error.cause : error;
-    if (cause instanceof LockContendedError) {
-      return {
-        code: 'LOCK_CONTENDED',
-        resources: cause.resources,
-        retryAfter: Math.max(1, Math.ceil((cause.retryAfter ?? 0) / 1000)),
-        error: error as Error,
-      };
-    }
-    if (cause instanceof NoQuorumError) {
-      return { code: 'NO_QUORUM', resources: cause.resources, error: error as Error };
-    }
-    if (error instanceof WaitTimeoutError) {
-      return { code: 'NO_QUORUM', resources: error.resources, error };
-    }
-    if (error instanceof LockLostError) {
-      return { code: 'LOCK_LOST', resources: error.resources, error };
-    }
-    if (error instanceof ShuttingDownError) {
-      return { code: 'SHUTTING_DOWN', resources: error.resources, error };
-    }
-    if (error instanceof InvalidArgumentError) {
-      return { code: 'INVALID_ARGUMENT', resources: [], error };
-    }
-    return undefined;
+    return classifyLockError(error);
   }
 
   /**
    * Turns a failure to lock into the transport's exception:
-   * - HTTP / GraphQL: contention → {@link ResourceLockedException} (423, or 409 with
+   * - HTTP / GraphQL: contention → `ResourceLockedException` (423, or 409 with
    *   `contentionStatus: 409`) and a `Retry-After` header; no quorum, wait timeout without a
    *   holder, a lost lock, or a new lock refused during shutdown (with `Connection: close`)
-   *   → {@link LockUnavailableException} (503); an unresolvable resource template →
-   *   `BadRequestException` (400);
-   * - RPC → `RpcException`, WS → `WsException`, with a {@link LockErrorPayload}.
+   *   → `LockUnavailableException` (503) with `Retry-After`; an unresolvable resource
+   *   template → `BadRequestException` (400);
+   * - RPC → `RpcException`, WS → `WsException`, with a `LockErrorPayload`.
    * Anything else is returned unchanged.
    */
   protected mapError(error: unknown, context: ExecutionContext): unknown {
     const failure = this.classifyError(error);
     if (!failure) return error;
     const type = context.getType<LockedContextType>();
-    if (type === 'rpc' || type === 'ws') {
-      const payload: LockErrorPayload = {
-        status: 'error',
-        code: failure.code,
-        message: messageOf(failure),
-        resources: [...failure.resources],
-        ...(failure.retryAfter !== undefined ? { retryAfter: failure.retryAfter } : {}),
-      };
-      return type === 'rpc' ? createRpcLockException(payload) : createWsLockException(payload);
-    }
+    if (type === 'rpc') return createRpcLockException(lockErrorPayload(failure));
+    if (type === 'ws') return createWsLockException(lockErrorPayload(failure));
     if (type !== 'http' && type !== 'graphql') return error;
-    switch (failure.code) {
-      case 'LOCK_CONTENDED': {
-        const exception = new ResourceLockedException(failure.resources, {
-          status: this.redlock.options.contentionStatus,
-          retryAfter: failure.retryAfter,
-          cause: failure.error,
-        });
-        if (type === 'http') this.setHeader(context, 'Retry-After', String(exception.retryAfter));
-        return exception;
-      }
-      case 'INVALID_ARGUMENT':
-        return new BadRequestException(failure.error.message, { cause: failure.error });
-      default:
-        // Keep-alive clients should reconnect, to an instance that is not going away.
-        if (failure.code === 'SHUTTING_DOWN' && type === 'http') {
-          this.setHeader(context, 'Connection', 'close');
-        }
-        return new LockUnavailableException(failure.resources, {
-          message: messageOf(failure),
-          cause: failure.error,
-        });
+    const { exception, headers } = httpLockAnswer(failure, this.redlock.options.contentionStatus);
+    if (type === 'http') {
+      for (const [name, value] of Object.entries(headers)) this.setHeader(context, name, value);
     }
+    return exception;
   }
 
   /** Sets a response header on Express (`setHeader`) or Fastify (`header`) responses. */
   protected setHeader(context: ExecutionContext, name: string, value: string): void {
-    const res = context.switchToHttp().getResponse<{
-      header?: (name: string, value: string) => unknown;
-      setHeader?: (name: string, value: string) => unknown;
-      headersSent?: boolean;
-      sent?: boolean;
-    }>();
-    if (!res || res.headersSent || res.sent) return;
-    if (typeof res.header === 'function') res.header(name, value);
-    else if (typeof res.setHeader === 'function') res.setHeader(name, value);
-  }
-}
-
-function messageOf(failure: LockFailure): string {
-  switch (failure.code) {
-    case 'LOCK_CONTENDED':
-      return RESOURCE_LOCKED_MESSAGE;
-    case 'LOCK_LOST':
-      return LOCK_LOST_MESSAGE;
-    case 'SHUTTING_DOWN':
-      return SHUTTING_DOWN_MESSAGE;
-    case 'INVALID_ARGUMENT':
-      return failure.error.message;
-    default:
-      return LOCK_UNAVAILABLE_MESSAGE;
+    setResponseHeaders(context.switchToHttp().getResponse(), { [name]: value });
   }
 }

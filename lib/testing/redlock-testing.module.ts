@@ -7,6 +7,7 @@ import type { RedlockModuleOptions, ResolvedRedlockModuleOptions } from '../inte
 import { LockedExplorer } from '../locked.explorer';
 import { engineSettingsOf, normalizeOptions } from '../options';
 import { REDLOCK_MODULE_OPTIONS } from '../redlock.constants';
+import { LOCK_ERROR_FILTER_PROVIDER } from '../redlock.module-definition';
 import { RedlockService } from '../redlock.service';
 import { InMemoryRedlock } from './in-memory-redlock';
 import { RedlockTestingController } from './redlock-testing.controller';
@@ -21,6 +22,8 @@ export type RedlockTestingModuleOptions = Omit<
 > & {
   /** Register the module globally, like `RedlockModule.forRoot({ isGlobal })`. Default `false`. */
   isGlobal?: boolean;
+  /** Register the lock error filter, like `RedlockModule.forRoot({ exceptionFilter })`. Default `true`. */
+  exceptionFilter?: boolean;
 };
 
 /**
@@ -48,7 +51,7 @@ export type RedlockTestingModuleOptions = Omit<
 export class RedlockTestingModule {
   /** The testing module with `options` (validated like `RedlockModule.forRoot`). */
   static forRoot(options: RedlockTestingModuleOptions = {}): DynamicModule {
-    const { isGlobal, ...rest } = options;
+    const { isGlobal, exceptionFilter, ...rest } = options;
     return {
       module: RedlockTestingModule,
       global: isGlobal === true,
@@ -88,6 +91,7 @@ export class RedlockTestingModule {
         RedlockTestingController,
         LockedInterceptor,
         LockedExplorer,
+        ...(exceptionFilter === false ? [] : [LOCK_ERROR_FILTER_PROVIDER]),
       ],
       exports: [
         RedlockService,

@@ -5,7 +5,8 @@
  */
 import { Cluster } from 'ioredis';
 import type { Redis } from 'ioredis';
-import { LockContendedError, Redlock, keySlot } from '../../lib';
+import { LockContendedError, Redlock } from '../../lib';
+import { keySlot } from '../../lib/core/slots';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';
 import { uniqueResource, waitUntil } from '../harness/util';
 

@@ -71,6 +71,12 @@ describe.each(PLATFORMS)('sample shop over HTTP (%s)', (platform) => {
     expect(charges).toHaveLength(1);
   });
 
+  it('an order for an empty sku is a 400 from the @Locked provider method, not a 500', async () => {
+    const res = await http().post('/orders').send({ sku: '' });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ statusCode: 400 });
+  });
+
   it('concurrent reservations of one product wait their turn: no oversell, no lost update', async () => {
     const sku = uid('sku-');
     await http().put(`/stock/${sku}`).send({ available: 5 }).expect(200);

@@ -17,8 +17,8 @@ import {
   RedlockModule,
   RedlockService,
   ShuttingDownError,
-  normalizeOptions,
 } from '../../lib';
+import { normalizeOptions } from '../../lib/options';
 import type {
   LockContext,
   RedlockModuleOptions,

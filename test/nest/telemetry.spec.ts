@@ -22,12 +22,11 @@ import Redis from 'ioredis';
 import {
   InvalidConfigurationError,
   Locked,
-  NO_QUORUM_LOG_INTERVAL,
   Redlock,
   RedlockModule,
   instrumentRedlock,
-  logLockEvents,
 } from '../../lib';
+import { NO_QUORUM_LOG_INTERVAL, logLockEvents } from '../../lib/redlock.logging';
 import type { RedlockModuleOptions, RedlockTelemetryOptions } from '../../lib';
 import { RedisMasters, freePort } from '../harness/redis-masters';
 import { uniqueResource, waitUntil } from '../harness/util';

@@ -8,9 +8,9 @@ import {
   InvalidConfigurationError,
   MAX_RESOURCE_LENGTH,
   Redlock,
-  keySlot,
-  normalizeResources,
 } from '../../lib';
+import { normalizeResources } from '../../lib/core/redlock';
+import { keySlot } from '../../lib/core/slots';
 
 function lazyClients(n: number): Redis[] {
   return Array.from({ length: n }, (_, i) => new Redis({ port: 1 + i, lazyConnect: true }));
