@@ -7,12 +7,10 @@ import type { RedlockLogger } from './settings';
 export type QuarantineCause = SeedCause | 'young';
 
 const WHY: Record<QuarantineCause, string> = {
-  new: 'no engine has seen its data set before (a new master, or one that restarted without its data or was flushed)',
-  restarted:
-    'its process restarted since an engine last checked it (its data may be an old snapshot)',
-  known: 'it restarted recently',
-  young:
-    'its data set is younger than the quarantine (it restarted without its data or was flushed)',
+  new: 'never seen before by any engine: new, restarted without its data, or flushed',
+  restarted: 'restarted since an engine last checked it: its data may be an old snapshot',
+  known: 'restarted recently',
+  young: 'data set younger than the quarantine: restarted without its data, or flushed',
 };
 
 interface Entry {
@@ -65,13 +63,19 @@ export class QuarantineNotice {
     if (this.batch.size === 0) return;
     const entries = [...this.batch.values()];
     this.batch = new Map();
-    const longest = Math.max(...entries.map((e) => e.remaining));
-    const masters = entries
-      .map((e) => `${e.name} for up to ${formatMs(e.remaining)} more: ${WHY[e.cause]}`)
-      .join('; ');
+    const groups = new Map<QuarantineCause, Entry[]>();
+    for (const e of entries) groups.set(e.cause, [...(groups.get(e.cause) ?? []), e]);
+    const parts = [...groups].map(([cause, group]) => {
+      const longest = Math.max(...group.map((e) => e.remaining));
+      const until = new Date(Date.now() + longest).toISOString();
+      return `${group.map((e) => e.name).join(', ')} (${WHY[cause]}) for up to ${formatMs(longest)} more, until about ${until}`;
+    });
+    const count = entries.length === 1 ? 'master' : `${entries.length} masters`;
     this.logger.warn(
-      `Redlock: ${entries.length === 1 ? 'master' : `${entries.length} masters`} in restart quarantine, their votes do not count until every lock they may have lost has expired (until about ${new Date(Date.now() + longest).toISOString()}) — ${masters}. ` +
-        `For throwaway dev masters set quarantine: false; masters that persist every write (appendonly yes, appendfsync always) are trusted at once.`,
+      `Redlock: ${count} in restart quarantine: ${parts.join('; ')}. ` +
+        'Their votes do not count until every lock they may have lost has expired. ' +
+        'For throwaway dev masters set `quarantine: false`; masters that persist every write ' +
+        '(appendonly yes with appendfsync always) are trusted at once.',
     );
   }
 
