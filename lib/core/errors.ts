@@ -3,6 +3,7 @@
  * transports (HTTP, RPC, ...); the Nest layer maps them. Each carries structured detail so that
  * callers and logs can tell *why* a lock was not granted.
  */
+import { formatMs } from './quarantine-notice';
 
 /** How one master answered one request. */
 export type NodeOutcome =
@@ -33,6 +34,8 @@ export interface NodeVote {
   readonly error?: string;
   /** For `held` outcomes of an acquire: the holder's remaining TTL in ms, when known. */
   readonly holderTtl?: number;
+  /** For `quarantined` outcomes: at most how many more ms the master's restart quarantine lasts. */
+  readonly quarantineRemaining?: number;
 }
 
 /** Machine-readable codes of {@link RedlockError}s. */
@@ -236,8 +239,19 @@ function countOk(votes: readonly NodeVote[]): number {
 
 function summarizeVotes(votes: readonly NodeVote[]): string {
   const counts = new Map<string, number>();
-  for (const v of votes) counts.set(v.outcome, (counts.get(v.outcome) ?? 0) + 1);
-  return [...counts].map(([k, n]) => `${n} ${k}`).join(', ');
+  let quarantine = 0;
+  for (const v of votes) {
+    counts.set(v.outcome, (counts.get(v.outcome) ?? 0) + 1);
+    if (v.quarantineRemaining !== undefined)
+      quarantine = Math.max(quarantine, v.quarantineRemaining);
+  }
+  return [...counts]
+    .map(([k, n]) =>
+      k === 'quarantined' && quarantine > 0
+        ? `${n} ${k} for up to ${formatMs(quarantine)} more`
+        : `${n} ${k}`,
+    )
+    .join(', ');
 }
 
 function holderTtl(votes: readonly NodeVote[]): number | undefined {

@@ -42,6 +42,20 @@ export function redact(message: string): string {
 }
 
 /**
+ * Why a master's boot marker was (re)seeded by its post-connect check (see {@link MasterNode}):
+ * `new` — no engine had seen its data set (no marker: a new master, or one that restarted without
+ * its data or was flushed); `restarted` — its process changed (another `run_id`) since the marker
+ * was written, e.g. a restart from a snapshot; `known` — the same process as at the last check.
+ */
+export type SeedCause = 'new' | 'restarted' | 'known';
+
+/** What the post-connect check found: the boot marker's age (server clock, ms) and why. */
+export interface SeedResult {
+  readonly age: number;
+  readonly cause: SeedCause;
+}
+
+/**
  * One Redis master: runs scripts with a per-request timeout (EVALSHA with NOSCRIPT fallback) and
  * keeps the restart-quarantine state of the master.
  *
@@ -50,8 +64,10 @@ export function redact(message: string): string {
  * the server's clock. The acquire script reads it (no extra round trip) and reports the marker's
  * age; votes from a master whose marker is younger than the quarantine duration do not count.
  * After every (re)connect, before the master is used for acquiring, `INFO server` tells its
- * uptime and the marker is raised to at least "now − uptime" — a restored snapshot cannot make a
- * freshly started process look old.
+ * `run_id` and uptime; the first check of a process raises the marker to at least
+ * "now − uptime" and records the `run_id` next to it — a restored snapshot cannot make a freshly
+ * started process look old. Later checks of the same process leave the marker alone, so the
+ * whole-second uptime can never push a master that left quarantine back into it.
  */
 export class MasterNode {
   /** Redacted address, for votes and logs. */
@@ -65,18 +81,21 @@ export class MasterNode {
   /** Bumped on every disconnect, so that a check begun before it cannot mark the master verified. */
   private epoch = 0;
   private checking = false;
-  private readyWait: Promise<void> | undefined;
-  private resolveReady: (() => void) | undefined;
+  /** Requests waiting for the check: resolved once it is done, rejected when the connection closes. */
+  private waiting:
+    { promise: Promise<void>; resolve(): void; reject(err: Error): void } | undefined;
   private warned = false;
   private readonly onReady = (): void => void this.verify();
   private readonly onClose = (): void => {
     this.epoch++;
     this.checking = false;
     this.durable = false;
-    if (this.verified) {
-      this.verified = false;
-      this.readyWait = undefined;
-    }
+    this.verified = false;
+    // A request waiting for the check would have been on this connection: it fails as it would
+    // have without quarantine (never sent, so nothing to clean up), instead of timing out.
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    waiting?.reject(new Error('Connection is closed.'));
   };
 
   constructor(
@@ -85,6 +104,8 @@ export class MasterNode {
     private readonly markerKey: string,
     private readonly quarantine: { enabled: boolean; trustAppendFsyncAlways: boolean },
     private readonly logger: RedlockLogger,
+    /** Told the outcome of every successful post-connect check (quarantine notices). */
+    private readonly onSeeded?: (node: MasterNode, result: SeedResult) => void,
   ) {
     this.name = describeClient(client);
     this.cluster = isCluster(client);
@@ -104,38 +125,65 @@ export class MasterNode {
   detach(): void {
     this.client.off('ready', this.onReady);
     this.client.off('close', this.onClose);
-    this.resolveReady?.();
+    this.waiting?.resolve();
+    this.waiting = undefined;
   }
 
   /**
    * Resolves once the master was checked after its last (re)connect; acquire requests wait for
    * it (within their per-node timeout) so that no vote is counted from an unchecked master —
    * not even one queued while it was disconnected. All requests share one promise.
+   *
+   * Rejects, like the request itself would have without quarantine, when the master cannot be
+   * reached: when the connection closes while waiting, and — while it is not connected — with
+   * the error of a PING sent now (the same fate as any command: "Connection is closed.", "Stream
+   * isn't writeable ...", or queued until the reconnect). A down master is thus voted `error`
+   * at once, never `timeout` after the whole per-node timeout.
    */
   ready(): Promise<void> | undefined {
     if (!this.quarantine.enabled || this.cluster || this.verified) return undefined;
-    if (!this.readyWait) {
-      this.readyWait = new Promise<void>((resolve) => (this.resolveReady = resolve));
+    if (!this.waiting) {
+      let resolve!: () => void;
+      let reject!: (err: Error) => void;
+      const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+      promise.catch(() => undefined); // rejected with nobody waiting: not an unhandled rejection
+      this.waiting = { promise, resolve, reject };
     }
-    if (this.client.status === 'ready' && !this.checking) void this.verify();
-    return this.readyWait;
+    const waiting = this.waiting.promise;
+    if (this.client.status === 'ready') {
+      if (!this.checking) void this.verify();
+      return waiting;
+    }
+    // Read-only, harmless even when it waits in ioredis' offline queue until the reconnect.
+    const probe = (this.client as Redis).ping().then(
+      () => waiting, // reconnected meanwhile: the check follows
+      (err: unknown) => Promise.reject(err instanceof Error ? err : new Error(String(err))),
+    );
+    return Promise.race([waiting, probe]);
   }
 
   private async verify(): Promise<void> {
     const epoch = this.epoch;
     this.checking = true;
     const client = this.client as Redis;
+    let seeded: SeedResult | undefined;
     try {
       const durable = this.quarantine.trustAppendFsyncAlways && (await this.detectDurable(client));
       if (epoch !== this.epoch) return;
       this.durable = durable;
       const info = await client.info('server');
       const uptime = /uptime_in_seconds:(\d+)/.exec(info)?.[1];
+      const runId = /run_id:([0-9a-f]+)/.exec(info)?.[1];
       if (uptime === undefined) throw new Error('INFO server has no uptime_in_seconds');
       if (!this.durable) {
         // uptime_in_seconds is rounded, not floored: take a second off to stay conservative.
         const uptimeMs = Math.max(0, Number(uptime) - 1) * 1000;
-        await this.evalScript(MARKER_SEED_SCRIPT, [this.markerKey], [String(uptimeMs)]);
+        const reply = (await this.evalScript(
+          MARKER_SEED_SCRIPT,
+          [this.markerKey, `${this.markerKey}:run`],
+          [String(uptimeMs), runId ?? ''],
+        )) as [number, number];
+        seeded = { age: Number(reply[0]), cause: SEED_CAUSES[Number(reply[1])] ?? 'new' };
       }
       this.warned = false;
     } catch (err) {
@@ -151,8 +199,9 @@ export class MasterNode {
     if (epoch !== this.epoch) return;
     this.checking = false;
     this.verified = true;
-    this.resolveReady?.();
-    this.resolveReady = undefined;
+    if (seeded) this.onSeeded?.(this, seeded);
+    this.waiting?.resolve();
+    this.waiting = undefined;
   }
 
   private async detectDurable(client: Redis): Promise<boolean> {
@@ -213,6 +262,9 @@ export class MasterNode {
     });
   }
 }
+
+/** Causes in the order the marker-seed script numbers them. */
+const SEED_CAUSES: readonly SeedCause[] = ['known', 'new', 'restarted'];
 
 /** Message of an unknown thrown value. */
 export function errorMessage(err: unknown): string {

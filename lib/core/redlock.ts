@@ -22,6 +22,7 @@ import { Lock, disarm, expire, lockState, scheduleExpiry } from './lock';
 import type { LockState, ReleaseResult } from './lock';
 import { MasterNode, errorMessage, outcomeOf, redact } from './node';
 import type { NodeReply } from './node';
+import { QuarantineNotice, annotateQuarantined } from './quarantine-notice';
 import {
   ACQUIRE_SCRIPT,
   EXTEND_SCRIPT,
@@ -81,6 +82,8 @@ export interface MasterHealth {
   readonly latency: number | undefined;
   /** Whether the master is in restart quarantine (its votes do not count yet). */
   readonly quarantined: boolean;
+  /** While quarantined: at most how many more ms the quarantine lasts (server clock). */
+  readonly quarantineRemaining?: number;
   /** Why it is unreachable (never contains credentials). */
   readonly error?: string;
 }
@@ -152,6 +155,8 @@ export class Redlock {
   private readonly held = new Set<Lock>();
   private readonly observers = new Set<RedlockObserver>();
   private readonly markerKey: string;
+  /** Tells the logger, once per master, why it is in restart quarantine and for how long. */
+  private readonly quarantineNotice: QuarantineNotice;
   private closed = false;
   /** Aborted by {@link drain}: refuses new acquisitions and wakes the waiting ones. */
   private readonly draining = new AbortController();
@@ -194,8 +199,12 @@ export class Redlock {
       );
     }
     this.markerKey = `${keyPrefix}boot`;
+    this.quarantineNotice = new QuarantineNotice(logger, this.settings.requestTimeout);
     this.nodes = clients.map(
-      (c, i) => new MasterNode(i, c, `${keyPrefix}boot`, quarantine, logger),
+      (c, i) =>
+        new MasterNode(i, c, `${keyPrefix}boot`, quarantine, logger, (node, seed) =>
+          this.quarantineNotice.note(node, quarantine.duration - seed.age, seed.cause),
+        ),
     );
     this.notifier = new ReleaseNotifier(this.nodes, logger, this.settings.requestTimeout);
   }
@@ -593,11 +602,14 @@ export class Redlock {
           return { ...base, reachable: false, latency: undefined, quarantined: false, error };
         }
         const age = typeof reply.value === 'number' ? reply.value : -1;
+        // A missing marker (-1) means the next acquire starts the quarantine: all of it is left.
+        const quarantined = checks && age < duration;
         return {
           ...base,
           reachable: true,
           latency: Math.round(reply.latency * 100) / 100,
-          quarantined: checks && age < duration,
+          quarantined,
+          ...(quarantined ? { quarantineRemaining: duration - Math.max(0, age) } : {}),
         };
       }),
     );
@@ -639,6 +651,7 @@ export class Redlock {
     // Wait for every master's answer (not just a majority): the caller closes the clients next.
     await Promise.all(this.heldLocks.map((l) => this.releaseLock(l, true).catch(() => undefined)));
     await this.notifier.close();
+    this.quarantineNotice.close();
     for (const n of this.nodes) n.detach();
   }
 
@@ -768,8 +781,8 @@ export class Redlock {
     let granted: Lock | undefined;
     const stillWanted = (): boolean => !failed && !granted?.released;
     const tally = await this.vote(
-      (node, _i, round) =>
-        this.afterCheck(node, round, () =>
+      (node) =>
+        this.afterCheck(node, stillWanted, () =>
           this.runGrouped(node, req.resources, req.keys, (keys, resources) => {
             const marker = node.checksMarker;
             const scriptKeys =
@@ -807,6 +820,15 @@ export class Redlock {
         return typeof held?.[2] === 'number' && held[2] >= 0 ? held[2] : undefined;
       },
     );
+    if (tally.votes.some((v) => v.outcome === 'quarantined')) {
+      annotateQuarantined(
+        tally.votes,
+        (i) => markerAge(tally.replies[i]),
+        duration,
+        this.quarantineNotice,
+      );
+      this.quarantineNotice.flush();
+    }
     const detail = (): LockErrorDetail => ({
       resources: req.resources,
       votes: tally.votes,
@@ -1062,18 +1084,23 @@ export class Redlock {
   }
 
   /**
-   * Sends `task` once the master was checked after its last reconnect (acquire only). A task
-   * whose round was decided meanwhile is never sent: sent later, it would run after the
-   * caller's clean-up and leave an orphan key behind.
+   * Sends `task` once the master was checked after its last reconnect (acquire only), also when
+   * the round was decided meanwhile: every master that can take the key must get it (issue 16 —
+   * a lock left on a bare majority is lost at the next single failure; a master in quarantine
+   * gets it too, its vote just does not count). It is dropped only when `wanted()` says the
+   * caller moved on (the attempt failed or its lock was released): its clean-up or release may
+   * already be on the wire, and a SET sent after it would be an orphan key. Sent while still
+   * wanted, it goes out on the connection before any such clean-up, which then removes it.
+   * Rejects at once when the master cannot be reached (see {@link MasterNode.ready}).
    */
   private afterCheck(
     node: MasterNode,
-    round: Round,
+    wanted: () => boolean,
     task: () => Promise<unknown>,
   ): Promise<unknown> {
     const pending = node.ready();
     if (!pending) return task();
-    return pending.then(() => (round.decided ? Promise.reject(new Error('not sent')) : task()));
+    return pending.then(() => (wanted() ? task() : Promise.reject(new Error('not sent'))));
   }
 
   /** The engine-side state of a lock; rejects anything that is not a `Lock`. */
@@ -1124,6 +1151,15 @@ export class Redlock {
 
 function round2(ms: number): number {
   return Math.round(ms * 100) / 100;
+}
+
+/** The youngest boot-marker age an acquire reply reported (ms), or undefined. */
+function markerAge(reply: NodeReply | undefined): number | undefined {
+  if (reply?.kind !== 'reply') return undefined;
+  const ages = (reply.value as GroupReply[])
+    .map((g) => (g.value as unknown[])[1])
+    .filter((a): a is number => typeof a === 'number' && a >= 0);
+  return ages.length > 0 ? Math.min(...ages) : undefined;
 }
 
 /** Fencing counters per resource from one master's acquire reply, or undefined. */

@@ -42,6 +42,9 @@ export class RedlockHealthIndicator {
         reachable: m.reachable,
         latency: m.latency,
         quarantined: m.quarantined,
+        ...(m.quarantineRemaining !== undefined
+          ? { quarantineRemaining: m.quarantineRemaining }
+          : {}),
         ...(m.error ? { error: m.error } : {}),
       })),
     };

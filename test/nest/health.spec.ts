@@ -6,8 +6,8 @@ import 'reflect-metadata';
 import { TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
 import type { TestingModule } from '@nestjs/testing';
-import { RedlockModule } from '../../lib';
-import { RedlockHealthIndicator } from '../../lib/health';
+import { RedlockModule } from '../../lib/redlock.module';
+import { RedlockHealthIndicator } from '../../lib/health/redlock.health';
 import { RedisMasters } from '../harness/redis-masters';
 
 const SECRET = 'hunter2-secret';
@@ -42,6 +42,11 @@ it('reports quarantine of fresh masters, then up with every master reachable', a
   // Freshly started masters could have lost locks a moment ago: quarantined, so down.
   expect(early.locks.status).toBe('down');
   expect(early.locks.masters.every((m: { quarantined: boolean }) => m.quarantined)).toBe(true);
+  // ...and for how much longer at most (issue 11, "the first hour").
+  for (const m of early.locks.masters as { quarantineRemaining?: number }[]) {
+    expect(m.quarantineRemaining).toBeGreaterThan(0);
+    expect(m.quarantineRemaining).toBeLessThanOrEqual(1500);
+  }
 
   await new Promise((r) => setTimeout(r, 1600));
   const result = await indicator.isHealthy('locks');
@@ -51,6 +56,7 @@ it('reports quarantine of fresh masters, then up with every master reachable', a
   for (const m of result.locks.masters as { reachable: boolean; latency: number; name: string }[]) {
     expect(m.reachable).toBe(true);
     expect(m.latency).toBeGreaterThanOrEqual(0);
+    expect(m).not.toHaveProperty('quarantineRemaining');
   }
   expect(JSON.stringify(result)).not.toContain(SECRET);
 });

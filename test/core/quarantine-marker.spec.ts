@@ -1,0 +1,101 @@
+/**
+ * The boot marker of restart quarantine is seeded once per master process (issue 16 item 4):
+ * engines that come and go never push a master that left quarantine back into it, while a
+ * restart is still detected.
+ */
+import type { Redis } from 'ioredis';
+import { Redlock } from '../../lib/core/redlock';
+import type { RedlockSettings } from '../../lib/core/settings';
+import { RedisMasters, closeClient } from '../harness/redis-masters';
+import { recordingLogger, sleep, uniqueResource, valuesOn, waitUntil } from '../harness/util';
+
+const DURATION = 1000;
+const settings: RedlockSettings = {
+  ttl: 500,
+  maxTtl: 500,
+  quarantine: { duration: DURATION },
+  requestTimeout: 250,
+  retryDelay: 20,
+  retryJitter: 10,
+};
+
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+/** Masters plus a long-lived engine, waited out of their first quarantine. */
+async function agedMasters(options: { extraArgs?: string[] } = {}): Promise<{
+  masters: RedisMasters;
+  probe: Redis[];
+  rl: Redlock;
+}> {
+  const masters = await RedisMasters.start(3, options);
+  const probe = masters.createClients();
+  const rl = new Redlock(masters.createClients(), settings);
+  cleanups.push(async () => {
+    await rl.close();
+    await masters.stop();
+  });
+  await RedisMasters.ready(probe);
+  await waitUntil(async () => {
+    const lock = await rl.tryAcquire(uniqueResource('aged')).catch(() => null);
+    await lock?.release();
+    return lock?.votes.every((v) => v.outcome === 'ok' || v.outcome === 'pending') ?? false;
+  }, 10_000);
+  return { masters, probe, rl };
+}
+
+it('keeps a master out of quarantine while engines come and go (the marker never moves)', async () => {
+  const { masters, probe, rl } = await agedMasters();
+  const marker = `${rl.settings.keyPrefix}boot`;
+  const before = await valuesOn(probe, marker);
+  expect(before.every((v) => v !== null)).toBe(true);
+  // For over two seconds, so that the uptime's whole seconds tick under the new engines' checks
+  // (they used to recompute the birth from it, moving it forward by up to a second).
+  const until = Date.now() + 2500;
+  let engines = 0;
+  while (Date.now() < until) {
+    const clients = masters.createClients();
+    await RedisMasters.ready(clients);
+    const fresh = new Redlock(clients, { ...settings, logger: recordingLogger() });
+    try {
+      const r = uniqueResource('come-and-go');
+      const lock = await fresh.acquire(r);
+      expect(lock.votes.filter((v) => v.outcome === 'quarantined')).toEqual([]);
+      await lock.release();
+      // Every master finished the new engine's check once it took a lock there.
+      const second = await fresh.acquire(uniqueResource('come-and-go'));
+      await waitUntil(async () =>
+        (await valuesOn(probe, fresh.keyOf(second.resources[0]))).every((v) => v === second.value),
+      );
+      await second.release();
+      expect(await valuesOn(probe, marker)).toEqual(before);
+      const health = await rl.health();
+      expect(health.masters.map((m) => m.quarantined)).toEqual([false, false, false]);
+    } finally {
+      await fresh.close();
+      await Promise.all(clients.map((c) => closeClient(c)));
+    }
+    engines++;
+    await sleep(50);
+  }
+  expect(engines).toBeGreaterThan(5);
+  expect(await valuesOn(probe, marker)).toEqual(before);
+});
+
+it('still quarantines a master restarted with (possibly old) data: another run_id re-seeds', async () => {
+  // AOF without fsync always: the data survives a restart, yet may miss the last second.
+  const { masters, probe, rl } = await agedMasters({ extraArgs: ['--appendonly', 'yes'] });
+  const marker = `${rl.settings.keyPrefix}boot`;
+  await waitUntil(async () => (await probe[0].get(`${marker}:run`)) !== null);
+  await sleep(1100); // appendfsync everysec: let the marker reach the disk
+  const before = Number(await probe[0].get(marker));
+  await masters.masters[0].restart();
+  await RedisMasters.ready(probe);
+  await waitUntil(async () => {
+    const health = await rl.health();
+    return health.masters[0].reachable && health.masters[0].quarantined;
+  }, 5000);
+  expect(Number(await probe[0].get(marker))).toBeGreaterThan(before);
+});
