@@ -22,6 +22,21 @@ export const consumerTsconfig = {
   include: ['src'],
 };
 
+/**
+ * The tsconfig of an ES module app (`"type": "module"`, as `nest new` scaffolds from Nest 12 on):
+ * `nodenext`, so that our types resolve through the `import` condition of the exports map as an
+ * ESM consumer sees them.
+ */
+export const consumerEsmTsconfig = {
+  compilerOptions: {
+    ...consumerTsconfig.compilerOptions,
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    target: 'ES2022',
+  },
+  include: ['src'],
+};
+
 /** What `dist/main.js` prints (last line of stdout) when every check passed. */
 export const consumerExpected = {
   providerToken: 'number',
@@ -31,13 +46,15 @@ export const consumerExpected = {
     [200, false],
     [423, true],
   ],
+  // A @Locked provider method whose resource is held, called by a route: the module's filter.
+  providerHttp: [423, true],
   health: { status: 'ok', locks: 'up', usable: 3 },
   rpc: { isRpcException: true, code: 'LOCK_CONTENDED' },
   ws: { isWsException: true, code: 'LOCK_CONTENDED' },
   testing: { whileHeld: true, afterFree: 'resolved' },
   // @opentelemetry/api is not installed: the default (auto) loads nothing and works; asking for
   // telemetry explicitly fails at startup with a typed error.
-  telemetry: { apiInstalled: false, loaded: false, explicit: 'InvalidConfigurationError' },
+  telemetry: { apiInstalled: false, explicit: 'InvalidConfigurationError' },
 };
 
 /** src/main.ts of the consumer app. Reads the masters' URLs from `URLS` (comma-separated). */
@@ -45,7 +62,7 @@ export const consumerMain = `import 'reflect-metadata';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Controller, Get, Injectable, Module, Param } from '@nestjs/common';
-import type { Type } from '@nestjs/common';
+import type { ExecutionContext, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { RpcException } from '@nestjs/microservices';
 import { HealthCheckService, TerminusModule } from '@nestjs/terminus';
@@ -55,11 +72,9 @@ import {
   InvalidConfigurationError,
   LockContendedError,
   Locked,
+  LockedInterceptor,
   RedlockModule,
-  loadOpenTelemetry,
   RedlockService,
-  createRpcLockException,
-  createWsLockException,
 } from 'nestjs-redlock';
 import type { LockErrorPayload } from 'nestjs-redlock';
 import { RedlockHealthIndicator } from 'nestjs-redlock/health';
@@ -78,8 +93,23 @@ class Jobs {
   }
 }
 
+/** Exposes the interceptor's transport mapping (a documented extension point). */
+@Injectable()
+class MappingProbe extends LockedInterceptor {
+  map(error: unknown, type: 'rpc' | 'ws'): unknown {
+    return this.mapError(error, { getType: () => type } as unknown as ExecutionContext);
+  }
+}
+
 @Controller('orders')
 class OrdersController {
+  constructor(private readonly jobs: Jobs) {}
+
+  @Get('job/:id')
+  async job(@Param('id') id: string): Promise<{ token: number | undefined }> {
+    return { token: await this.jobs.run(id) };
+  }
+
   @Get(':id')
   @Locked('consumer:order:{params.id}')
   async get(@Param('id') id: string): Promise<{ id: string }> {
@@ -106,7 +136,7 @@ class Health {
     RedlockModule.forRoot({ clients: (process.env.URLS ?? '').split(','), quarantine: false }),
   ],
   controllers: [OrdersController],
-  providers: [Jobs, Health, RedlockHealthIndicator],
+  providers: [Jobs, Health, RedlockHealthIndicator, MappingProbe],
 })
 class AppModule {}
 
@@ -152,16 +182,16 @@ async function main(): Promise<void> {
   const report = await app.get(Health).check();
   const locks = report.info?.locks as { status?: string; usable?: number } | undefined;
 
-  // Transport errors: the optional peers are loaded on demand.
-  const payload: LockErrorPayload = {
-    status: 'error',
-    code: 'LOCK_CONTENDED',
-    message: 'locked',
-    resources: ['consumer:x'],
-    retryAfter: 1,
-  };
-  const rpc = createRpcLockException(payload);
-  const ws = createWsLockException(payload);
+  // A lock error from a provider method called by a route: answered by the module's filter.
+  const held = await redlock.acquire('consumer:job:9', { ttl: 5000 });
+  const providerHttp = await get(port, '/orders/job/9');
+  await held.release();
+
+  // Transport errors: the optional (ESM-only from Nest 12 on) transport packages were loaded
+  // when the module started.
+  const probe = app.get(MappingProbe);
+  const rpc = probe.map(second, 'rpc');
+  const ws = probe.map(second, 'ws');
   await app.close();
 
   // nestjs-redlock/testing: the same service and @Locked() without Redis.
@@ -174,12 +204,11 @@ async function main(): Promise<void> {
   await mem.close();
 
   // Telemetry without @opentelemetry/api.
-  let apiInstalled = true;
-  try {
-    require.resolve('@opentelemetry/api');
-  } catch {
-    apiInstalled = false;
-  }
+  const otelApi: string = '@opentelemetry/api';
+  const apiInstalled = await import(otelApi).then(
+    () => true,
+    () => false,
+  );
   const explicitModule = (): Type<unknown> => {
     @Module({
       imports: [
@@ -207,6 +236,7 @@ async function main(): Promise<void> {
       lockToken: typeof lockToken,
       contended: second instanceof LockContendedError,
       http,
+      providerHttp,
       health: { status: report.status, locks: locks?.status, usable: locks?.usable },
       rpc: {
         isRpcException: rpc instanceof RpcException,
@@ -217,7 +247,7 @@ async function main(): Promise<void> {
         code: ((ws as WsException).getError() as LockErrorPayload).code,
       },
       testing: { whileHeld: whileHeld instanceof LockContendedError, afterFree },
-      telemetry: { apiInstalled, loaded: loadOpenTelemetry() !== undefined, explicit },
+      telemetry: { apiInstalled, explicit },
     }),
   );
 }
