@@ -52,34 +52,46 @@ export function redactUrl(url: string): string {
 
 /**
  * Strips credentials from every URL found in a free text (error messages, log lines): after each
- * `scheme://`, everything up to the last `@` before the next URL or line end is replaced by
- * `***`; secret query parameters too; then every literal occurrence of `secrets` (and their
- * percent-encoded forms) is replaced.
+ * `scheme://`, everything up to the last `@` before the next URL is replaced by `***` (a URL
+ * without `@` before the next one extends to it: its password may itself contain `://`, spaces
+ * or line breaks); secret query parameters too. Every literal occurrence of `secrets` (and
+ * their encoded forms) is replaced first. Errs on the side of redacting too much.
+ *
+ * One case only the known secrets cover: without them, a password holding whitespace (or a
+ * quote, a bracket, `=`, `,`, `;`) followed by `word://` cannot be told apart from two URLs
+ * (`redis://u:a@b c://d@host`). The engine and
+ * the Nest layer always pass the passwords of their clients.
  */
 export function redactText(text: string, secrets: readonly string[] = []): string {
-  let out = text
-    .split('\n')
-    .map((line) => redactLine(line))
-    .join('\n');
+  // Known secrets first, while they are still whole in the text.
+  let out = text;
   for (const form of secretForms(secrets)) out = out.split(form).join('***');
-  return out;
+  return redactUrls(out);
 }
 
-function redactLine(line: string): string {
-  const scheme = /[a-z][a-z0-9+.-]*:\/\//gi;
-  const starts: { at: number; end: number }[] = [];
-  for (let m = scheme.exec(line); m; m = scheme.exec(line)) {
-    starts.push({ at: m.index, end: m.index + m[0].length });
+function redactUrls(text: string): string {
+  // A URL starts at the beginning, after whitespace, a quote, a bracket, '=' or ','; not inside
+  // a word or right after '@' or ':' (where '://' is more likely part of a password).
+  const scheme = /(?<![^\s"'(<[{=,;])[a-z][a-z0-9+.-]*:\/\//gi;
+  const found: { at: number; end: number }[] = [];
+  for (let m = scheme.exec(text); m; m = scheme.exec(text)) {
+    found.push({ at: m.index, end: m.index + m[0].length });
   }
-  if (starts.length === 0) return redactQuery(line);
-  let out = line.slice(0, starts[0].at);
-  starts.forEach(({ at, end }, i) => {
-    const limit = i + 1 < starts.length ? starts[i + 1].at : line.length;
-    const segment = line.slice(end, limit);
+  if (found.length === 0) return redactQuery(text);
+  let out = text.slice(0, found[0].at);
+  let i = 0;
+  while (i < found.length) {
+    const { at, end } = found[i];
+    // This URL's credentials end at the last '@' before the next URL that follows an '@'.
+    let k = i + 1;
+    while (k < found.length && !text.slice(end, found[k].at).includes('@')) k++;
+    const limit = k < found.length ? found[k].at : text.length;
+    const segment = text.slice(end, limit);
     const lastAt = segment.lastIndexOf('@');
     const tail = lastAt < 0 ? segment : `***@${segment.slice(lastAt + 1)}`;
-    out += line.slice(at, end) + redactQuery(tail);
-  });
+    out += text.slice(at, end) + redactQuery(tail);
+    i = k;
+  }
   return out;
 }
 
