@@ -6,7 +6,6 @@
  *   engine errors, whatever characters it holds (`#`, `/`, `?`, `@`, `:`, spaces, `%`, unicode).
  */
 import 'reflect-metadata';
-import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { INestApplicationContext, LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
