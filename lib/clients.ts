@@ -2,6 +2,7 @@ import Redis from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import type { RedlockClient } from './core';
 import { errorMessage } from './core/node';
+import { clientSecrets, redactText as redactWith, redactUrl as redactUrlCore } from './core/redact';
 import { masterErrorMessage, masterReadyMessage } from './redlock.messages';
 import type { RedlockClientOption } from './interfaces';
 
@@ -21,6 +22,8 @@ export interface RedlockClients {
   readonly names: readonly string[];
   /** The clients created by the module (closed on shutdown); user instances are not here. */
   readonly owned: readonly RedlockClient[];
+  /** Passwords found in the options (URLs, option objects, instances): scrubbed from every log line. */
+  readonly secrets: readonly string[];
   /** Detaches the module's listeners and closes the owned clients. Idempotent. */
   close(): Promise<void>;
 }
@@ -41,19 +44,94 @@ export function isClientInstance(value: unknown): value is RedlockClient {
 
 /**
  * Replaces the password of a URL with `***`, keeping the user name:
- * `redis://user:secret@host:6379` → `redis://user:***@host:6379`. Works on malformed URLs too
- * (anything between `//` and the last `@` of the authority is treated as credentials).
+ * `redis://user:secret@host:6379` → `redis://user:***@host:6379`. Works on malformed URLs and on
+ * any password (`#`, `/`, `?`, `@`, `:`, spaces, unicode): everything between `//` and the last
+ * `@` is treated as credentials; secret query parameters (`?password=`) are redacted too.
  */
 export function redactUrl(url: string): string {
-  return url.replace(/(\/\/)([^/?#\s]*)@/g, (_m, slashes: string, userinfo: string) => {
-    const colon = userinfo.indexOf(':');
-    return colon >= 0 ? `${slashes}${userinfo.slice(0, colon)}:***@` : `${slashes}***@`;
-  });
+  return redactUrlCore(url);
 }
 
-/** Strips credentials from every URL found in a free text (error messages). */
-export function redactText(text: string): string {
-  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s"'<>]*)/gi, (url) => redactUrl(url));
+/**
+ * Strips credentials from every URL found in a free text (error messages), and every literal
+ * occurrence of the given known `secrets` (passwords of the configured masters).
+ */
+export function redactText(text: string, secrets: readonly string[] = []): string {
+  return redactWith(text, secrets);
+}
+
+const SCHEME = /^(rediss?:)\/\//i;
+
+/**
+ * The user name and password of a `redis://` URL, read by position — everything between `//`
+ * and the last `@` is the user info, split at its first `:` — and percent-decoded when they are
+ * validly encoded. `undefined` when the URL has no user info.
+ */
+export function urlCredentials(url: string): { username: string; password: string } | undefined {
+  const scheme = SCHEME.exec(url);
+  if (!scheme) return undefined;
+  const rest = url.slice(scheme[0].length);
+  const at = rest.lastIndexOf('@');
+  if (at < 0) return undefined;
+  const userinfo = rest.slice(0, at);
+  const colon = userinfo.indexOf(':');
+  const decode = (v: string): string => {
+    try {
+      return decodeURIComponent(v);
+    } catch {
+      return v; // a raw '%' that is not an escape: taken literally
+    }
+  };
+  return colon < 0
+    ? { username: decode(userinfo), password: '' }
+    : { username: decode(userinfo.slice(0, colon)), password: decode(userinfo.slice(colon + 1)) };
+}
+
+/**
+ * A `redis://` URL whose user info is percent-encoded, so that a password holding `#`, `/`, `?`,
+ * `@`, `:`, spaces or non-ASCII characters reaches the server as written instead of being cut by
+ * the URL parser (which would turn part of it into a host, port or path — and into error
+ * messages). URLs without user info are returned unchanged.
+ */
+export function normalizeRedisUrl(url: string): string {
+  const creds = urlCredentials(url);
+  if (!creds) return url;
+  const scheme = SCHEME.exec(url) as RegExpExecArray;
+  const rest = url.slice(scheme[0].length);
+  const host = rest.slice(rest.lastIndexOf('@') + 1);
+  const user = encodeURIComponent(creds.username);
+  const info =
+    creds.password === '' && !rest.slice(0, rest.lastIndexOf('@')).includes(':')
+      ? user
+      : `${user}:${encodeURIComponent(creds.password)}`;
+  return `${scheme[0]}${info}@${host}`;
+}
+
+/** Passwords contained in one entry of the `clients` option. */
+export function optionSecrets(option: RedlockClientOption | RedlockClient): string[] {
+  if (typeof option === 'string') {
+    const creds = urlCredentials(option);
+    const raw = SCHEME.exec(option)
+      ? option.slice(option.indexOf('//') + 2, option.lastIndexOf('@'))
+      : '';
+    const rawPassword = raw.includes(':') ? raw.slice(raw.indexOf(':') + 1) : raw;
+    const found = [creds?.password ?? '', rawPassword];
+    for (const [key, value] of queryParams(option)) {
+      if (/pass|secret|token|auth/i.test(key)) found.push(value);
+    }
+    return found.filter((v) => v.length > 0);
+  }
+  return clientSecrets(isClientInstance(option) ? option : { options: option });
+}
+
+function queryParams(url: string): [string, string][] {
+  const q = url.indexOf('?');
+  if (q < 0) return [];
+  try {
+    return [...new URLSearchParams(url.slice(q + 1).split('#')[0])];
+  } catch {
+    return [];
+  }
 }
 
 /** Redacted display name of one entry of the `clients` option. */
@@ -86,6 +164,7 @@ export function createClients(
 ): RedlockClients {
   const clients: RedlockClient[] = [];
   const names: string[] = [];
+  const secrets = options.flatMap((o) => optionSecrets(o));
   const owned: { client: Redis; detach: () => void }[] = [];
   for (const option of options) {
     const name = clientName(option);
@@ -96,15 +175,16 @@ export function createClients(
     }
     const client =
       typeof option === 'string'
-        ? new Redis(option, { ...defaults })
+        ? new Redis(normalizeRedisUrl(option), { ...defaults })
         : new Redis({ ...defaults, ...(option as RedisOptions) });
-    owned.push({ client, detach: watch(client, name, logger) });
+    owned.push({ client, detach: watch(client, name, logger, secrets) });
     clients.push(client);
   }
   let closing: Promise<void> | undefined;
   return {
     clients,
     names,
+    secrets,
     owned: owned.map((o) => o.client),
     close: () =>
       (closing ??= Promise.all(
@@ -116,7 +196,12 @@ export function createClients(
   };
 }
 
-function watch(client: Redis, name: string, logger: ClientLogger): () => void {
+function watch(
+  client: Redis,
+  name: string,
+  logger: ClientLogger,
+  secrets: readonly string[],
+): () => void {
   let lastLog = -Infinity;
   let suppressed = 0;
   let failing = false;
@@ -128,7 +213,7 @@ function watch(client: Redis, name: string, logger: ClientLogger): () => void {
       return;
     }
     lastLog = now;
-    logger.warn(masterErrorMessage(name, redactText(errorMessage(err)), suppressed));
+    logger.warn(masterErrorMessage(name, redactText(errorMessage(err), secrets), suppressed));
     suppressed = 0;
   };
   const onReady = (): void => {

@@ -2,7 +2,7 @@ import type { RedisOptions } from 'ioredis';
 import { InvalidConfigurationError } from './core';
 import type { RedlockSettings } from './core';
 import { MAX_TIMER_MS, checkInteger, describe, resolveSettings } from './core/settings';
-import { isClientInstance, redactUrl } from './clients';
+import { isClientInstance, normalizeRedisUrl, redactUrl } from './clients';
 import { checkTelemetryOptions } from './telemetry/opentelemetry';
 import type {
   ContentionStatus,
@@ -148,7 +148,7 @@ function checkClients(clients: unknown): RedlockClientOption[] {
     if (typeof c === 'string') {
       let url: URL | undefined;
       try {
-        url = new URL(c);
+        url = new URL(normalizeRedisUrl(c));
       } catch {
         url = undefined;
       }

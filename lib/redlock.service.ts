@@ -99,8 +99,8 @@ export class RedlockService
       this.engine = new Redlock(this.connections.clients, {
         ...engineSettingsOf(options),
         logger: {
-          warn: (m) => this.logger.warn(redactText(m)),
-          debug: (m) => this.logger.debug(redactText(m)),
+          warn: (m) => this.logger.warn(redactText(m, this.connections.secrets)),
+          debug: (m) => this.logger.debug(redactText(m, this.connections.secrets)),
         },
       });
       this.unobserve.push(logLockEvents(this.engine, this.logger));
@@ -376,7 +376,12 @@ export class RedlockService
         );
       }
     } catch (err) {
-      this.logger.warn(releaseFailedMessage(lock.resources, redactText(errorMessage(err))));
+      this.logger.warn(
+        releaseFailedMessage(
+          lock.resources,
+          redactText(errorMessage(err), this.connections.secrets),
+        ),
+      );
     }
   }
 }

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { onAbort } from './wake';
 
 /**
  * Milliseconds from a monotonic clock. Never goes backwards when the wall clock is adjusted;
@@ -8,21 +9,25 @@ export function monotonicNow(): number {
   return performance.now();
 }
 
-/** Resolves after `ms`, or rejects with the signal's reason once it aborts. Leaves no timer. */
+/**
+ * Resolves after `ms`, or rejects with the signal's reason once it aborts. Leaves no timer. Any
+ * number of concurrent delays may share one signal (see {@link onAbort}).
+ */
 export function delay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);
       return;
     }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
     const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
+      stop();
       resolve();
     }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const stop = signal
+      ? onAbort(signal, () => {
+          clearTimeout(timer);
+          reject(signal.reason);
+        })
+      : () => undefined;
   });
 }

@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { MasterNode } from './node';
-import { errorMessage, redact } from './node';
+import { errorMessage } from './node';
 import type { RedlockLogger } from './settings';
+import { onAbort } from './wake';
 
 /** One retrying acquire, registered from its first contended attempt until it ends. */
 interface Acquirer {
@@ -43,7 +44,10 @@ export class ReleaseNotifier {
   private readonly subscribers = new Map<number, Redis>();
   private readonly refs = new Map<string, number>();
   private readonly acquirers = new Set<Acquirer>();
-  /** Recently announced tokens per channel: every master announces each release once. */
+  /**
+   * Recently announced tokens per channel: every master announces each release once. Only
+   * channels with waiters have an entry (dropped with their last waiter), at most 8 tokens each.
+   */
   private readonly recent = new Map<string, string[]>();
   private closed = false;
 
@@ -125,13 +129,13 @@ export class ReleaseNotifier {
     return new Promise<boolean>((resolve) => {
       const finish = (byRelease: boolean): void => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        stopWatching();
         acquirer.wake = undefined;
         resolve(byRelease);
       };
-      const onAbort = (): void => finish(false);
       const timer = setTimeout(() => finish(false), Math.max(0, ms));
-      signal?.addEventListener('abort', onAbort, { once: true });
+      // Shared signals (the engine's drain) get one listener for all sleepers, not one each.
+      const stopWatching = signal ? onAbort(signal, () => finish(false)) : () => undefined;
       acquirer.wake = () => {
         const handed = acquirer.handed;
         acquirer.handed = false;
@@ -149,7 +153,15 @@ export class ReleaseNotifier {
     await Promise.all(subs.map((s) => s.quit().catch(() => s.disconnect())));
   }
 
+  /** Sizes of the notifier's tables (diagnostics, leak tests). */
+  get footprint(): { channels: number; recent: number; acquirers: number } {
+    return { channels: this.refs.size, recent: this.recent.size, acquirers: this.acquirers.size };
+  }
+
   private onMessage = (channel: string, token: string): void => {
+    // Announcements still on their way when the last waiter of a channel left (every master
+    // announces each release) must not re-create its entry: nothing would ever delete it.
+    if (!this.refs.has(channel)) return;
     const seen = this.recent.get(channel) ?? [];
     if (seen.includes(token)) return;
     seen.push(token);
@@ -177,7 +189,9 @@ export class ReleaseNotifier {
         maxRetriesPerRequest: null,
       });
       sub.on('error', (err: unknown) =>
-        this.logger.debug?.(`Redlock: subscriber of ${node.name}: ${redact(errorMessage(err))}`),
+        this.logger.debug?.(
+          `Redlock: subscriber of ${node.name}: ${node.redact(errorMessage(err))}`,
+        ),
       );
       sub.on('message', this.onMessage);
       this.subscribers.set(node.index, sub);

@@ -38,6 +38,23 @@ export interface LockState {
   timer?: NodeJS.Timeout;
   /** Told once when the lock is found lost (not on release). */
   onLost?: (reason: LockLostError) => void;
+  /** The engine that created the lock (set by the {@link Lock} constructor): the only one that may release or extend it. */
+  owner?: LockOwner;
+}
+
+/**
+ * A fencing-token table keyed by resource name: a frozen object without prototype, so that
+ * any resource name — `'__proto__'`, `'constructor'`, `'hasOwnProperty'` — is an own key
+ * holding its own token, and names that were not locked read `undefined`.
+ */
+export function fencingTable(
+  entries: Iterable<readonly [string, number]>,
+): Readonly<Record<string, number>> {
+  const table = Object.create(null) as Record<string, number>;
+  for (const [resource, token] of entries) {
+    Object.defineProperty(table, resource, { value: token, enumerable: true });
+  }
+  return Object.freeze(table);
 }
 
 const states = new WeakMap<Lock, LockState>();
@@ -80,7 +97,13 @@ export class Lock {
     this.resources = init.resources;
     this.value = init.value;
     this.attempts = init.attempts;
-    this.fencingTokens = init.fencingTokens;
+    // Copied into a prototype-free table: a plain object would turn '__proto__' into a prototype.
+    this.fencingTokens = fencingTable(
+      init.resources
+        .filter((r) => Object.prototype.hasOwnProperty.call(init.fencingTokens, r))
+        .map((r) => [r, init.fencingTokens[r]] as const),
+    );
+    init.state.owner = owner;
     states.set(this, init.state);
   }
 
@@ -128,7 +151,9 @@ export class Lock {
   /**
    * Aborts (with a {@link LockLostError} as reason) when the validity window ends — at the local
    * deadline, even if the event loop was busy when it passed (reading `remainingValidity` or
-   * `signal` re-checks) — or when the engine learns the lock was lost. Not aborted by `release()`.
+   * `signal` re-checks) — or when the engine learns the lock was lost, or when the engine is
+   * closed (shutdown) while the lock is held: then it aborts before the keys are deleted. Not
+   * aborted by the holder's own `release()`.
    */
   get signal(): AbortSignal {
     const s = lockState(this);

@@ -5,6 +5,8 @@ import { monotonicNow } from './clock';
 import type { LuaScript } from './scripts';
 import { MARKER_SEED_SCRIPT } from './scripts';
 import type { RedlockClient, RedlockLogger } from './settings';
+import { redactText } from './redact';
+import type { Redactor } from './redact';
 
 /** Result of one request to one master, bounded by a timeout. */
 export type NodeReply =
@@ -36,9 +38,9 @@ export function isCluster(client: RedlockClient): client is Cluster {
   return (client as { isCluster?: boolean }).isCluster === true;
 }
 
-/** Strips anything that looks like credentials in a URL from an error message. */
+/** Strips anything that looks like credentials in a URL from an error message (see redact.ts). */
 export function redact(message: string): string {
-  return message.replace(/(\w+:\/\/)([^@\s/]*)@/g, '$1***@');
+  return redactText(message);
 }
 
 /**
@@ -104,6 +106,8 @@ export class MasterNode {
     private readonly markerKey: string,
     private readonly quarantine: { enabled: boolean; trustAppendFsyncAlways: boolean },
     private readonly logger: RedlockLogger,
+    /** Removes credentials (also the known passwords of the engine's clients) from texts. */
+    readonly redact: Redactor = redactText,
     /** Told the outcome of every successful post-connect check (quarantine notices). */
     private readonly onSeeded?: (node: MasterNode, result: SeedResult) => void,
   ) {
@@ -192,7 +196,7 @@ export class MasterNode {
       if (!this.warned) {
         this.warned = true;
         this.logger.warn(
-          `Redlock: could not check master ${this.name} for a restart (${redact(errorMessage(err))}); relying on its boot marker`,
+          `Redlock: could not check master ${this.name} for a restart (${this.redact(errorMessage(err))}); relying on its boot marker`,
         );
       }
     }
@@ -254,7 +258,7 @@ export class MasterNode {
           clearTimeout(timer);
           resolve({
             kind: 'error',
-            error: redact(errorMessage(err)),
+            error: this.redact(errorMessage(err)),
             latency: monotonicNow() - start,
           });
         },

@@ -18,9 +18,14 @@ import type { LockErrorDetail, NodeOutcome, NodeVote } from './errors';
 import type { RedlockEvent, RedlockObserver } from './events';
 import { ReleaseNotifier } from './handoff';
 import type { HandoffTicket } from './handoff';
+import { HeldLocks } from './held';
+import { fenceKey, lockKey, markerKey } from './keys';
 import { Lock, disarm, expire, lockState, scheduleExpiry } from './lock';
 import type { LockState, ReleaseResult } from './lock';
-import { MasterNode, errorMessage, outcomeOf, redact } from './node';
+import { MasterNode, errorMessage, outcomeOf } from './node';
+import { clientSecrets, redactorFor } from './redact';
+import type { Redactor } from './redact';
+import { onAbort } from './wake';
 import type { NodeReply } from './node';
 import { QuarantineNotice, annotateQuarantined } from './quarantine-notice';
 import {
@@ -101,6 +106,18 @@ export interface RedlockHealth {
   readonly masters: readonly MasterHealth[];
 }
 
+/** Sizes of an engine's internal tables (see {@link Redlock.footprint}). */
+export interface RedlockFootprint {
+  /** Locks held: granted, not released, not yet expired. */
+  readonly heldLocks: number;
+  /** Release channels subscribed for waiting acquires (hand-off). */
+  readonly handoffChannels: number;
+  /** Channels with recently announced releases remembered for de-duplication. */
+  readonly handoffRecent: number;
+  /** Acquires registered with the hand-off notifier (retrying after contention). */
+  readonly handoffWaiters: number;
+}
+
 /** The routine run by {@link Redlock.using}. */
 export type LockedRoutine<T> = (signal: AbortSignal, lock: Lock) => Promise<T> | T;
 
@@ -152,7 +169,9 @@ export class Redlock {
   readonly quorum: number;
   private readonly nodes: readonly MasterNode[];
   private readonly notifier: ReleaseNotifier;
-  private readonly held = new Set<Lock>();
+  private readonly held = new HeldLocks();
+  /** Removes credentials — also the known passwords of the clients — from texts it reports. */
+  private readonly redact: Redactor;
   private readonly observers = new Set<RedlockObserver>();
   private readonly markerKey: string;
   /** Tells the logger, once per master, why it is in restart quarantine and for how long. */
@@ -198,11 +217,12 @@ export class Redlock {
         `Redlock: quorum ${this.quorum} of ${clients.length} is not a majority; two holders can own the same lock at once.`,
       );
     }
-    this.markerKey = `${keyPrefix}boot`;
+    this.redact = redactorFor(clients.flatMap((c) => clientSecrets(c)));
+    this.markerKey = markerKey(keyPrefix);
     this.quarantineNotice = new QuarantineNotice(logger, this.settings.requestTimeout);
     this.nodes = clients.map(
       (c, i) =>
-        new MasterNode(i, c, `${keyPrefix}boot`, quarantine, logger, (node, seed) =>
+        new MasterNode(i, c, this.markerKey, quarantine, logger, this.redact, (node, seed) =>
           this.quarantineNotice.note(node, quarantine.duration - seed.age, seed.cause),
         ),
     );
@@ -219,9 +239,27 @@ export class Redlock {
     return this.nodes.map((n) => n.name);
   }
 
-  /** Locks acquired by this engine and not yet released (whether still valid or not). */
+  /**
+   * Locks acquired by this engine and not yet released. A lock left to expire leaves the list
+   * shortly after its validity ended (at most about 50 ms later, or at the next read of its
+   * signal).
+   */
   get heldLocks(): readonly Lock[] {
-    return [...this.held];
+    return this.held.list();
+  }
+
+  /**
+   * Sizes of the engine's internal tables — for diagnostics and leak checks: in a long-running
+   * process they follow the current load and return to zero when it stops.
+   */
+  get footprint(): RedlockFootprint {
+    const handoff = this.notifier.footprint;
+    return {
+      heldLocks: this.held.size,
+      handoffChannels: handoff.channels,
+      handoffRecent: handoff.recent,
+      handoffWaiters: handoff.acquirers,
+    };
   }
 
   /**
@@ -235,9 +273,12 @@ export class Redlock {
     return () => this.observers.delete(observer);
   }
 
-  /** Redis key of a resource's lock: `${keyPrefix}{resource}` (the hash tag keeps a resource's keys in one slot). */
+  /**
+   * Redis key of a resource's lock: `${keyPrefix}{resource}` (the hash tag keeps a resource's
+   * keys in one Cluster slot); a resource containing `}` gets a derived tag (see keys.ts).
+   */
   keyOf(resource: string): string {
-    return `${this.settings.keyPrefix}{${resource}}`;
+    return lockKey(this.settings.keyPrefix, resource);
   }
 
   /**
@@ -382,7 +423,7 @@ export class Redlock {
       try {
         observer(event);
       } catch (err) {
-        this.settings.logger.warn(`Redlock: an observer threw: ${redact(errorMessage(err))}`);
+        this.settings.logger.warn(`Redlock: an observer threw: ${this.redact(errorMessage(err))}`);
       }
     }
   }
@@ -523,7 +564,7 @@ export class Redlock {
             );
         },
         (err: unknown) =>
-          this.settings.logger.warn(`Redlock: release failed: ${redact(errorMessage(err))}`),
+          this.settings.logger.warn(`Redlock: release failed: ${this.redact(errorMessage(err))}`),
       );
     }
   }
@@ -640,7 +681,8 @@ export class Redlock {
   }
 
   /**
-   * Stops the engine: stops taking new locks ({@link drain}), releases every lock it still holds,
+   * Stops the engine: stops taking new locks ({@link drain}), releases every lock it still holds
+   * — aborting each one's `signal` (reason: {@link LockLostError}) before its keys are deleted —,
    * closes its subscriber connections and detaches its listeners. The clients given to the
    * constructor are left open.
    */
@@ -648,8 +690,17 @@ export class Redlock {
     this.drain();
     if (this.closed) return;
     this.closed = true;
+    const locks = this.held.list();
+    // A lock released by shutdown stops protecting its holder, who may still be running (a
+    // `using()` routine, a locked call past the shutdown timeout): its signal aborts first —
+    // before any key is deleted and another process can take the resource.
+    for (const lock of locks) {
+      const s = lockState(lock);
+      if (!s.released) expire(lock, s, 'the engine was closed (shutdown) while it was held');
+    }
     // Wait for every master's answer (not just a majority): the caller closes the clients next.
-    await Promise.all(this.heldLocks.map((l) => this.releaseLock(l, true).catch(() => undefined)));
+    await Promise.all(locks.map((l) => this.releaseLock(l, true).catch(() => undefined)));
+    this.held.stop();
     await this.notifier.close();
     this.quarantineNotice.close();
     for (const n of this.nodes) n.detach();
@@ -911,7 +962,8 @@ export class Redlock {
       return m;
     });
     const atMax = (c: number[] | undefined): boolean => !!c && c.every((v, j) => v === max[j]);
-    const tokens: Record<string, number> = {};
+    // No prototype: a resource named '__proto__' or 'constructor' is a key like any other.
+    const tokens = Object.create(null) as Record<string, number>;
     resources.forEach((r, j) => (tokens[r] = max[j]));
     if (counters.filter(atMax).length >= this.quorum) return tokens;
     const left = validUntil - monotonicNow();
@@ -934,7 +986,7 @@ export class Redlock {
   }
 
   private fenceKeyOf(resource: string): string {
-    return `${this.settings.keyPrefix}fence:{${resource}}`;
+    return fenceKey(this.settings.keyPrefix, resource);
   }
 
   /**
@@ -1053,7 +1105,7 @@ export class Redlock {
           (err: unknown) =>
             record(i, {
               kind: 'error',
-              error: redact(errorMessage(err)),
+              error: this.redact(errorMessage(err)),
               latency: monotonicNow() - start,
             }),
         );
@@ -1103,11 +1155,22 @@ export class Redlock {
     return pending.then(() => (wanted() ? task() : Promise.reject(new Error('not sent'))));
   }
 
-  /** The engine-side state of a lock; rejects anything that is not a `Lock`. */
+  /**
+   * The engine-side state of a lock; rejects anything that is not a `Lock` acquired by this
+   * engine (a lock of another engine is neither released nor extended here: its keys may live on
+   * other masters, under another prefix).
+   */
   protected stateOf(lock: Lock): LockState {
     if (!(lock instanceof Lock))
       throw new InvalidArgumentError('lock', `must be a Lock, got ${describe(lock)}`);
-    return lockState(lock);
+    const state = lockState(lock);
+    if (state.owner !== this) {
+      throw new InvalidArgumentError(
+        'lock',
+        'was acquired by another Redlock engine; release or extend it with the engine that acquired it',
+      );
+    }
+    return state;
   }
 
   private checkTtl(ttl: unknown, field = 'ttl'): number {
@@ -1136,14 +1199,14 @@ export class Redlock {
     if (!signal) return { signal: drain, dispose: () => undefined };
     const both = new AbortController();
     const wake = (): void => both.abort();
-    if (signal.aborted || drain.aborted) both.abort();
-    signal.addEventListener('abort', wake, { once: true });
-    drain.addEventListener('abort', wake, { once: true });
+    // Both signals may be shared by many waiters: one listener each, fanned out (wake.ts).
+    const stopCaller = onAbort(signal, wake);
+    const stopDrain = onAbort(drain, wake);
     return {
       signal: both.signal,
       dispose: () => {
-        signal.removeEventListener('abort', wake);
-        drain.removeEventListener('abort', wake);
+        stopCaller();
+        stopDrain();
       },
     };
   }

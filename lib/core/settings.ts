@@ -64,9 +64,11 @@ export interface RedlockSettings {
   /** Hand out a strictly increasing fencing token per resource with every lock. Default `true`. */
   fencing?: boolean;
   /**
-   * TTL in ms of a fencing counter in Redis, set when the counter starts (not refreshed). A
-   * counter that expires restarts from the masters' clock, past every token it handed out.
-   * Default 7 days.
+   * TTL in ms of a fencing counter in Redis, set when the counter starts or is raised (not
+   * refreshed by later locks). A counter that expires restarts from the master's clock in whole
+   * seconds, past every token it handed out — provided it lived into a later clock second than
+   * the one its tokens came from. Hence at least {@link MIN_FENCING_KEY_TTL} (2 s: one clock
+   * second, plus up to 1 s of disagreement between the masters' clocks). Default 7 days.
    */
   fencingKeyTtl?: number;
   /** Restart quarantine; `false` disables it. Default enabled. */
@@ -117,6 +119,19 @@ export const DEFAULT_SETTINGS = Object.freeze({
   handoff: true,
 });
 
+/**
+ * Smallest accepted `fencingKeyTtl`, in ms. Derived from the acquire script (scripts.ts): a
+ * counter that is missing starts at `serverSeconds × 10^6 + 1` and its TTL is set when it starts
+ * (or is raised to another master's value); later INCRs keep that TTL. Every token it hands out
+ * is below `(S + 1) × 10^6` for a counter born (or raised to a value born) in clock second `S`,
+ * as long as fewer than 10^6 locks per second are granted on the resource. When it expires it
+ * restarts at `S' × 10^6 + 1`, which is larger than all of them exactly when `S' > S`: the
+ * counter must outlive the rest of its clock second — 1000 ms on one clock. A raised value may
+ * come from another master whose clock runs ahead; the extra 1000 ms covers clocks that disagree
+ * by up to a second. With less, two successive holders could get the same token.
+ */
+export const MIN_FENCING_KEY_TTL = 2000;
+
 /** Largest ttl Redis accepts for PX on every platform we care about (and setTimeout's limit). */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -162,7 +177,12 @@ export function checkNonNegative(
 /** Short, secret-free description of a value for error messages. */
 export function describe(value: unknown): string {
   if (value === null) return 'null';
-  if (typeof value === 'string') return value.length > 40 ? 'a long string' : JSON.stringify(value);
+  if (typeof value === 'string') {
+    // Never echo what may be a URL or carry credentials (a client URL given where an instance
+    // was expected, a password in the wrong field).
+    if (/@|:\/\//.test(value)) return `a string of ${value.length} characters`;
+    return value.length > 40 ? 'a long string' : JSON.stringify(value);
+  }
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'undefined') {
     return String(value);
   }
@@ -217,7 +237,13 @@ export function resolveSettings(settings: RedlockSettings, nodeCount: number): R
       ? undefined
       : checkInteger('extendThreshold', s.extendThreshold, 1, maxTtl, configError);
   if (typeof s.fencing !== 'boolean') throw configError('fencing', 'must be a boolean');
-  const fencingKeyTtl = checkInteger('fencingKeyTtl', s.fencingKeyTtl, 1, 2 ** 52, configError);
+  const fencingKeyTtl = checkInteger(
+    'fencingKeyTtl',
+    s.fencingKeyTtl,
+    MIN_FENCING_KEY_TTL,
+    2 ** 52,
+    configError,
+  );
   if (typeof s.handoff !== 'boolean') throw configError('handoff', 'must be a boolean');
 
   const q = s.quarantine === undefined || s.quarantine === true ? {} : s.quarantine;

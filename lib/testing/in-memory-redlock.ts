@@ -13,6 +13,7 @@ import type { ReleaseResult } from '../core/lock';
 import { Redlock, normalizeResources } from '../core/redlock';
 import type { AcquireRequest, AttemptResult, RedlockHealth } from '../core/redlock';
 import { MAX_TIMER_MS, checkInteger } from '../core/settings';
+import { onAbort } from '../core/wake';
 import type { RedlockClient, RedlockLogger, RedlockSettings } from '../core/settings';
 
 /**
@@ -319,7 +320,7 @@ export class InMemoryRedlock extends Redlock {
       return { error: new LockContendedError(detail([held])) };
     }
     const token = randomBytes(20).toString('base64url');
-    const fencingTokens: Record<string, number> = {};
+    const fencingTokens = Object.create(null) as Record<string, number>; // '__proto__' is a resource too
     if (this.settings.fencing) {
       for (const r of resources) {
         const next = (this.fences.get(r) ?? 0) + 1;
@@ -370,15 +371,17 @@ export class InMemoryRedlock extends Redlock {
 
   /** Waits `ms`, or until a release/free in this engine, or until `signal` aborts. */
   protected override pause(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
+        stopWatching();
         this.sleepers.delete(done);
         resolve();
       };
       const timer = setTimeout(done, ms);
-      signal?.addEventListener('abort', done, { once: true });
+      // One listener per shared signal, however many sleep on it (no MaxListenersExceededWarning).
+      const stopWatching = signal ? onAbort(signal, done) : () => undefined;
       this.sleepers.add(done);
     });
   }

@@ -1,11 +1,15 @@
 /**
  * A Redis Cluster as one of the Redlock masters. Lock keys are `prefix{resource}`, so each
  * resource's lock and fencing keys share a hash slot; a multi-resource lock is split per slot on
- * a Cluster master (one all-or-nothing script per slot), so it never fails with CROSSSLOT.
+ * a Cluster master (one all-or-nothing script per slot), so it never fails with CROSSSLOT —
+ * whatever braces the resource names contain (issue 15, item 5).
  */
 import { Cluster } from 'ioredis';
 import type { Redis } from 'ioredis';
-import { LockContendedError, Redlock } from '../../lib';
+import { randomBytes } from 'node:crypto';
+import { LockContendedError } from '../../lib/core/errors';
+import { fenceKey, lockKey, markerKey } from '../../lib/core/keys';
+import { Redlock } from '../../lib/core/redlock';
 import { keySlot } from '../../lib/core/slots';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';
 import { uniqueResource, waitUntil } from '../harness/util';
@@ -61,4 +65,53 @@ it('locks several resources in different slots on a Cluster master without CROSS
   expect(released.votes[0].outcome).toBe('ok');
   const after = await Promise.all(resources.map((r) => clusterClient.get(rl.keyOf(r))));
   expect(after).toEqual(Array(6).fill(null));
+});
+
+/** Resource strings whose braces would break a naive `{resource}` hash tag. */
+const AWKWARD = ['}', '}a', 'a}', '{', '{}', '}{', '{{}}', 'a{b}c', 'x}y{z', '{a}', '}}}', '{{'];
+
+it('locks any resource string on a Cluster master, braces included, alone and all at once', async () => {
+  const id = randomBytes(4).toString('hex');
+  const resources = AWKWARD.flatMap((a) => [`${a}${id}`, `${id}${a}`, `${a}:${id}:${a}`]);
+  for (const r of resources) {
+    const lock = await rl.acquire(r, { retryCount: 0 });
+    expect(lock.votes[0].outcome).toBe('ok'); // the Cluster master voted yes (no CROSSSLOT)
+    expect(await clusterClient.get(rl.keyOf(r))).toBe(lock.value);
+    expect(lock.fencingTokens[r]).toBeGreaterThan(0);
+    await lock.extend(5000);
+    expect((await lock.release()).votes[0].outcome).toBe('ok');
+    expect(await clusterClient.get(rl.keyOf(r))).toBeNull();
+  }
+  const all = await rl.acquire(resources, { retryCount: 0 });
+  expect(all.votes[0].outcome).toBe('ok');
+  expect(Object.keys(all.fencingTokens)).toHaveLength(resources.length);
+  const error = await rl.acquire(resources[5], { retryCount: 0 }).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(LockContendedError);
+  await all.release();
+  const left = await Promise.all(resources.map((r) => clusterClient.get(rl.keyOf(r))));
+  expect(left).toEqual(Array(resources.length).fill(null));
+});
+
+it("key formats are injective and keep a resource's lock key and fencing counter in one slot", () => {
+  // Every string of length 1..6 over '{', '}', 'a' (1,092 resources).
+  const resources: string[] = [];
+  let layer = [''];
+  for (let n = 1; n <= 6; n++) {
+    layer = layer.flatMap((s) => ['{', '}', 'a'].map((c) => s + c));
+    resources.push(...layer);
+  }
+  for (const prefix of ['lock:', 'app:locks:']) {
+    const locks = resources.map((r) => lockKey(prefix, r));
+    const fences = resources.map((r) => fenceKey(prefix, r));
+    const all = new Set([...locks, ...fences, markerKey(prefix)]);
+    expect(all.size).toBe(2 * resources.length + 1);
+    resources.forEach((r, i) => {
+      const slot = keySlot(locks[i]);
+      if (keySlot(fences[i]) !== slot) throw new Error(`${JSON.stringify(r)}: different slots`);
+      expect(locks[i].startsWith(prefix)).toBe(true);
+    });
+    // A resource without '}' keeps the key format of earlier versions.
+    expect(lockKey(prefix, 'a{b')).toBe(`${prefix}{a{b}`);
+    expect(fenceKey(prefix, 'order:42')).toBe(`${prefix}fence:{order:42}`);
+  }
 });

@@ -1,0 +1,46 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * Redis key formats of the engine — the one place they are defined.
+ *
+ * - lock key of resource `r`:   `${prefix}{r}`
+ * - fencing counter of `r`:     `${prefix}fence:{r}`
+ * - boot marker:                `${prefix}boot`
+ *
+ * The `{...}` hash tag puts a resource's lock key and fencing counter in the same Redis Cluster
+ * slot, so one script can use both. Redis takes the tag from the first `{` to the first `}`
+ * after it; the prefix has no braces, so the first `{` is ours, and for a resource without `}`
+ * the tag is exactly the resource. A resource that contains `}` would cut the tag short (or make
+ * it empty, e.g. `'}a'`, and then the lock key and the counter land in different slots:
+ * CROSSSLOT). Such a resource gets a tag derived from it instead, followed by the resource
+ * itself:
+ *
+ * - `${prefix}{<tag>}r` and `${prefix}fence:{<tag>}r`, where `<tag>` is 16 hex digits of SHA-1(r)
+ *
+ * The formats are injective: a key of the first form has exactly one `}`, at its end; a key of
+ * the second form has at least two (one ends the tag, one is in `r`), and `r` is everything after
+ * the first `}`. Lock keys (`{` right after the prefix), counters (`fence:`) and the marker
+ * (`boot`) never share a key. Resources without `}` keep the keys of earlier versions.
+ */
+
+/** The part of a resource's keys after the prefix (and after `fence:` for counters). */
+function tagged(resource: string): string {
+  if (!resource.includes('}')) return `{${resource}}`;
+  const tag = createHash('sha1').update(resource, 'utf8').digest('hex').slice(0, 16);
+  return `{${tag}}${resource}`;
+}
+
+/** Redis key of a resource's lock. */
+export function lockKey(prefix: string, resource: string): string {
+  return `${prefix}${tagged(resource)}`;
+}
+
+/** Redis key of a resource's fencing counter (same Cluster slot as its lock key). */
+export function fenceKey(prefix: string, resource: string): string {
+  return `${prefix}fence:${tagged(resource)}`;
+}
+
+/** Redis key of the boot marker (restart quarantine). */
+export function markerKey(prefix: string): string {
+  return `${prefix}boot`;
+}
