@@ -13,6 +13,7 @@ import {
   WaitTimeoutError,
 } from '../../../lib/core/errors';
 import type { RedlockEvent } from '../../../lib/core/events';
+import { fencedRead, fencedWrite } from '../../../lib/core/fencing';
 import { Lock } from '../../../lib/core/lock';
 import { Redlock } from '../../../lib/core/redlock';
 import type { RedlockSettings } from '../../../lib/core/settings';
@@ -188,6 +189,23 @@ describe('every option is checked by name and type (items 7, 8, 14)', () => {
     expect(warnings.map((w) => w.name)).not.toContain('TimeoutOverflowWarning');
   });
 
+  it('an unknown option name lists the valid ones', async () => {
+    const error = await expectRejected(
+      () => rl.acquire(uniqueResource('typo'), { retryDely: 5 } as never),
+      InvalidArgumentError,
+      'retryDely',
+    );
+    expect(error.message).toContain(
+      'ttl, retryCount, retryDelay, retryJitter, waitTimeout, signal',
+    );
+    const using = await expectRejected(
+      () => rl.using(uniqueResource('typo'), noop, { autoExtnd: false } as never),
+      InvalidArgumentError,
+      'autoExtnd',
+    );
+    expect(using.message).toContain('autoExtend, extendThreshold');
+  });
+
   it.each<[string, Record<string, unknown>]>([
     ['retryCount', { retryCount: 3 }],
     ['waitTimeout', { waitTimeout: 100 }],
@@ -256,6 +274,18 @@ describe('every option is checked by name and type (items 7, 8, 14)', () => {
     } finally {
       await lock.release();
     }
+  });
+});
+
+describe('fencedWrite / fencedRead (item 13)', () => {
+  it('refuse ill-formed keys, which would alias another key', async () => {
+    await expectRejected(
+      () => fencedWrite(probe[0], '\uD800', 1, 'x'),
+      InvalidArgumentError,
+      'key',
+    );
+    await expectRejected(() => fencedRead(probe[0], 'a\uDC00'), InvalidArgumentError, 'key');
+    await expectRejected(() => fencedWrite(probe[0], '', 1, 'x'), InvalidArgumentError, 'key');
   });
 });
 

@@ -213,6 +213,11 @@ describe('module options', () => {
     for (const name of ['waitTimeout', 'onLocked', 'autoExtend']) {
       expect(locked.message).toContain(name);
     }
+    const telemetry = configErrorOf(() =>
+      normalizeOptions({ ...base, telemetry: { trace: true } } as never),
+    );
+    expect(telemetry.field).toBe('telemetry.trace');
+    expect(telemetry.message).toContain('traces, metrics');
   });
 
   it('normalizes valid options into settings the engine accepts again', () => {
