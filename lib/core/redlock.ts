@@ -33,6 +33,9 @@ import { MAX_TIMER_MS, checkInteger, describe, driftFor, resolveSettings } from 
 import type { RedlockClient, RedlockSettings, ResolvedSettings } from './settings';
 import { slotGroups } from './slots';
 import {
+  ACQUIRE_OPTION_NAMES,
+  TRY_ACQUIRE_OPTION_NAMES,
+  USING_OPTION_NAMES,
   checkBoolean,
   checkDelay,
   checkExtendThreshold,
@@ -43,29 +46,6 @@ import {
   checkTtl,
   effectiveThreshold,
 } from './validate';
-
-/** Option names of {@link Redlock.acquire}. */
-export const ACQUIRE_OPTION_NAMES = Object.freeze([
-  'ttl',
-  'retryCount',
-  'retryDelay',
-  'retryJitter',
-  'waitTimeout',
-  'signal',
-] as const);
-/** Option names of {@link Redlock.tryAcquire} (one attempt: no retry count, no deadline). */
-export const TRY_ACQUIRE_OPTION_NAMES = Object.freeze([
-  'ttl',
-  'retryDelay',
-  'retryJitter',
-  'signal',
-] as const);
-/** Option names of {@link Redlock.using}. */
-export const USING_OPTION_NAMES = Object.freeze([
-  ...ACQUIRE_OPTION_NAMES,
-  'autoExtend',
-  'extendThreshold',
-] as const);
 
 /** Longest accepted resource name, in characters. */
 export const MAX_RESOURCE_LENGTH = 1024;

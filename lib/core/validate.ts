@@ -19,6 +19,29 @@ export const MIN_VALIDITY_MS = 10;
 /** Characters a `keyPrefix` may end with: the prefix must end one namespace level. */
 export const KEY_PREFIX_SEPARATORS = [':', '/', '.', '-', '_', '|', '#'] as const;
 
+/** Option names of `Redlock.acquire`. */
+export const ACQUIRE_OPTION_NAMES = Object.freeze([
+  'ttl',
+  'retryCount',
+  'retryDelay',
+  'retryJitter',
+  'waitTimeout',
+  'signal',
+] as const);
+/** Option names of `Redlock.tryAcquire` (one attempt: no retry count, no deadline). */
+export const TRY_ACQUIRE_OPTION_NAMES = Object.freeze([
+  'ttl',
+  'retryDelay',
+  'retryJitter',
+  'signal',
+] as const);
+/** Option names of `Redlock.using`. */
+export const USING_OPTION_NAMES = Object.freeze([
+  ...ACQUIRE_OPTION_NAMES,
+  'autoExtend',
+  'extendThreshold',
+] as const);
+
 /** Short, secret-free description of a value for error messages. */
 export function describe(value: unknown): string {
   if (value === null) return 'null';
