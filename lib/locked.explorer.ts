@@ -71,7 +71,7 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
           checkLockedOptions(
             metadata.options,
             `${className}.${name}`,
-            this.redlock.options.maxTtl,
+            this.redlock.options,
             (field, problem) => new InvalidConfigurationError(field, problem),
           );
         }

@@ -2,6 +2,8 @@ import type { RedisOptions } from 'ioredis';
 import { InvalidConfigurationError } from './core';
 import type { RedlockSettings } from './core';
 import { MAX_TIMER_MS, checkInteger, describe, resolveSettings } from './core/settings';
+import { checkRetryWait, checkTtl } from './core/validate';
+import type { TtlLimits } from './core/validate';
 import { isClientInstance, normalizeRedisUrl, redactUrl } from './clients';
 import { checkTelemetryOptions } from './telemetry/opentelemetry';
 import type {
@@ -50,7 +52,7 @@ const ENGINE_KEYS = [
   'quarantine',
   'handoff',
 ] as const;
-const MODULE_KEYS = new Set<string>([
+const MODULE_KEYS: readonly string[] = Object.freeze([
   ...ENGINE_KEYS,
   'clients',
   'clientOptions',
@@ -59,7 +61,7 @@ const MODULE_KEYS = new Set<string>([
   'shutdownTimeout',
   'telemetry',
 ]);
-const LOCKED_KEYS = new Set<string>([
+const LOCKED_KEYS: readonly string[] = Object.freeze([
   'ttl',
   'retryCount',
   'retryDelay',
@@ -84,7 +86,9 @@ export function normalizeOptions(options: RedlockModuleOptions): ResolvedRedlock
     throw fail('options', `must be an object, got ${describe(options)}`);
   }
   for (const key of Object.keys(options)) {
-    if (!MODULE_KEYS.has(key)) throw fail(key, 'unknown option');
+    if (!MODULE_KEYS.includes(key)) {
+      throw fail(key, `unknown option; valid names are ${MODULE_KEYS.join(', ')}`);
+    }
   }
   const clients = checkClients(options.clients);
   const engineInput = Object.fromEntries(
@@ -114,7 +118,7 @@ export function normalizeOptions(options: RedlockModuleOptions): ResolvedRedlock
   const lockedDefaults = checkLockedOptions(
     options.lockedDefaults ?? {},
     'lockedDefaults',
-    engine.maxTtl,
+    engine,
     fail,
   );
   const telemetry =
@@ -174,13 +178,14 @@ function checkClients(clients: unknown): RedlockClientOption[] {
 }
 
 /**
- * Validates `@Locked()` options (also used by the decorator). `ttl` must fit `maxTtl` when known.
- * Returns the options without `undefined` fields.
+ * Validates `@Locked()` options (also used by the decorator). With the engine's `limits` (module
+ * `lockedDefaults`), `ttl` must be a ttl the engine can grant; without them (decoration time)
+ * the engine checks it at call time. Returns the options without `undefined` fields.
  */
 export function checkLockedOptions(
   options: unknown,
   field: string,
-  maxTtl: number | undefined,
+  limits: TtlLimits | undefined,
   make: (field: string, problem: string) => Error,
 ): LockedOptions {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
@@ -189,12 +194,19 @@ export function checkLockedOptions(
   const o = options as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(o)) {
-    if (!LOCKED_KEYS.has(key)) throw make(`${field}.${key}`, 'unknown option');
+    if (!LOCKED_KEYS.includes(key)) {
+      throw make(
+        `${field}.${key}`,
+        `unknown @Locked() option; valid names are ${LOCKED_KEYS.join(', ')}`,
+      );
+    }
     if (value === undefined) continue;
     const f = `${field}.${key}`;
     switch (key) {
       case 'ttl':
-        out[key] = checkInteger(f, value, 1, maxTtl ?? MAX_TIMER_MS, make);
+        out[key] = limits
+          ? checkTtl(f, value, limits, make)
+          : checkInteger(f, value, 1, MAX_TIMER_MS, make);
         break;
       case 'retryCount':
         out[key] = checkInteger(f, value, 0, 1_000_000, make);
@@ -215,6 +227,9 @@ export function checkLockedOptions(
         out[key] = value;
         break;
     }
+  }
+  if (out.retryDelay !== undefined && out.retryJitter !== undefined) {
+    checkRetryWait(out.retryDelay as number, out.retryJitter as number, make, `${field}.`);
   }
   return out as LockedOptions;
 }

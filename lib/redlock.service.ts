@@ -6,6 +6,7 @@ import type {
   OnModuleInit,
 } from '@nestjs/common';
 import {
+  InvalidArgumentError,
   LockContendedError,
   LockLostError,
   Redlock,
@@ -21,6 +22,7 @@ import type {
   UsingOptions,
 } from './core';
 import { errorMessage } from './core/node';
+import { describe } from './core/validate';
 import { createClients, redactText } from './clients';
 import type { RedlockClients } from './clients';
 import { resolveResources } from './decorators/resolve-resources';
@@ -166,6 +168,9 @@ export class RedlockService
     routine: LockedRoutine<T>,
     options?: UsingOptions,
   ): Promise<T> {
+    if (typeof routine !== 'function') {
+      throw new InvalidArgumentError('routine', `must be a function, got ${describe(routine)}`);
+    }
     const parent = lockStorage.getStore();
     return this.track(() =>
       this.engine.using(

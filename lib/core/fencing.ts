@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { InvalidArgumentError } from './errors';
+import { isWellFormed } from './validate';
 
 const FENCED_WRITE = `
 local cur = tonumber(redis.call('HGET', KEYS[1], 'fencingToken'))
@@ -36,9 +37,7 @@ export async function fencedWrite(
   fencingToken: number,
   value: string | Buffer,
 ): Promise<boolean> {
-  if (typeof key !== 'string' || key.length === 0) {
-    throw new InvalidArgumentError('key', 'must be a non-empty string');
-  }
+  checkKey(key);
   if (!Number.isSafeInteger(fencingToken) || fencingToken < 0) {
     throw new InvalidArgumentError('fencingToken', 'must be a non-negative safe integer');
   }
@@ -58,6 +57,20 @@ export async function fencedRead(
   client: Redis | Cluster,
   key: string,
 ): Promise<{ value: string; fencingToken: number } | null> {
+  checkKey(key);
   const [value, token] = await client.hmget(key, 'value', 'fencingToken');
   return value === null || token === null ? null : { value, fencingToken: Number(token) };
+}
+
+/** A key must be a non-empty, well-formed string (a lone surrogate would alias `'\uFFFD'`). */
+function checkKey(key: unknown): void {
+  if (typeof key !== 'string' || key.length === 0) {
+    throw new InvalidArgumentError('key', 'must be a non-empty string');
+  }
+  if (!isWellFormed(key)) {
+    throw new InvalidArgumentError(
+      'key',
+      'must be a well-formed string (no lone UTF-16 surrogate)',
+    );
+  }
 }

@@ -1,5 +1,5 @@
 import { monotonicNow } from './clock';
-import { LockLostError } from './errors';
+import { InvalidArgumentError, LockLostError } from './errors';
 import type { NodeVote } from './errors';
 
 /** What a release achieved on each master. */
@@ -59,11 +59,30 @@ export function fencingTable(
 
 const states = new WeakMap<Lock, LockState>();
 
-/** Engine-internal access to a lock's mutable state. */
+/** Set while an engine creates a lock: the only way a `Lock` can be constructed. */
+let minting = false;
+
+/**
+ * Engine-internal access to a lock's mutable state. Anything that is not a lock an engine
+ * granted (an object made with `Object.create(Lock.prototype)`, a copy) is an
+ * {@link InvalidArgumentError}.
+ */
 export function lockState(lock: Lock): LockState {
   const state = states.get(lock);
-  if (!state) throw new TypeError('Not a lock created by this Redlock engine');
+  if (!state) {
+    throw new InvalidArgumentError('lock', 'is not a lock granted by a Redlock engine');
+  }
   return state;
+}
+
+/** Creates a granted lock (engines only: `new Lock()` is refused everywhere else). */
+export function mintLock(owner: LockOwner, init: ConstructorParameters<typeof Lock>[1]): Lock {
+  minting = true;
+  try {
+    return new Lock(owner, init);
+  } finally {
+    minting = false;
+  }
 }
 
 /**
@@ -83,7 +102,12 @@ export class Lock {
    */
   readonly fencingTokens: Readonly<Record<string, number>>;
 
-  /** @param owner engine that created the lock; @param state its initial mutable state. */
+  /**
+   * Locks are created by the engine only (`acquire`, `tryAcquire`, `using`): constructing one
+   * yourself throws {@link InvalidArgumentError} — a forged lock must never reach `release` or
+   * `extend`.
+   * @param owner engine that created the lock; @param init its identity and initial state.
+   */
   constructor(
     private readonly owner: LockOwner,
     init: {
@@ -94,6 +118,12 @@ export class Lock {
       state: LockState;
     },
   ) {
+    if (!minting) {
+      throw new InvalidArgumentError(
+        'lock',
+        'locks are created by the engine (acquire, tryAcquire, using), not constructed',
+      );
+    }
     this.resources = init.resources;
     this.value = init.value;
     this.attempts = init.attempts;

@@ -20,7 +20,7 @@ import { ReleaseNotifier } from './handoff';
 import type { HandoffTicket } from './handoff';
 import { HeldLocks } from './held';
 import { fenceKey, lockKey, markerKey } from './keys';
-import { Lock, disarm, expire, lockState, scheduleExpiry } from './lock';
+import { Lock, disarm, expire, lockState, mintLock, scheduleExpiry } from './lock';
 import type { LockState, ReleaseResult } from './lock';
 import { MasterNode, errorMessage, outcomeOf } from './node';
 import { clientSecrets, redactorFor } from './redact';
@@ -35,16 +35,23 @@ import {
   MARKER_AGE_SCRIPT,
   RELEASE_SCRIPT,
 } from './scripts';
-import {
-  MAX_TIMER_MS,
-  checkInteger,
-  checkNonNegative,
-  describe,
-  driftFor,
-  resolveSettings,
-} from './settings';
+import { MAX_TIMER_MS, checkInteger, describe, driftFor, resolveSettings } from './settings';
 import type { RedlockClient, RedlockSettings, ResolvedSettings } from './settings';
 import { slotGroups } from './slots';
+import {
+  ACQUIRE_OPTION_NAMES,
+  TRY_ACQUIRE_OPTION_NAMES,
+  USING_OPTION_NAMES,
+  checkBoolean,
+  checkDelay,
+  checkExtendThreshold,
+  checkNames,
+  checkObject,
+  checkResourceName,
+  checkRetryWait,
+  checkTtl,
+  effectiveThreshold,
+} from './validate';
 
 /** Longest accepted resource name, in characters. */
 export const MAX_RESOURCE_LENGTH = 1024;
@@ -345,7 +352,7 @@ export class Redlock {
         let wait = req.retryDelay + (Math.random() * 2 - 1) * req.retryJitter;
         const holderTtl = contended ? (last.error as LockContendedError).retryAfter : undefined;
         if (holderTtl !== undefined) wait = Math.min(wait, holderTtl + 1);
-        wait = Math.max(0, Math.min(wait, left));
+        wait = Math.max(0, Math.min(wait, left, MAX_TIMER_MS));
         const waking = this.wakeSignal(req.signal);
         try {
           if (ticket) {
@@ -373,7 +380,11 @@ export class Redlock {
     resources: string | readonly string[],
     options: Omit<AcquireOptions, 'retryCount' | 'waitTimeout'> = {},
   ): Promise<Lock | null> {
-    const req = { ...this.prepare(resources, options), retryCount: 0, waitTimeout: undefined };
+    const req = {
+      ...this.prepare(resources, options, TRY_ACQUIRE_OPTION_NAMES),
+      retryCount: 0,
+      waitTimeout: undefined,
+    };
     if (req.signal?.aborted) {
       throw new LockAbortedError(
         { resources: req.resources, votes: [], attempts: 0, elapsed: 0 },
@@ -542,15 +553,17 @@ export class Redlock {
     options: UsingOptions = {},
   ): Promise<T> {
     if (typeof routine !== 'function')
-      throw new InvalidArgumentError('routine', 'must be a function');
-    const autoExtend = options.autoExtend ?? true;
-    if (typeof autoExtend !== 'boolean')
-      throw new InvalidArgumentError('autoExtend', 'must be a boolean');
+      throw new InvalidArgumentError('routine', `must be a function, got ${describe(routine)}`);
+    checkObject('options', options, argError);
+    checkNames(options, USING_OPTION_NAMES, argError, '', 'option');
+    const { autoExtend = true, extendThreshold, ...acquireOptions } = options;
+    checkBoolean('autoExtend', autoExtend, argError);
+    const ttl = checkAcquire(resources, acquireOptions, this.settings).ttl;
     const threshold =
-      options.extendThreshold === undefined
+      extendThreshold === undefined
         ? undefined
-        : checkInteger('extendThreshold', options.extendThreshold, 1, MAX_TIMER_MS, argError);
-    const lock = await this.acquire(resources, options);
+        : checkExtendThreshold('extendThreshold', extendThreshold, ttl, argError);
+    const lock = await this.acquire(resources, acquireOptions);
     const stop = autoExtend ? this.keepAlive(lock, threshold) : () => undefined;
     try {
       return await routine(lock.signal, lock);
@@ -576,14 +589,17 @@ export class Redlock {
    */
   keepAlive(lock: Lock, extendThreshold?: number): () => void {
     const s = this.stateOf(lock);
+    if (extendThreshold !== undefined) {
+      checkInteger('extendThreshold', extendThreshold, 1, MAX_TIMER_MS, argError);
+    }
     const signal = lock.signal; // arms the expiry timer that aborts at the validity deadline
     let timer: NodeJS.Timeout | undefined;
     let stopped = false;
     const arm = (): void => {
       if (stopped || signal.aborted || s.released) return;
       if (s.extensions >= this.settings.maxExtensions) return; // the expiry timer aborts at the deadline
-      const threshold =
-        extendThreshold ?? this.settings.extendThreshold ?? Math.max(1, Math.floor(s.ttl / 3));
+      // At most half the lock's ttl, so that extensions never run back to back.
+      const threshold = effectiveThreshold(s.ttl, extendThreshold ?? this.settings.extendThreshold);
       const left = s.validUntil - monotonicNow();
       timer = setTimeout(run, Math.max(0, left - threshold));
     };
@@ -774,7 +790,7 @@ export class Redlock {
       votes: init.votes,
       acquiredAt: init.start,
     };
-    const lock = new Lock(this, {
+    const lock = mintLock(this, {
       resources: init.resources,
       value: init.token,
       attempts: init.attempts,
@@ -1174,11 +1190,15 @@ export class Redlock {
   }
 
   private checkTtl(ttl: unknown, field = 'ttl'): number {
-    return checkInteger(field, ttl, 1, this.settings.maxTtl, argError);
+    return checkTtl(field, ttl, this.settings, argError);
   }
 
-  private prepare(resources: unknown, options: AcquireOptions): Request {
-    const checked = checkAcquire(resources, options, this.settings);
+  private prepare(
+    resources: unknown,
+    options: AcquireOptions,
+    names: readonly string[] = ACQUIRE_OPTION_NAMES,
+  ): Request {
+    const checked = checkAcquire(resources, options, this.settings, names);
     if (this.draining.signal.aborted) {
       throw new ShuttingDownError({
         resources: checked.resources,
@@ -1281,11 +1301,11 @@ export function checkAcquire(
   resources: unknown,
   options: AcquireOptions,
   s: ResolvedSettings,
+  names: readonly string[] = ACQUIRE_OPTION_NAMES,
 ): CheckedAcquire {
-  if (options === null || typeof options !== 'object') {
-    throw new InvalidArgumentError('options', `must be an object, got ${describe(options)}`);
-  }
   const list = normalizeResources(resources);
+  checkObject('options', options, argError);
+  checkNames(options, names, argError, '', 'option');
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
     throw new InvalidArgumentError('signal', 'must be an AbortSignal');
   }
@@ -1294,18 +1314,21 @@ export function checkAcquire(
     fallback: number | undefined,
     check: (v: unknown) => number,
   ): number | undefined => (options[key] === undefined ? fallback : check(options[key]));
+  const retryDelay = opt('retryDelay', s.retryDelay, (v) =>
+    checkDelay('retryDelay', v, argError),
+  ) as number;
+  const retryJitter = opt('retryJitter', s.retryJitter, (v) =>
+    checkDelay('retryJitter', v, argError),
+  ) as number;
+  checkRetryWait(retryDelay, retryJitter, argError);
   return {
     resources: list,
-    ttl: opt('ttl', s.ttl, (v) => checkInteger('ttl', v, 1, s.maxTtl, argError)) as number,
+    ttl: opt('ttl', s.ttl, (v) => checkTtl('ttl', v, s, argError)) as number,
     retryCount: opt('retryCount', s.retryCount, (v) =>
       checkInteger('retryCount', v, 0, 1_000_000, argError),
     ) as number,
-    retryDelay: opt('retryDelay', s.retryDelay, (v) =>
-      checkNonNegative('retryDelay', v, argError),
-    ) as number,
-    retryJitter: opt('retryJitter', s.retryJitter, (v) =>
-      checkNonNegative('retryJitter', v, argError),
-    ) as number,
+    retryDelay,
+    retryJitter,
     waitTimeout: opt('waitTimeout', undefined, (v) =>
       checkInteger('waitTimeout', v, 0, MAX_TIMER_MS, argError),
     ),
@@ -1338,18 +1361,13 @@ export function normalizeResources(resources: unknown): string[] {
       'resources',
       `at most ${MAX_RESOURCES} resources per lock, got ${list.length}`,
     );
-  list.forEach((r: unknown, i) => {
+  // An indexed loop, not forEach: holes of a sparse array (`[, 'a']`, `new Array(2)`) are checked.
+  const names: string[] = [];
+  for (let i = 0; i < list.length; i++) {
     const field = typeof resources === 'string' ? 'resources' : `resources[${i}]`;
-    if (typeof r !== 'string')
-      throw new InvalidArgumentError(field, `must be a string, got ${describe(r)}`);
-    if (r.length === 0) throw new InvalidArgumentError(field, 'must not be empty');
-    if (r.length > MAX_RESOURCE_LENGTH)
-      throw new InvalidArgumentError(
-        field,
-        `must be at most ${MAX_RESOURCE_LENGTH} characters, got ${r.length}`,
-      );
-  });
-  return [...new Set(list as string[])].sort();
+    names.push(checkResourceName(field, (list as unknown[])[i], MAX_RESOURCE_LENGTH, argError));
+  }
+  return [...new Set(names)].sort();
 }
 
 function allGroups(value: unknown, test: (v: unknown) => boolean): boolean {

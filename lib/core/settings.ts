@@ -1,5 +1,20 @@
 import type { Cluster, Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
+import {
+  MAX_DELAY_MS,
+  checkBoolean,
+  checkDelay,
+  checkExtendThreshold,
+  checkInteger,
+  checkKeyPrefix,
+  checkNames,
+  checkObject,
+  checkRetryWait,
+  checkTtl,
+  describe,
+} from './validate';
+
+export { checkInteger, checkNonNegative, describe, driftFor } from './validate';
 
 /** A Redis master as the engine sees it: an ioredis `Redis` or `Cluster` instance. */
 export type RedlockClient = Redis | Cluster;
@@ -33,7 +48,11 @@ export interface QuarantineSettings {
 
 /** Settings of the Redlock engine. Every field is optional; see {@link DEFAULT_SETTINGS}. */
 export interface RedlockSettings {
-  /** Default lock time-to-live in ms. Default 10 000. */
+  /**
+   * Default lock time-to-live in ms. Default 10 000. Every ttl (this one, per-call, extensions)
+   * must leave time for the masters to answer after the drift allowance:
+   * ttl − (ttl × driftFactor + 2) ≥ min(requestTimeout, 10).
+   */
   ttl?: number;
   /**
    * Upper bound in ms for any ttl used with this engine (acquire and extend). Bounds how long a
@@ -42,7 +61,7 @@ export interface RedlockSettings {
   maxTtl?: number;
   /** Retries after the first attempt of `acquire`. Default 10. `tryAcquire` makes one attempt. */
   retryCount?: number;
-  /** Base delay in ms between attempts. Default 200. */
+  /** Base delay in ms between attempts. Default 200. `retryDelay + retryJitter` ≤ 2^31 − 1. */
   retryDelay?: number;
   /** Random ± spread in ms added to each retry delay, to desynchronize contenders. Default 100. */
   retryJitter?: number;
@@ -52,13 +71,17 @@ export interface RedlockSettings {
   requestTimeout?: number;
   /** Votes needed. Default: a majority, floor(N/2) + 1. Lower values break mutual exclusion. */
   quorum?: number;
-  /** Prefix of every key the engine writes. Default `'lock:'`. Must not contain `{` or `}`. */
+  /**
+   * Prefix of every key (and hand-off channel) the engine writes. Default `'lock:'`. Non-empty,
+   * well-formed, without `{` or `}`, ending with a separator (`:` `/` `.` `-` `_` `|` `#`).
+   */
   keyPrefix?: string;
   /** Maximum number of successful `extend` calls per lock. Default 1000. */
   maxExtensions?: number;
   /**
-   * `using()` extends the lock when its remaining validity falls below this many ms.
-   * Default: a third of the ttl.
+   * `using()` (and `@Locked()`) extends the lock when its remaining validity falls below this
+   * many ms. Default: a third of the ttl. At most half the `ttl` setting; for a lock with a
+   * shorter ttl it is capped at half that lock's ttl.
    */
   extendThreshold?: number;
   /** Hand out a strictly increasing fencing token per resource with every lock. Default `true`. */
@@ -133,79 +156,56 @@ export const DEFAULT_SETTINGS = Object.freeze({
 export const MIN_FENCING_KEY_TTL = 2000;
 
 /** Largest ttl Redis accepts for PX on every platform we care about (and setTimeout's limit). */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+export const MAX_TIMER_MS = MAX_DELAY_MS;
+
+/** Every name {@link RedlockSettings} accepts. */
+export const SETTING_NAMES: readonly (keyof RedlockSettings)[] = Object.freeze([
+  'ttl',
+  'maxTtl',
+  'retryCount',
+  'retryDelay',
+  'retryJitter',
+  'driftFactor',
+  'requestTimeout',
+  'quorum',
+  'keyPrefix',
+  'maxExtensions',
+  'extendThreshold',
+  'fencing',
+  'fencingKeyTtl',
+  'quarantine',
+  'handoff',
+  'logger',
+]);
+
+/** Every name {@link QuarantineSettings} accepts. */
+export const QUARANTINE_NAMES: readonly (keyof QuarantineSettings)[] = Object.freeze([
+  'enabled',
+  'duration',
+  'trustAppendFsyncAlways',
+]);
 
 const defaultLogger: RedlockLogger = {
   warn: (message) => process.emitWarning(message, 'RedlockWarning'),
 };
-
-/** Drift allowance for a ttl (REDLOCK.md, step 4): ttl × driftFactor + 2 ms. */
-export function driftFor(ttl: number, driftFactor: number): number {
-  return Math.floor(ttl * driftFactor) + 2;
-}
-
-/** Checks that `value` is an integer in [min, max]; throws with the setting's name otherwise. */
-export function checkInteger(
-  field: string,
-  value: unknown,
-  min: number,
-  max: number,
-  make: (field: string, problem: string) => Error,
-): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw make(field, `must be a finite number, got ${describe(value)}`);
-  }
-  if (!Number.isInteger(value)) throw make(field, `must be an integer, got ${value}`);
-  if (value < min || value > max)
-    throw make(field, `must be between ${min} and ${max}, got ${value}`);
-  return value;
-}
-
-/** Checks that `value` is a finite number ≥ 0. */
-export function checkNonNegative(
-  field: string,
-  value: unknown,
-  make: (field: string, problem: string) => Error,
-): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw make(field, `must be a finite number, got ${describe(value)}`);
-  }
-  if (value < 0) throw make(field, `must not be negative, got ${value}`);
-  return value;
-}
-
-/** Short, secret-free description of a value for error messages. */
-export function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (typeof value === 'string') {
-    // Never echo what may be a URL or carry credentials (a client URL given where an instance
-    // was expected, a password in the wrong field).
-    if (/@|:\/\//.test(value)) return `a string of ${value.length} characters`;
-    return value.length > 40 ? 'a long string' : JSON.stringify(value);
-  }
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'undefined') {
-    return String(value);
-  }
-  return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
-}
 
 const configError = (field: string, problem: string): Error =>
   new InvalidConfigurationError(field, problem);
 
 /**
  * Validates settings for `nodeCount` masters and fills in defaults. Throws
- * {@link InvalidConfigurationError} naming the first bad field.
+ * {@link InvalidConfigurationError} naming the first bad field; an unknown name is an error
+ * that lists the valid ones.
  */
 export function resolveSettings(settings: RedlockSettings, nodeCount: number): ResolvedSettings {
-  if (settings === null || typeof settings !== 'object') {
-    throw configError('settings', `must be an object, got ${describe(settings)}`);
-  }
+  checkObject('settings', settings, configError);
+  checkNames(settings, SETTING_NAMES, configError);
   const s = { ...DEFAULT_SETTINGS, ...stripUndefined(settings) };
   const maxTtl = checkInteger('maxTtl', s.maxTtl, 1, MAX_TIMER_MS, configError);
-  const ttl = checkInteger('ttl', s.ttl, 1, maxTtl, configError);
   const retryCount = checkInteger('retryCount', s.retryCount, 0, 1_000_000, configError);
-  const retryDelay = checkNonNegative('retryDelay', s.retryDelay, configError);
-  const retryJitter = checkNonNegative('retryJitter', s.retryJitter, configError);
+  const retryDelay = checkDelay('retryDelay', s.retryDelay, configError);
+  const retryJitter = checkDelay('retryJitter', s.retryJitter, configError);
+  checkRetryWait(retryDelay, retryJitter, configError);
   if (typeof s.driftFactor !== 'number' || !(s.driftFactor >= 0 && s.driftFactor < 1)) {
     throw configError('driftFactor', `must be a number in [0, 1), got ${describe(s.driftFactor)}`);
   }
@@ -216,15 +216,15 @@ export function resolveSettings(settings: RedlockSettings, nodeCount: number): R
     MAX_TIMER_MS,
     configError,
   );
+  const limits = { maxTtl, requestTimeout, driftFactor: s.driftFactor };
+  const ttl = checkTtl('ttl', s.ttl, limits, configError);
   if (requestTimeout >= ttl) {
     throw configError('requestTimeout', `must be below the ttl (${ttl} ms), got ${requestTimeout}`);
   }
   const majority = Math.floor(nodeCount / 2) + 1;
   const quorum =
     s.quorum === undefined ? majority : checkInteger('quorum', s.quorum, 1, nodeCount, configError);
-  if (typeof s.keyPrefix !== 'string' || /[{}]/.test(s.keyPrefix) || s.keyPrefix.length > 256) {
-    throw configError('keyPrefix', 'must be a string of at most 256 characters without "{" or "}"');
-  }
+  const keyPrefix = checkKeyPrefix('keyPrefix', s.keyPrefix, configError);
   const maxExtensions = checkInteger(
     'maxExtensions',
     s.maxExtensions,
@@ -235,8 +235,8 @@ export function resolveSettings(settings: RedlockSettings, nodeCount: number): R
   const extendThreshold =
     s.extendThreshold === undefined
       ? undefined
-      : checkInteger('extendThreshold', s.extendThreshold, 1, maxTtl, configError);
-  if (typeof s.fencing !== 'boolean') throw configError('fencing', 'must be a boolean');
+      : checkExtendThreshold('extendThreshold', s.extendThreshold, ttl, configError);
+  const fencing = checkBoolean('fencing', s.fencing, configError);
   const fencingKeyTtl = checkInteger(
     'fencingKeyTtl',
     s.fencingKeyTtl,
@@ -244,13 +244,19 @@ export function resolveSettings(settings: RedlockSettings, nodeCount: number): R
     2 ** 52,
     configError,
   );
-  if (typeof s.handoff !== 'boolean') throw configError('handoff', 'must be a boolean');
+  const handoff = checkBoolean('handoff', s.handoff, configError);
 
   const q = s.quarantine === undefined || s.quarantine === true ? {} : s.quarantine;
-  if (q !== false && (q === null || typeof q !== 'object')) {
-    throw configError('quarantine', `must be a boolean or an object, got ${describe(q)}`);
+  if (q !== false) {
+    if (q === null || typeof q !== 'object' || Array.isArray(q)) {
+      throw configError('quarantine', `must be a boolean or an object, got ${describe(q)}`);
+    }
+    checkNames(q, QUARANTINE_NAMES, configError, 'quarantine.');
   }
-  const qEnabled = q === false ? false : (q.enabled ?? true);
+  const qEnabled =
+    q === false || q.enabled === undefined
+      ? q !== false
+      : checkBoolean('quarantine.enabled', q.enabled, configError);
   // At least 1 s: fencing counters restart from the server time in whole seconds, so a master
   // that lost its counters must not vote again within the second its old tokens came from.
   const defaultDuration = Math.max(1000, Math.ceil(maxTtl * (1 + s.driftFactor)) + 2);
@@ -258,8 +264,11 @@ export function resolveSettings(settings: RedlockSettings, nodeCount: number): R
     q === false || q.duration === undefined
       ? defaultDuration
       : checkInteger('quarantine.duration', q.duration, 0, 2 ** 52, configError);
-  const logger = s.logger ?? defaultLogger;
-  if (typeof logger.warn !== 'function') throw configError('logger', 'must have a warn() method');
+  const trustAppendFsyncAlways =
+    q === false || q.trustAppendFsyncAlways === undefined
+      ? q !== false
+      : checkBoolean('quarantine.trustAppendFsyncAlways', q.trustAppendFsyncAlways, configError);
+  const logger = checkLogger(s.logger ?? defaultLogger);
 
   return {
     ttl,
@@ -270,19 +279,28 @@ export function resolveSettings(settings: RedlockSettings, nodeCount: number): R
     driftFactor: s.driftFactor,
     requestTimeout,
     quorum,
-    keyPrefix: s.keyPrefix,
+    keyPrefix,
     maxExtensions,
     extendThreshold,
-    fencing: s.fencing,
+    fencing,
     fencingKeyTtl,
-    quarantine: {
-      enabled: qEnabled,
-      duration,
-      trustAppendFsyncAlways: q === false ? false : (q.trustAppendFsyncAlways ?? true),
-    },
-    handoff: s.handoff,
+    quarantine: { enabled: qEnabled, duration, trustAppendFsyncAlways },
+    handoff,
     logger,
   };
+}
+
+/** A logger is an object with a `warn` method and, optionally, a `debug` method. */
+function checkLogger(logger: unknown): RedlockLogger {
+  if (logger === null || typeof logger !== 'object') {
+    throw configError('logger', `must be an object with a warn() method, got ${describe(logger)}`);
+  }
+  const l = logger as Partial<Record<keyof RedlockLogger, unknown>>;
+  if (typeof l.warn !== 'function') throw configError('logger', 'must have a warn() method');
+  if (l.debug !== undefined && typeof l.debug !== 'function') {
+    throw configError('logger.debug', `must be a function, got ${describe(l.debug)}`);
+  }
+  return logger as RedlockLogger;
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, InvalidConfigurationError } from '../core';
-import { describe } from '../core/settings';
+import { MAX_RESOURCE_LENGTH } from '../core/redlock';
+import { checkResourceName, describe, isWellFormed } from '../core/validate';
 import type { LockedCallContext, LockedResources } from '../interfaces';
 
 /** Roots a `{placeholder}` may start with. */
@@ -21,11 +22,19 @@ export function checkLockedResources(resources: unknown, where: string): void {
       `resources must be a string, a non-empty array of strings or a function, got ${describe(resources)}`,
     );
   }
-  for (const template of list as unknown[]) {
+  // An indexed loop: holes of a sparse array are checked too.
+  for (let i = 0; i < list.length; i++) {
+    const template: unknown = (list as unknown[])[i];
     if (typeof template !== 'string' || template.length === 0) {
       throw new InvalidConfigurationError(
         where,
         `every resource must be a non-empty string, got ${describe(template)}`,
+      );
+    }
+    if (!isWellFormed(template)) {
+      throw new InvalidConfigurationError(
+        where,
+        'every resource must be a well-formed string (no lone UTF-16 surrogate)',
       );
     }
     const rest = template.replace(PLACEHOLDER, (_m, path: string) => {
@@ -64,15 +73,25 @@ export function resolveResources(resources: LockedResources, call: LockedCallCon
         `the resource function of ${callName(call)} must return a non-empty string or array of strings, got ${describe(result)}`,
       );
     }
-    return list.map((r: unknown) => {
-      if (typeof r !== 'string' || r.length === 0) {
-        throw new InvalidArgumentError(
+    // An indexed loop, not map: a hole in the returned array is an error too.
+    const out: string[] = [];
+    for (let i = 0; i < list.length; i++) {
+      out.push(
+        checkResourceName(
           'resources',
-          `the resource function of ${callName(call)} returned ${describe(r)} in its list`,
-        );
-      }
-      return r;
-    });
+          (list as unknown[])[i],
+          MAX_RESOURCE_LENGTH,
+          (_f, problem) => {
+            const got = describe((list as unknown[])[i]);
+            return new InvalidArgumentError(
+              'resources',
+              `the resource function of ${callName(call)} returned ${got} at index ${i}: ${problem}`,
+            );
+          },
+        ),
+      );
+    }
+    return out;
   }
   const list = typeof resources === 'string' ? [resources] : resources;
   return list.map((template) =>

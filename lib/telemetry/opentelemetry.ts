@@ -141,7 +141,10 @@ export function checkTelemetryOptions(
   const o = options as Record<string, unknown>;
   for (const key of Object.keys(o)) {
     if (!OPTION_KEYS.has(key))
-      throw new InvalidConfigurationError(`${field}.${key}`, 'unknown option');
+      throw new InvalidConfigurationError(
+        `${field}.${key}`,
+        `unknown option; valid names are ${[...OPTION_KEYS].join(', ')}`,
+      );
   }
   for (const key of ['traces', 'metrics', 'resourceAttributes']) {
     if (o[key] !== undefined && typeof o[key] !== 'boolean') {

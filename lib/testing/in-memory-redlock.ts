@@ -14,6 +14,7 @@ import { Redlock, normalizeResources } from '../core/redlock';
 import type { AcquireRequest, AttemptResult, RedlockHealth } from '../core/redlock';
 import { MAX_TIMER_MS, checkInteger } from '../core/settings';
 import { onAbort } from '../core/wake';
+import { checkTtl } from '../core/validate';
 import type { RedlockClient, RedlockLogger, RedlockSettings } from '../core/settings';
 
 /**
@@ -120,8 +121,7 @@ export class InMemoryRedlock extends Redlock {
    */
   override async extend(lock: Lock, ttl?: number): Promise<Lock> {
     const s = this.stateOf(lock);
-    const newTtl =
-      ttl === undefined ? s.ttl : checkInteger('ttl', ttl, 1, this.settings.maxTtl, argError);
+    const newTtl = ttl === undefined ? s.ttl : checkTtl('ttl', ttl, this.settings, argError);
     const detail = (votes: readonly NodeVote[]): LockErrorDetail => ({
       resources: lock.resources,
       votes,
