@@ -66,6 +66,7 @@ export type {
   LockedRoutine,
   MasterHealth,
   RedlockHealth,
+  RedlockFootprint,
 } from './core/redlock';
 export { DEFAULT_SETTINGS } from './core/settings';
 export type {
