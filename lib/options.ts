@@ -1,7 +1,13 @@
 import type { RedisOptions } from 'ioredis';
 import { InvalidConfigurationError } from './core';
 import type { RedlockSettings } from './core';
-import { MAX_TIMER_MS, checkInteger, describe, resolveSettings } from './core/settings';
+import {
+  MAX_TIMER_MS,
+  SETTING_NAMES,
+  checkInteger,
+  describe,
+  resolveSettings,
+} from './core/settings';
 import { checkRetryWait, checkTtl } from './core/validate';
 import type { TtlLimits } from './core/validate';
 import { isClientInstance, normalizeRedisUrl, redactUrl } from './clients';
@@ -35,23 +41,10 @@ export const LOCK_FRIENDLY_CLIENT_OPTIONS: Readonly<RedisOptions> = Object.freez
     Math.min(2000, 50 * 2 ** Math.min(times, 6)) + Math.floor(Math.random() * 50),
 });
 
-const ENGINE_KEYS = [
-  'ttl',
-  'maxTtl',
-  'retryCount',
-  'retryDelay',
-  'retryJitter',
-  'driftFactor',
-  'requestTimeout',
-  'quorum',
-  'keyPrefix',
-  'maxExtensions',
-  'extendThreshold',
-  'fencing',
-  'fencingKeyTtl',
-  'quarantine',
-  'handoff',
-] as const;
+/** The engine settings a module option set carries (every setting but the logger: Nest's). */
+const ENGINE_KEYS = SETTING_NAMES.filter(
+  (k): k is Exclude<keyof RedlockSettings, 'logger'> => k !== 'logger',
+);
 const MODULE_KEYS: readonly string[] = Object.freeze([
   ...ENGINE_KEYS,
   'clients',

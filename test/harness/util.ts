@@ -37,3 +37,28 @@ export function recordingLogger(): {
   const messages: string[] = [];
   return { warn: (m) => messages.push(m), debug: (m) => messages.push(m), messages };
 }
+
+/** Every key on each master (SCAN over the whole keyspace), sorted per master. */
+export async function keyspaceOf(clients: Redis[]): Promise<string[][]> {
+  return Promise.all(
+    clients.map(async (c) => {
+      const keys: string[] = [];
+      let cursor = '0';
+      do {
+        const [next, batch] = await c.scan(cursor, 'COUNT', 1000);
+        keys.push(...batch);
+        cursor = next;
+      } while (cursor !== '0');
+      return keys.sort();
+    }),
+  );
+}
+
+/**
+ * Keys that are on a master now (`after`) and were not before, per master. Keys may disappear
+ * meanwhile: the release of an earlier lock resolves on a majority, the last master's delete may
+ * land later.
+ */
+export function newKeys(before: string[][], after: string[][]): string[][] {
+  return after.map((keys, i) => keys.filter((k) => !before[i].includes(k)));
+}

@@ -19,7 +19,7 @@ import { Redlock } from '../../../lib/core/redlock';
 import type { RedlockSettings } from '../../../lib/core/settings';
 import { MAX_DELAY_MS } from '../../../lib/core/validate';
 import { RedisMasters } from '../../harness/redis-masters';
-import { sleep, uniqueResource } from '../../harness/util';
+import { sleep, uniqueResource, keyspaceOf, newKeys } from '../../harness/util';
 
 let masters: RedisMasters;
 let clients: Redis[];
@@ -52,28 +52,11 @@ afterAll(async () => {
   await masters.stop();
 });
 
-/** Every key on every master (SCAN over the whole keyspace), sorted per master. */
-async function keyspace(): Promise<string[][]> {
-  return Promise.all(
-    probe.map(async (c) => {
-      const keys: string[] = [];
-      let cursor = '0';
-      do {
-        const [next, batch] = await c.scan(cursor, 'COUNT', 1000);
-        keys.push(...batch);
-        cursor = next;
-      } while (cursor !== '0');
-      return keys.sort();
-    }),
-  );
-}
+const keyspace = (): Promise<string[][]> => keyspaceOf(probe);
 
-/**
- * No master holds a key it did not hold before (keys may disappear meanwhile: the release of an
- * earlier lock resolves on a majority, the last master's delete may land later).
- */
+/** No master holds a key it did not hold before. */
 function expectNoNewKey(before: string[][], after: string[][]): void {
-  after.forEach((keys, i) => expect(keys.filter((k) => !before[i].includes(k))).toEqual([]));
+  expect(newKeys(before, after)).toEqual(before.map(() => []));
 }
 
 /** Runs `call`, expects a typed error on `field`, and that no master got a new key. */

@@ -17,7 +17,7 @@ import type { RedlockModuleOptions } from '../../../lib/interfaces/redlock-modul
 import { RedlockModule } from '../../../lib/redlock.module';
 import { RedlockService } from '../../../lib/redlock.service';
 import { RedisMasters } from '../../harness/redis-masters';
-import { uniqueResource } from '../../harness/util';
+import { uniqueResource, keyspaceOf, newKeys } from '../../harness/util';
 
 @Injectable()
 class Worker {
@@ -80,27 +80,11 @@ afterAll(async () => {
   await masters?.stop();
 });
 
-async function keyspace(): Promise<string[][]> {
-  return Promise.all(
-    probe.map(async (c) => {
-      const keys: string[] = [];
-      let cursor = '0';
-      do {
-        const [next, batch] = await c.scan(cursor, 'COUNT', 1000);
-        keys.push(...batch);
-        cursor = next;
-      } while (cursor !== '0');
-      return keys.sort();
-    }),
-  );
-}
+const keyspace = (): Promise<string[][]> => keyspaceOf(probe);
 
-/**
- * No master holds a key it did not hold before (keys may disappear meanwhile: the release of an
- * earlier lock resolves on a majority, the last master's delete may land later).
- */
+/** No master holds a key it did not hold before. */
 function expectNoNewKey(before: string[][], after: string[][]): void {
-  after.forEach((keys, i) => expect(keys.filter((k) => !before[i].includes(k))).toEqual([]));
+  expect(newKeys(before, after)).toEqual(before.map(() => []));
 }
 
 /** Expects `call` to fail with a typed error on `field` and the keyspace to stay as it was. */
