@@ -91,6 +91,7 @@ export abstract class LockOperationError extends RedlockError implements LockErr
 
 /** Someone else holds (a majority of) the lock. The usual "try again later" outcome. */
 export class LockContendedError extends LockOperationError {
+  /** Machine-readable kind of the error (stable across versions). */
   readonly code = 'LOCK_CONTENDED' as const;
   /**
    * Best guess, in ms, of when the current holder's lock expires at the latest (the largest TTL a
@@ -98,6 +99,7 @@ export class LockContendedError extends LockOperationError {
    */
   readonly retryAfter: number | undefined;
 
+  /** Built by the engine with the details of the operation. */
   constructor(detail: LockErrorDetail) {
     super(`Resource ${formatResources(detail.resources)} is locked by another holder`, detail);
     this.retryAfter = holderTtl(detail.votes);
@@ -113,12 +115,14 @@ export type NoQuorumReason =
 
 /** Not enough masters could be reached (or too late) to make a majority decision. */
 export class NoQuorumError extends LockOperationError {
+  /** Machine-readable kind of the error (stable across versions). */
   readonly code = 'NO_QUORUM' as const;
   /** Why no usable quorum was reached. */
   readonly reason: NoQuorumReason;
   /** Votes needed. */
   readonly quorum: number;
 
+  /** Built by the engine with the details of the operation. */
   constructor(detail: LockErrorDetail & { reason: NoQuorumReason; quorum: number }) {
     super(
       detail.reason === 'validity-exhausted'
@@ -133,8 +137,10 @@ export class NoQuorumError extends LockOperationError {
 
 /** The lock is no longer held: it expired, was lost on a majority, or an extension failed. */
 export class LockLostError extends LockOperationError {
+  /** Machine-readable kind of the error (stable across versions). */
   readonly code = 'LOCK_LOST' as const;
 
+  /** Built by the engine with the details of the operation. */
   constructor(detail: LockErrorDetail, why: string, cause?: unknown) {
     super(
       `Lock on ${formatResources(detail.resources)} lost: ${why}`,
@@ -146,10 +152,12 @@ export class LockLostError extends LockOperationError {
 
 /** `acquire` gave up because its `waitTimeout` elapsed. */
 export class WaitTimeoutError extends LockOperationError {
+  /** Machine-readable kind of the error (stable across versions). */
   readonly code = 'WAIT_TIMEOUT' as const;
   /** The deadline that elapsed, in ms. */
   readonly waitTimeout: number;
 
+  /** Built by the engine with the details of the operation. */
   constructor(detail: LockErrorDetail & { waitTimeout: number }, options?: { cause?: unknown }) {
     super(
       `Gave up waiting for ${formatResources(detail.resources)} after ${detail.waitTimeout} ms`,
@@ -162,8 +170,10 @@ export class WaitTimeoutError extends LockOperationError {
 
 /** A pending `acquire` was cancelled through its AbortSignal. */
 export class LockAbortedError extends LockOperationError {
+  /** Machine-readable kind of the error (stable across versions). */
   readonly code = 'ABORTED' as const;
 
+  /** Built by the engine with the details of the operation. */
   constructor(detail: LockErrorDetail, options?: { cause?: unknown }) {
     super(`Acquisition of ${formatResources(detail.resources)} was aborted`, detail, options);
   }
@@ -171,10 +181,12 @@ export class LockAbortedError extends LockOperationError {
 
 /** `extend` was called more often than the `maxExtensions` setting allows. */
 export class ExtensionLimitError extends LockOperationError {
+  /** Machine-readable kind of the error (stable across versions). */
   readonly code = 'EXTENSION_LIMIT' as const;
   /** The limit that was reached. */
   readonly maxExtensions: number;
 
+  /** Built by the engine with the details of the operation. */
   constructor(detail: LockErrorDetail & { maxExtensions: number }) {
     super(
       `Lock on ${formatResources(detail.resources)} reached its limit of ${detail.maxExtensions} extensions`,
@@ -190,8 +202,10 @@ export class ExtensionLimitError extends LockOperationError {
  * keep working (extend, release) until they are released.
  */
 export class ShuttingDownError extends LockOperationError {
+  /** Machine-readable kind of the error (stable across versions). */
   readonly code = 'SHUTTING_DOWN' as const;
 
+  /** Built by the engine with the details of the operation. */
   constructor(detail: LockErrorDetail) {
     super(
       `No new lock on ${formatResources(detail.resources)}: the lock service is shutting down`,
@@ -202,10 +216,12 @@ export class ShuttingDownError extends LockOperationError {
 
 /** A call received an invalid argument. Thrown before any Redis call is made. */
 export class InvalidArgumentError extends RedlockError {
+  /** Machine-readable kind of the error (stable across versions). */
   readonly code = 'INVALID_ARGUMENT' as const;
   /** Name of the offending argument or option, e.g. `ttl` or `resources[2]`. */
   readonly field: string;
 
+  /** `field`: the setting or argument at fault; `problem`: what is wrong with it. */
   constructor(field: string, problem: string) {
     super(`Invalid argument "${field}": ${problem}`);
     this.field = field;
@@ -214,10 +230,12 @@ export class InvalidArgumentError extends RedlockError {
 
 /** The engine (or module) settings are invalid. Thrown at construction / bootstrap. */
 export class InvalidConfigurationError extends RedlockError {
+  /** Machine-readable kind of the error (stable across versions). */
   readonly code = 'INVALID_CONFIGURATION' as const;
   /** Name of the offending setting, e.g. `driftFactor` or `clients[1]`. */
   readonly field: string;
 
+  /** `field`: the setting or argument at fault; `problem`: what is wrong with it. */
   constructor(field: string, problem: string) {
     super(`Invalid Redlock configuration "${field}": ${problem}`);
     this.field = field;
