@@ -532,6 +532,7 @@ export class Redlock {
     const held = tally.votes.filter((v) => v.outcome === 'held' || v.outcome === 'repaired').length;
     if (this.nodes.length - held < this.quorum) {
       expire(lock, s, 'a majority of masters no longer hold it');
+      if (ledger) await this.undoRepairs(lock, tally.votes);
       throw new LockLostError(
         detail(tally.votes, end - start),
         'a majority of masters no longer hold it',
@@ -539,6 +540,7 @@ export class Redlock {
     }
     if (end >= s.validUntil) {
       expire(lock, s, 'validity ended during the extension');
+      if (ledger) await this.undoRepairs(lock, tally.votes);
       throw new LockLostError(
         detail(tally.votes, end - start),
         'its validity ended during the extension',
@@ -608,6 +610,24 @@ export class Redlock {
       this.quarantineNotice.flush();
     }
     return tally;
+  }
+
+  /**
+   * A repairing extension found the lock lost: deletes (compare-and-delete of its token) what the
+   * repair may have put back — on every master that did not answer `ok` or `held` — so that a
+   * lost lock does not block the resource on masters where it had already disappeared. Masters
+   * that kept the key are left as a plain extension leaves them.
+   */
+  private async undoRepairs(lock: Lock, votes: readonly NodeVote[]): Promise<void> {
+    const maybe = this.nodes.filter(
+      (_, i) => votes[i].outcome !== 'ok' && votes[i].outcome !== 'held',
+    );
+    if (maybe.length === 0) return;
+    await this.releaseKeys(lock.resources, lock.value, {
+      only: maybe,
+      waitAll: true,
+      announce: true,
+    });
   }
 
   /**
