@@ -35,11 +35,18 @@
  *     master it counts held our token without interruption from the previous confirmation
  *     (the acquire, or the last successful extension) until the script ran — our token on a
  *     master can only come from our own `SET`s, and every repair we sent there is known to have
- *     run before that confirmation (the ledger). A quorum held our token throughout, so B could
+ *     run before that confirmation (the ledger). "Not in the extension that repaired it" alone
+ *     would not be enough: a round is decided as soon as a quorum answered, so a repair may
+ *     answer after it, and a failed extension (retried by `using()` after `NoQuorumError`) may
+ *     repair a majority that the retry would then find "kept". The ledger covers both: a master
+ *     with a repair (or an error: it may have run) that settled after the last confirmation, or
+ *     one still in flight, does not count. A quorum held our token throughout, so B could
  *     not win a quorum in that interval (two majorities intersect, and on the common master our
  *     key blocks B's `SET NX`); and each extension starts within the previous validity, so the
  *     holder's intervals leave no gap. This is exactly the guarantee of an extension without
- *     repair, where "kept" means "held since the acquire".
+ *     repair, where "kept" means "held since the acquire". (The acquire's own `SET`s, some of
+ *     which land after it was granted — issue 16, item 1 — count from the first extension on, as
+ *     they did before: they are covered by the acquire's quorum, not by this argument.)
  *
  *     Conversely, if B won a quorum meanwhile — possible only once our key was gone from enough
  *     masters, e.g. several restarted without quarantine or lost keys to eviction — then B's
@@ -59,10 +66,12 @@
  * kept the key and is out of quarantine — count it again, and a lock held for hours survives
  * one master restart after another, as long as a quorum is up at each extension.
  *
- * A repair sent while the lock is still wanted may land late (after the round decided): it is
- * never sent once the lock is released or lost, and a release sent after it on the same
- * connection deletes it. A late repair of a lock that is lost in between leaves a key that
- * expires within its ttl (the holder's release deletes it earlier).
+ * Liveness: a repair sent while the lock is still wanted may land late (after the round decided):
+ * it is never sent once the lock is released or lost, and a release sent after it on the same
+ * connection deletes it. When an extension finds the lock lost, the keys it may have put back are
+ * deleted again at once (compare-and-delete of our token), so a lost lock does not block the
+ * resource on masters where it had already vanished; one that lands even later expires within
+ * its ttl, or goes with the holder's release.
  */
 import type { NodeOutcome } from './errors';
 import type { Lock } from './lock';
