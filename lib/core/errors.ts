@@ -13,6 +13,12 @@ export type NodeOutcome =
   | 'held'
   /** The master answered `ok`, but it restarted too recently to be trusted (restart quarantine). */
   | 'quarantined'
+  /**
+   * Extension only (`repairOnExtend`): the master had lost the key and the extension put it back
+   * (`SET NX`, same token) — or did so since the lock's last successful extension. It does not
+   * count toward the quorum until a later extension finds the key kept there.
+   */
+  | 'repaired'
   /** The request failed with an error (connection refused, script error, ...). */
   | 'error'
   /** No answer within the per-node timeout. */

@@ -92,7 +92,7 @@ export function formatMs(ms: number): string {
 }
 
 /**
- * Adds `quarantineRemaining` to the `quarantined` votes of an acquire round, from the marker age
+ * Adds `quarantineRemaining` to the `quarantined` votes of an acquire or extension round, from the marker age
  * each master reported (`ageOf`), and tells `notice` about them. Changes `votes` in place.
  */
 export function annotateQuarantined(

@@ -28,8 +28,11 @@ import type { Redactor } from './redact';
 import { onAbort } from './wake';
 import type { NodeReply } from './node';
 import { QuarantineNotice, annotateQuarantined } from './quarantine-notice';
+import { ledgerOf, repairMarkerAge, repairStatusOf, repairVote } from './repair';
+import type { RepairLedger, RepairStatus } from './repair';
 import {
   ACQUIRE_SCRIPT,
+  EXTEND_REPAIR_SCRIPT,
   EXTEND_SCRIPT,
   FENCE_RAISE_SCRIPT,
   MARKER_AGE_SCRIPT,
@@ -475,8 +478,9 @@ export class Redlock {
 
   /**
    * Extends a lock to `ttl` ms from now (default: its current ttl) with compare-and-pexpire on
-   * every master. Succeeds only when a quorum accepts within the remaining validity; never
-   * re-creates a key that expired. Throws {@link LockLostError} when the lock is gone,
+   * every master. Succeeds only when a quorum accepts within the remaining validity. With the
+   * `repairOnExtend` setting (default) it also puts the key back (`SET NX`, same token) on
+   * masters that lost it; those do not count toward the quorum (see repair.ts). Throws {@link LockLostError} when the lock is gone,
    * {@link NoQuorumError} when too few masters answered in time (the lock keeps its old validity),
    * {@link ExtensionLimitError} past `maxExtensions`.
    */
@@ -506,22 +510,29 @@ export class Redlock {
     const timeout = Math.min(this.settings.requestTimeout, remaining);
     const keys = lock.resources.map((r) => this.keyOf(r));
     const args = [lock.value, String(newTtl)];
-    const tally = await this.vote(
-      (node) =>
-        this.runGrouped(node, lock.resources, keys, (groupKeys) =>
-          node.evalScript(EXTEND_SCRIPT, groupKeys, args),
-        ),
-      (value) => (allGroups(value, (v) => v === 1) ? 'ok' : 'held'),
-      timeout,
-    );
+    const ledger = this.settings.repairOnExtend ? ledgerOf(lock, this.nodes.length) : undefined;
+    const tally = ledger
+      ? await this.repairingRound(lock, s, ledger, newTtl, timeout)
+      : await this.vote(
+          (node) =>
+            this.runGrouped(node, lock.resources, keys, (groupKeys) =>
+              node.evalScript(EXTEND_SCRIPT, groupKeys, args),
+            ),
+          (value) => (allGroups(value, (v) => v === 1) ? 'ok' : 'held'),
+          timeout,
+        );
     const end = monotonicNow();
     const validity = newTtl - (end - start) - driftFor(newTtl, this.settings.driftFactor);
     if (tally.ok >= this.quorum && end < s.validUntil && validity > 0) {
+      ledger?.confirm();
       return this.extended(lock, { ttl: newTtl, start, wallStart, end, votes: tally.votes });
     }
-    const held = tally.votes.filter((v) => v.outcome === 'held').length;
+    // Masters that cannot count before this lock's next successful extension: another holder's
+    // key, or ours put back since the last one (repair.ts, rule 2).
+    const held = tally.votes.filter((v) => v.outcome === 'held' || v.outcome === 'repaired').length;
     if (this.nodes.length - held < this.quorum) {
       expire(lock, s, 'a majority of masters no longer hold it');
+      if (ledger) await this.undoRepairs(lock, tally.votes);
       throw new LockLostError(
         detail(tally.votes, end - start),
         'a majority of masters no longer hold it',
@@ -529,6 +540,7 @@ export class Redlock {
     }
     if (end >= s.validUntil) {
       expire(lock, s, 'validity ended during the extension');
+      if (ledger) await this.undoRepairs(lock, tally.votes);
       throw new LockLostError(
         detail(tally.votes, end - start),
         'its validity ended during the extension',
@@ -538,6 +550,83 @@ export class Redlock {
       ...detail(tally.votes, end - start),
       reason: tally.ok >= this.quorum ? 'validity-exhausted' : 'unavailable',
       quorum: this.quorum,
+    });
+  }
+
+  /**
+   * One round of a repairing extension (repair.ts): compare-and-pexpire where the key is ours,
+   * `SET NX` where it is missing, on every master — sent after the master's post-connect check
+   * like an acquire, never once the lock is released or lost. Only masters that kept the key,
+   * had no repair since the lock was last confirmed, and are out of restart quarantine vote `ok`.
+   */
+  private async repairingRound(
+    lock: Lock,
+    s: LockState,
+    ledger: RepairLedger,
+    ttl: number,
+    timeout: number,
+  ): Promise<Tally> {
+    const keys = lock.resources.map((r) => this.keyOf(r));
+    const duration = this.settings.quarantine.duration;
+    const wanted = (): boolean => !s.released && !s.lostReason;
+    const statusOf = (value: unknown): RepairStatus =>
+      repairStatusOf((value as GroupReply[]).map((g) => g.value));
+    const tally = await this.vote(
+      (node, i) =>
+        ledger.track(
+          i,
+          this.afterCheck(node, wanted, () =>
+            this.runGrouped(node, lock.resources, keys, (groupKeys) => {
+              const marker = node.checksMarker;
+              return node.evalScript(
+                EXTEND_REPAIR_SCRIPT,
+                marker ? [...groupKeys, this.markerKey] : groupKeys,
+                [lock.value, String(ttl), marker ? '1' : '0', String(groupKeys.length)],
+                wanted,
+              );
+            }),
+          ),
+          statusOf,
+        ),
+      (value, node) => {
+        const age = repairMarkerAge((value as GroupReply[]).map((g) => g.value));
+        const young = node.checksMarker && age !== undefined && age < duration;
+        return repairVote(statusOf(value), ledger.counts(node.index), young);
+      },
+      timeout,
+    );
+    if (tally.votes.some((v) => v.outcome === 'quarantined')) {
+      annotateQuarantined(
+        tally.votes,
+        (i) => {
+          const reply = tally.replies[i];
+          return reply?.kind === 'reply'
+            ? repairMarkerAge((reply.value as GroupReply[]).map((g) => g.value))
+            : undefined;
+        },
+        duration,
+        this.quarantineNotice,
+      );
+      this.quarantineNotice.flush();
+    }
+    return tally;
+  }
+
+  /**
+   * A repairing extension found the lock lost: deletes (compare-and-delete of its token) what the
+   * repair may have put back — on every master that did not answer `ok` or `held` — so that a
+   * lost lock does not block the resource on masters where it had already disappeared. Masters
+   * that kept the key are left as a plain extension leaves them.
+   */
+  private async undoRepairs(lock: Lock, votes: readonly NodeVote[]): Promise<void> {
+    const maybe = this.nodes.filter(
+      (_, i) => votes[i].outcome !== 'ok' && votes[i].outcome !== 'held',
+    );
+    if (maybe.length === 0) return;
+    await this.releaseKeys(lock.resources, lock.value, {
+      only: maybe,
+      waitAll: true,
+      announce: true,
     });
   }
 

@@ -104,7 +104,8 @@ return deleted
 );
 
 /**
- * Extend: all-or-nothing compare-and-pexpire. Never re-creates a missing key.
+ * Extend: all-or-nothing compare-and-pexpire. Never re-creates a missing key (used when the
+ * `repairOnExtend` setting is off; see EXTEND_REPAIR_SCRIPT otherwise).
  * KEYS: lock keys. ARGV: token, ttl. Returns 1 when every key was ours and got the new TTL.
  */
 export const EXTEND_SCRIPT = script(
@@ -119,6 +120,56 @@ for i = 1, #KEYS do
   redis.call('PEXPIRE', KEYS[i], ARGV[2])
 end
 return 1
+`,
+);
+
+/**
+ * Extend with repair (the `repairOnExtend` setting; safety argument in repair.ts): for each key,
+ * compare-and-pexpire when it holds our token, `SET NX PX` with our token when it is missing.
+ * All-or-nothing against other holders: when any key holds another token, nothing is changed.
+ * Fencing counters are not touched: a repair puts back the same token, it is not a new holder.
+ *
+ * KEYS[1..n] lock keys, KEYS[n+1] boot marker (only when ARGV[3] == '1').
+ * ARGV: token, ttl, marker flag, n.
+ * Returns {status, age}: status 1 = every key was ours (kept), 2 = at least one missing key was
+ * put back and the others were ours (repaired), 0 = some key holds another token (untouched).
+ * `age` is the boot marker's age as in the acquire script (a missing marker is born now, so a
+ * master that lost its data set is in quarantine), -1 when not checked.
+ */
+export const EXTEND_REPAIR_SCRIPT = script(
+  'extend-repair',
+  `
+local n = tonumber(ARGV[4])
+local age = -1
+if ARGV[3] == '1' then
+  local marker = KEYS[n + 1]
+  local t = redis.call('TIME')
+  local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local birth = tonumber(redis.call('GET', marker))
+  if not birth then
+    birth = nowMs
+    redis.call('SET', marker, birth)
+  end
+  age = nowMs - birth
+end
+local missing = false
+for i = 1, n do
+  local v = redis.call('GET', KEYS[i])
+  if v == false then
+    missing = true
+  elseif v ~= ARGV[1] then
+    return {0, age}
+  end
+end
+for i = 1, n do
+  if not redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[i], ARGV[2])
+  end
+end
+if missing then
+  return {2, age}
+end
+return {1, age}
 `,
 );
 

@@ -98,6 +98,15 @@ export interface RedlockSettings {
   quarantine?: boolean | QuarantineSettings;
   /** Wake waiting acquires through Redis pub/sub as soon as a holder releases. Default `true`. */
   handoff?: boolean;
+  /**
+   * Self-healing extension: an extension puts the lock's key back (`SET NX`, same token, the new
+   * ttl) on masters that lost it — typically a master that restarted empty — so that a long-held
+   * lock does not decay to a bare majority and die at the next single failure. Repaired masters
+   * never count toward the extension that repairs them, nor while in restart quarantine; a key
+   * held by anyone else is never overwritten; fencing tokens are unchanged. `false`: extensions
+   * only refresh keys that are still there. Default `true`. (No effect on the in-memory engine.)
+   */
+  repairOnExtend?: boolean;
   /** Where warnings go. */
   logger?: RedlockLogger;
 }
@@ -123,6 +132,7 @@ export interface ResolvedSettings {
     readonly trustAppendFsyncAlways: boolean;
   };
   readonly handoff: boolean;
+  readonly repairOnExtend: boolean;
   readonly logger: RedlockLogger;
 }
 
@@ -140,6 +150,7 @@ export const DEFAULT_SETTINGS = Object.freeze({
   fencing: true,
   fencingKeyTtl: 7 * 24 * 3600 * 1000,
   handoff: true,
+  repairOnExtend: true,
 });
 
 /**
@@ -175,6 +186,7 @@ export const SETTING_NAMES: readonly (keyof RedlockSettings)[] = Object.freeze([
   'fencingKeyTtl',
   'quarantine',
   'handoff',
+  'repairOnExtend',
   'logger',
 ]);
 
@@ -245,6 +257,7 @@ export function resolveSettings(settings: RedlockSettings, nodeCount: number): R
     configError,
   );
   const handoff = checkBoolean('handoff', s.handoff, configError);
+  const repairOnExtend = checkBoolean('repairOnExtend', s.repairOnExtend, configError);
 
   const q = s.quarantine === undefined || s.quarantine === true ? {} : s.quarantine;
   if (q !== false) {
@@ -286,6 +299,7 @@ export function resolveSettings(settings: RedlockSettings, nodeCount: number): R
     fencingKeyTtl,
     quarantine: { enabled: qEnabled, duration, trustAppendFsyncAlways },
     handoff,
+    repairOnExtend,
     logger,
   };
 }

@@ -357,7 +357,8 @@ function voteCounts(votes: readonly NodeVote[]): TelemetryAttributes {
   for (const v of votes) {
     if (v.outcome === 'ok') ok++;
     else if (v.outcome === 'held') held++;
-    else if (v.outcome !== 'pending') unavailable++;
+    // A repaired master answered and holds our key again: neither a holder nor an outage.
+    else if (v.outcome !== 'pending' && v.outcome !== 'repaired') unavailable++;
   }
   return {
     'redlock.votes.ok': ok,

@@ -115,7 +115,9 @@ export class InMemoryRedlock extends Redlock {
 
   /**
    * Extends the lock to `ttl` ms from now (default: its current ttl). Same rules as the real
-   * engine: never re-creates a lost key; {@link LockLostError} when it is gone,
+   * engine with its single master: a lost key is lost for good (the real engine's repair,
+   * `repairOnExtend`, never counts a master whose key was put back, so with one master it could
+   * not save the lock either); {@link LockLostError} when it is gone,
    * {@link ExtensionLimitError} past `maxExtensions`, {@link NoQuorumError} during a simulated
    * outage (the lock keeps its old validity).
    */

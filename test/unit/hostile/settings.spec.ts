@@ -77,6 +77,8 @@ describe('engine settings', () => {
     // type checks that already held (kept as a guard)
     ['fencing', { fencing: 'true' }],
     ['handoff', { handoff: 1 }],
+    ['repairOnExtend', { repairOnExtend: 'yes' }],
+    ['repairOnExtend', { repairOnExtend: null }],
     ['settings', []],
   ])('rejects %s', (field, settings) => {
     const rl = (s: unknown) => new Redlock(clients, { ...quiet, ...(s as RedlockSettings) });
@@ -233,6 +235,15 @@ describe('module options', () => {
       trustAppendFsyncAlways: false,
     });
     expect(resolved.lockedDefaults.ttl).toBe(12);
+  });
+
+  it('accepts repairOnExtend (issue 16, item 3): on by default, off when asked, a boolean only', () => {
+    expect(normalizeOptions(base).repairOnExtend).toBe(true);
+    expect(normalizeOptions({ ...base, repairOnExtend: false }).repairOnExtend).toBe(false);
+    const error = configErrorOf(() =>
+      normalizeOptions({ ...base, repairOnExtend: 'no' } as unknown as RedlockModuleOptions),
+    );
+    expect(error.field).toBe('repairOnExtend');
   });
 });
 
