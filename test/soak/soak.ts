@@ -20,18 +20,14 @@ export interface SoakOptions {
   readonly log?: (line: string) => void;
 }
 
+/** Keys on one master (−1 while it is down): DBSIZE, and the keys by kind (foreign: not ours). */
+type KeyCounts = Record<'dbsize' | 'locks' | 'fences' | 'markers' | 'foreign', number>;
+
 export interface Sample {
   readonly t: number;
   readonly heapMb: number;
   readonly footprint: RedlockFootprint;
-  /** Per master (−1 while it is down): DBSIZE, and the keys by kind (foreign: not the engine's). */
-  readonly keys: {
-    dbsize: number;
-    locks: number;
-    fences: number;
-    markers: number;
-    foreign: number;
-  }[];
+  readonly keys: KeyCounts[];
 }
 
 export interface SoakResult {
@@ -71,7 +67,7 @@ function collector(): () => void {
  * The keys on one master by kind, from a SCAN of the whole keyspace (SCAN skips keys that have
  * expired; DBSIZE still counts them until Redis reclaims them).
  */
-async function keysOf(c: Redis): Promise<Sample['keys'][number]> {
+async function keysOf(c: Redis): Promise<KeyCounts> {
   const keys = { dbsize: -1, locks: -1, fences: -1, markers: -1, foreign: -1 };
   try {
     keys.dbsize = await c.dbsize();
@@ -287,8 +283,7 @@ function verdict(
 /** The table printed at the end: about ten samples, the final one, the counters, the verdict. */
 export function formatSoak(result: SoakResult): string {
   const { samples, final, counts, heap, failures } = result;
-  const per = (s: Sample, f: (k: Sample['keys'][number]) => number): string =>
-    s.keys.map(f).join('/');
+  const per = (s: Sample, f: (k: KeyCounts) => number): string => s.keys.map(f).join('/');
   const columns: [string, number, (s: Sample) => string][] = [
     ['at s', 6, (s) => (s.t / 1000).toFixed(0)],
     ['heap MB', 8, (s) => s.heapMb.toFixed(1)],
