@@ -78,6 +78,7 @@ function failures(report) {
 const indent = (text) =>
   text
     .split('\n')
+    .filter((l) => !/node_modules|node:internal/.test(l))
     .slice(0, 12)
     .map((l) => `      ${l}`)
     .join('\n');
