@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
  * - lock key of resource `r`:   `${prefix}{r}`
  * - fencing counter of `r`:     `${prefix}fence:{r}`
  * - boot marker:                `${prefix}boot`
+ * - run id beside the marker:    `${prefix}boot:run` (the master process that seeded the marker)
  *
  * The `{...}` hash tag puts a resource's lock key and fencing counter in the same Redis Cluster
  * slot, so one script can use both. Redis takes the tag from the first `{` to the first `}`
@@ -20,7 +21,7 @@ import { createHash } from 'node:crypto';
  * The formats are injective: a key of the first form has exactly one `}`, at its end; a key of
  * the second form has at least two (one ends the tag, one is in `r`), and `r` is everything after
  * the first `}`. Lock keys (`{` right after the prefix), counters (`fence:`) and the marker
- * (`boot`) never share a key. Resources without `}` keep the keys of earlier versions.
+ * (`boot`, `boot:run`) never share a key. Resources without `}` keep the keys of earlier versions.
  */
 
 /** The part of a resource's keys after the prefix (and after `fence:` for counters). */
@@ -43,4 +44,9 @@ export function fenceKey(prefix: string, resource: string): string {
 /** Redis key of the boot marker (restart quarantine). */
 export function markerKey(prefix: string): string {
   return `${prefix}boot`;
+}
+
+/** Redis key of the run id recorded beside a boot marker key (exact restart detection). */
+export function markerRunKey(marker: string): string {
+  return `${marker}:run`;
 }

@@ -1,3 +1,4 @@
+import { markerRunKey } from './keys';
 import { configValue } from './replies';
 import type { Cluster, Redis } from 'ioredis';
 import type { NodeOutcome } from './errors';
@@ -184,7 +185,7 @@ export class MasterNode {
         const uptimeMs = Math.max(0, Number(uptime) - 1) * 1000;
         const reply = (await this.evalScript(
           MARKER_SEED_SCRIPT,
-          [this.markerKey, `${this.markerKey}:run`],
+          [this.markerKey, markerRunKey(this.markerKey)],
           [String(uptimeMs), runId ?? ''],
         )) as [number, number];
         seeded = { age: Number(reply[0]), cause: SEED_CAUSES[Number(reply[1])] ?? 'new' };
