@@ -70,10 +70,14 @@ export class QuarantineNotice {
       const until = new Date(Date.now() + longest).toISOString();
       return `${group.map((e) => e.name).join(', ')} (${WHY[cause]}) for up to ${formatMs(longest)} more, until about ${until}`;
     });
-    const count = entries.length === 1 ? 'master' : `${entries.length} masters`;
+    const one = entries.length === 1;
+    const count = one ? 'master' : `${entries.length} masters`;
+    const votes = one
+      ? 'Its vote does not count until every lock it may have lost has expired. '
+      : 'Their votes do not count until every lock they may have lost has expired. ';
     this.logger.warn(
       `Redlock: ${count} in restart quarantine: ${parts.join('; ')}. ` +
-        'Their votes do not count until every lock they may have lost has expired. ' +
+        votes +
         'For throwaway dev masters set `quarantine: false`; masters that persist every write ' +
         '(appendonly yes with appendfsync always) are trusted at once.',
     );

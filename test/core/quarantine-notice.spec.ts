@@ -80,6 +80,9 @@ it('announces fresh masters once, says why, for how long and how to skip it; err
     expect(line).toContain('quarantine: false');
     expect(line).toContain('appendfsync always');
     expect(line).not.toContain(PASSWORD);
+    // One master: "Its vote does not count"; several: "Their votes do not count".
+    const many = rl.masterNames.filter((n) => names(line, n)).length > 1;
+    expect(line).toContain(many ? 'Their votes do not count' : 'Its vote does not count');
   }
 
   const health = await rl.health();
@@ -130,4 +133,6 @@ it('announces masters whose data was flushed, once, when acquires find them', as
   expect(names(lines[0], rl.masterNames[2])).toBe(true);
   expect(names(lines[0], rl.masterNames[0])).toBe(false);
   expect(lines[0]).toMatch(/younger than the quarantine/);
+  expect(lines[0]).toContain('2 masters in restart quarantine');
+  expect(lines[0]).toContain('Their votes do not count');
 });
