@@ -83,6 +83,11 @@ const redlock = new Redlock(masters, {
   requestTimeout: 50,
   keyPrefix: KEY_PREFIX,
   quarantine: !cfg.noQuarantine,
+  // The deliberately broken variant turns off the self-healing extension too: a repair that
+  // lands between the partition healing and the restart puts the key back on the partitioned
+  // masters and so hides the crash-recovery case this variant must show (REDLOCK.md: A on r1 r2
+  // r3, r3 restarts empty, B wins r3 r4 r5). With the defaults both are on.
+  repairOnExtend: !cfg.noQuarantine,
   logger: { warn: () => undefined },
 });
 
