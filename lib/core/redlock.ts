@@ -532,7 +532,7 @@ export class Redlock {
     const held = tally.votes.filter((v) => v.outcome === 'held' || v.outcome === 'repaired').length;
     if (this.nodes.length - held < this.quorum) {
       expire(lock, s, 'a majority of masters no longer hold it');
-      if (ledger) await this.undoRepairs(lock, tally.votes);
+      if (ledger) await this.undoRepairs(lock, tally);
       throw new LockLostError(
         detail(tally.votes, end - start),
         'a majority of masters no longer hold it',
@@ -540,7 +540,7 @@ export class Redlock {
     }
     if (end >= s.validUntil) {
       expire(lock, s, 'validity ended during the extension');
-      if (ledger) await this.undoRepairs(lock, tally.votes);
+      if (ledger) await this.undoRepairs(lock, tally);
       throw new LockLostError(
         detail(tally.votes, end - start),
         'its validity ended during the extension',
@@ -613,18 +613,28 @@ export class Redlock {
   }
 
   /**
-   * A repairing extension found the lock lost: deletes (compare-and-delete of its token) what the
-   * repair may have put back — on every master that did not answer `ok` or `held` — so that a
-   * lost lock does not block the resource on masters where it had already disappeared. Masters
-   * that kept the key are left as a plain extension leaves them.
+   * A repairing extension found the lock lost: deletes (compare-and-delete of its token) the keys
+   * this round put back — only on masters whose reply says the key was missing and was set now —
+   * so that a lost lock does not block the resource where it had already disappeared. Deleting
+   * there only restores what the masters held before the round. Every other master is left as a
+   * plain extension leaves it: where our key may have been kept (the master answered `ok`, or
+   * late, or with an error, or was put back by an earlier round), deleting it could open the
+   * resource to a contender while the holder, told a moment ago, is still winding down inside the
+   * validity it was given; such keys expire within their ttl or go with the holder's release.
    */
-  private async undoRepairs(lock: Lock, votes: readonly NodeVote[]): Promise<void> {
-    const maybe = this.nodes.filter(
-      (_, i) => votes[i].outcome !== 'ok' && votes[i].outcome !== 'held',
-    );
-    if (maybe.length === 0) return;
+  private async undoRepairs(lock: Lock, tally: Tally): Promise<void> {
+    const repairedNow = this.nodes.filter((_, i) => {
+      const reply = tally.replies[i];
+      if (reply?.kind !== 'reply') return false;
+      try {
+        return repairStatusOf((reply.value as GroupReply[]).map((g) => g.value)) === 'repaired';
+      } catch {
+        return false;
+      }
+    });
+    if (repairedNow.length === 0) return;
     await this.releaseKeys(lock.resources, lock.value, {
-      only: maybe,
+      only: repairedNow,
       waitAll: true,
       announce: true,
     });

@@ -68,10 +68,13 @@
  *
  * Liveness: a repair sent while the lock is still wanted may land late (after the round decided):
  * it is never sent once the lock is released or lost, and a release sent after it on the same
- * connection deletes it. When an extension finds the lock lost, the keys it may have put back are
- * deleted again at once (compare-and-delete of our token), so a lost lock does not block the
- * resource on masters where it had already vanished; one that lands even later expires within
- * its ttl, or goes with the holder's release.
+ * connection deletes it. When an extension finds the lock lost, the keys that round put back
+ * (the master's reply says the key was missing and was set) are deleted again at once
+ * (compare-and-delete of our token), so a lost lock does not block the resource on masters where
+ * it had already vanished. Nothing else is deleted early: where our key may have been kept (an
+ * `ok`, a late or failed answer, a repair of an earlier round), removing it could let a contender
+ * in while the holder, just told, is still inside the validity it was given. Such keys, and a
+ * repair that lands even later, expire within their ttl or go with the holder's release.
  */
 import type { NodeOutcome } from './errors';
 import type { Lock } from './lock';

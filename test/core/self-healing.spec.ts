@@ -307,3 +307,36 @@ it('a lock that lost its key on a majority is lost; what the repair put back is 
   await lock.release();
   await waitUntil(async () => (await valuesOn(w.probe, key)).every((v) => v === null));
 });
+
+it('a lost lock leaves its key where it may have been kept: only keys put back by that round go', async () => {
+  const w = await world(5, { quarantine: false, maxTtl: 3000 });
+  const r = uniqueResource('late-kept');
+  const key = w.engine.keyOf(r);
+  const lock = await w.engine.acquire(r, { ttl: 3000 });
+  await waitUntil(async () => (await valuesOn(w.probe, key)).every((v) => v === lock.value));
+  // Three masters lose the key (the repair puts it back: `repaired`, the lock is lost); master 0
+  // kept it but answers after the per-node timeout (paused).
+  await Promise.all([w.probe[1].del(key), w.probe[2].del(key), w.probe[3].del(key)]);
+  const m0 = w.masters.masters[0];
+  m0.pause();
+  let error: unknown;
+  try {
+    error = await lock.extend(3000).catch((e: unknown) => e);
+  } finally {
+    m0.resume();
+  }
+  expect(error).toBeInstanceOf(LockLostError);
+  expect(lock.signal.aborted).toBe(true);
+  // Whatever the paused master runs now, our key stays there (and on master 4, which answered
+  // `ok`): deleting a key that may have been kept would open the resource to a contender while
+  // the holder is still inside the validity it was given. The masters repaired by this round
+  // are emptied again.
+  await w.probe[0].ping();
+  await sleep(50);
+  const values = await valuesOn(w.probe, key);
+  expect(values[0]).toBe(lock.value);
+  expect(values[4]).toBe(lock.value);
+  expect(values.slice(1, 4)).toEqual([null, null, null]);
+  await lock.release();
+  await waitUntil(async () => (await valuesOn(w.probe, key)).every((v) => v === null));
+});
