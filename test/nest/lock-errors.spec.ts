@@ -60,7 +60,9 @@ let outsider: Redlock;
 
 beforeAll(async () => {
   masters = await RedisMasters.start(3);
-  outsider = new Redlock(masters.createClients(), { quarantine: false, retryCount: 0 });
+  // Generous per-node timeouts and retries: these tests are about the answers, not about speed,
+  // and must hold on a busy machine.
+  outsider = new Redlock(masters.createClients(), { quarantine: false, requestTimeout: 250 });
 });
 afterAll(async () => {
   await outsider?.close();
@@ -78,6 +80,7 @@ async function boot(
         clients: masters.urls,
         quarantine: false,
         retryCount: 0,
+        requestTimeout: 250,
         ...rest,
         ...(exceptionFilter === undefined ? {} : { exceptionFilter }),
       }),
