@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import type { RedlockClient } from './core';
-import { errorMessage } from './core/node';
+import { errorMessage } from './core/masters/node';
 import { clientSecrets, redactText as redactWith, redactUrl as redactUrlCore } from './core/redact';
 import { masterErrorMessage, masterReadyMessage } from './redlock.messages';
 import type { RedlockClientOption } from './interfaces';

@@ -21,7 +21,7 @@ import type {
   ReleaseResult,
   UsingOptions,
 } from './core';
-import { errorMessage } from './core/node';
+import { errorMessage } from './core/masters/node';
 import { describe } from './core/validate';
 import { createClients, redactText } from './clients';
 import type { RedlockClients } from './clients';

@@ -31,3 +31,8 @@ export function delay(ms: number, signal?: AbortSignal): Promise<void> {
       : () => undefined;
   });
 }
+
+/** A duration for humans: `850 ms`, `3 s` (rounded up). */
+export function formatMs(ms: number): string {
+  return ms < 1000 ? `${Math.ceil(ms)} ms` : `${Math.ceil(ms / 1000)} s`;
+}

@@ -3,7 +3,7 @@
  * transports (HTTP, RPC, ...); the Nest layer maps them. Each carries structured detail so that
  * callers and logs can tell *why* a lock was not granted.
  */
-import { formatMs } from './quarantine-notice';
+import { formatMs } from './clock';
 
 /** How one master answered one request. */
 export type NodeOutcome =

@@ -1,17 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { InvalidArgumentError } from './errors';
+import { evalScript } from './scripts/lua';
+import { FENCED_WRITE_SCRIPT } from './scripts/fencing';
 import { isWellFormed } from './validate';
-
-const FENCED_WRITE = `
-local cur = tonumber(redis.call('HGET', KEYS[1], 'fencingToken'))
-if cur and cur >= tonumber(ARGV[1]) then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'fencingToken', ARGV[1], 'value', ARGV[2])
-return 1
-`;
-const FENCED_WRITE_SHA = createHash('sha1').update(FENCED_WRITE).digest('hex');
 
 /**
  * Enforces fencing at a protected Redis resource: stores `value` under `key` only if
@@ -41,14 +32,7 @@ export async function fencedWrite(
   if (!Number.isSafeInteger(fencingToken) || fencingToken < 0) {
     throw new InvalidArgumentError('fencingToken', 'must be a non-negative safe integer');
   }
-  const args = [key, String(fencingToken), value] as const;
-  let reply: unknown;
-  try {
-    reply = await client.evalsha(FENCED_WRITE_SHA, 1, ...args);
-  } catch (err) {
-    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-    reply = await client.eval(FENCED_WRITE, 1, ...args);
-  }
+  const reply = await evalScript(client, FENCED_WRITE_SCRIPT, [key], [String(fencingToken), value]);
   return reply === 1;
 }
 

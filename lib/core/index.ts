@@ -18,7 +18,7 @@ export type {
   ResolvedSettings,
 } from './settings';
 export { monotonicNow } from './clock';
-export { keySlot } from './slots';
+export { keySlot } from './masters/slots';
 export type {
   RedlockEvent,
   RedlockObserver,

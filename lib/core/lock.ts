@@ -1,16 +1,17 @@
 import { monotonicNow } from './clock';
 import { InvalidArgumentError, LockLostError } from './errors';
 import type { NodeVote } from './errors';
+import type { Grant } from './policy/store';
+import { validUntil } from './quorum/protocol';
+import type { ReleaseResult } from './quorum/protocol';
 
-/** What a release achieved on each master. */
-export interface ReleaseResult {
-  /** Masters that deleted at least one of the lock's keys. */
-  readonly deleted: number;
-  /** `true` when every master answered (deleted or had nothing of ours to delete). */
-  readonly complete: boolean;
-  /** Per-master outcomes: `ok` = deleted, `held` = nothing of ours there (expired or never set). */
-  readonly votes: readonly NodeVote[];
-}
+export type { ReleaseResult } from './quorum/protocol';
+
+/**
+ * A lock and all of its state: identity ({@link Lock}), validity and the state machine
+ * granted → extended* → released | lost ({@link grantState}, {@link applyExtension},
+ * {@link expire}, {@link markReleased}), the expiry timer behind its signal.
+ */
 
 /** The engine operations a {@link Lock} delegates to. */
 export interface LockOwner {
@@ -40,6 +41,44 @@ export interface LockState {
   onLost?: (reason: LockLostError) => void;
   /** The engine that created the lock (set by the {@link Lock} constructor): the only one that may release or extend it. */
   owner?: LockOwner;
+  /** What the store granted (told when the lock ends: see {@link Grant.ended}). */
+  grant?: Grant;
+}
+
+/** The state of a lock for `grant`: valid from the time its request was sent (protocol step 2). */
+export function grantState(grant: Grant, driftFactor: number): LockState {
+  return {
+    validUntil: validUntil(grant.start, grant.ttl, driftFactor),
+    expiresAt: validUntil(grant.wallStart, grant.ttl, driftFactor),
+    ttl: grant.ttl,
+    extensions: 0,
+    released: false,
+    votes: grant.votes,
+    acquiredAt: grant.start,
+    grant,
+  };
+}
+
+/** Records a successful extension (validity from `x.start`, when it was sent); re-arms the expiry timer. */
+export function applyExtension(
+  lock: Lock,
+  s: LockState,
+  x: { ttl: number; start: number; wallStart: number; votes: readonly NodeVote[] },
+  driftFactor: number,
+): void {
+  s.validUntil = validUntil(x.start, x.ttl, driftFactor);
+  s.expiresAt = validUntil(x.wallStart, x.ttl, driftFactor);
+  s.ttl = x.ttl;
+  s.extensions++;
+  s.votes = x.votes;
+  scheduleExpiry(lock, s);
+}
+
+/** Marks a lock released (its holder's choice: the signal does not abort). */
+export function markReleased(s: LockState): void {
+  s.released = true;
+  if (s.grant) s.grant.ended = true;
+  disarm(s);
 }
 
 /**
@@ -58,6 +97,13 @@ export function fencingTable(
 }
 
 const states = new WeakMap<Lock, LockState>();
+/** The lock made from each grant (stores know grants; their fault controls may need the lock). */
+const byGrant = new WeakMap<Grant, Lock>();
+
+/** The lock an engine made from `grant`, if any. */
+export function lockOfGrant(grant: Grant): Lock | undefined {
+  return byGrant.get(grant);
+}
 
 /** Set while an engine creates a lock: the only way a `Lock` can be constructed. */
 let minting = false;
@@ -135,6 +181,7 @@ export class Lock {
     );
     init.state.owner = owner;
     states.set(this, init.state);
+    if (init.state.grant) byGrant.set(init.state.grant, this);
   }
 
   /** The fencing token of the first resource (the only one for single-resource locks). */
@@ -229,6 +276,7 @@ export function expire(lock: Lock, s: LockState, why: string, cause?: unknown): 
   s.timer = undefined;
   s.validUntil = Math.min(s.validUntil, monotonicNow());
   if (s.lostReason || s.released) return;
+  if (s.grant) s.grant.ended = true;
   const err = new LockLostError(
     {
       resources: lock.resources,

@@ -77,25 +77,9 @@
  * repair that lands even later, expire within their ttl or go with the holder's release.
  */
 import type { NodeOutcome } from './errors';
-import type { Lock } from './lock';
 
 /** What the repair-extension script did on one master (all of its slot groups). */
 export type RepairStatus = 'kept' | 'repaired' | 'held';
-
-/** Status of one master from the script's group replies (`[status, markerAge]` each). */
-export function repairStatusOf(groups: readonly unknown[]): RepairStatus {
-  const codes = groups.map((g) => Number((g as unknown[])[0]));
-  if (codes.some((c) => c !== 1 && c !== 2)) return 'held';
-  return codes.every((c) => c === 1) ? 'kept' : 'repaired';
-}
-
-/** The youngest boot-marker age (ms) in a master's group replies, or undefined when unchecked. */
-export function repairMarkerAge(groups: readonly unknown[]): number | undefined {
-  const ages = groups
-    .map((g) => (g as unknown[])[1])
-    .filter((a): a is number => typeof a === 'number' && a >= 0);
-  return ages.length > 0 ? Math.min(...ages) : undefined;
-}
 
 /**
  * Per lock and master: which masters may hold our key through a repair that is not yet covered by
@@ -117,11 +101,7 @@ export class RepairLedger {
    * Follows one script sent to master `i`. The returned promise settles like `sent`, after the
    * ledger noted the result, so that the vote on it already sees the ledger up to date.
    */
-  track(
-    i: number,
-    sent: Promise<unknown>,
-    status: (value: unknown) => RepairStatus,
-  ): Promise<unknown> {
+  track<T>(i: number, sent: Promise<T>, status: (value: T) => RepairStatus): Promise<T> {
     this.unsettled[i]++;
     return sent.then(
       (value) => {
@@ -155,10 +135,10 @@ export class RepairLedger {
   }
 }
 
-const ledgers = new WeakMap<Lock, RepairLedger>();
+const ledgers = new WeakMap<object, RepairLedger>();
 
-/** The ledger of `lock` (created on its first repairing extension). */
-export function ledgerOf(lock: Lock, masters: number): RepairLedger {
+/** The ledger of a lock's grant (created on its first repairing extension). */
+export function ledgerOf(lock: object, masters: number): RepairLedger {
   let ledger = ledgers.get(lock);
   if (!ledger) {
     ledger = new RepairLedger(masters);

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { LockContendedError } from '../../lib/core/errors';
 import { fenceKey, lockKey, markerKey } from '../../lib/core/keys';
 import { Redlock } from '../../lib/core/redlock';
-import { keySlot } from '../../lib/core/slots';
+import { keySlot } from '../../lib/core/masters/slots';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';
 import { uniqueResource, waitUntil } from '../harness/util';
 

@@ -6,6 +6,9 @@ import type { Redis } from 'ioredis';
 import { Lock, Redlock, WaitTimeoutError } from '../../lib';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
+import { STORE_FACTORY } from '../../lib/core/policy/store';
+import type { StoreFactory } from '../../lib/core/policy/store';
+import { RedisStore } from '../../lib/core/redis-store';
 
 let masters: RedisMasters;
 let clients: Redis[];
@@ -134,20 +137,27 @@ it('a release announced while the waiter is busy with an attempt is not missed',
     await holder.lock?.release();
     holder.released = true;
   };
-  class Instrumented extends Redlock {
-    protected override async attemptOnce(
-      ...args: Parameters<Redlock['attemptOnce']>
-    ): ReturnType<Redlock['attemptOnce']> {
-      const result = await super.attemptOnce(...args);
-      if (args[1] === 2 && !result.lock && holder.lock) {
-        await release();
-        await sleep(100); // the announcement reaches the subscriber during this attempt
-      }
-      return result;
-    }
-  }
+  // The waiter's engine over a Redis store whose attempts are counted and instrumented.
+  let attempt = 0;
+  const instrumented: StoreFactory = {
+    [STORE_FACTORY]: true,
+    masters: clients.length,
+    open: (settings) => {
+      const store = new RedisStore(clients, settings);
+      const attemptOnce = store.attempt.bind(store);
+      store.attempt = async (req) => {
+        const result = await attemptOnce(req);
+        if (++attempt === 2 && !result.grant && holder.lock) {
+          await release();
+          await sleep(100); // the announcement reaches the subscriber during this attempt
+        }
+        return result;
+      };
+      return store;
+    },
+  };
   const holderEngine = engine();
-  const waiter = new Instrumented(clients, {
+  const waiter = new Redlock(instrumented, {
     quarantine: false,
     retryDelay: 5000,
     retryJitter: 0,

@@ -1,15 +1,5 @@
-import { createHash } from 'node:crypto';
-
-/** A Lua script, called by SHA1 (EVALSHA) with a fallback to EVAL on NOSCRIPT. */
-export interface LuaScript {
-  readonly name: string;
-  readonly source: string;
-  readonly sha: string;
-}
-
-function script(name: string, source: string): LuaScript {
-  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
-}
+/** The mutex's scripts: acquire, release, extend, extend-with-repair (one master each). */
+import { BOOT_MARKER_AGE, script } from './lua';
 
 /**
  * Acquire: all-or-nothing `SET key token NX PX ttl` over several keys on one master.
@@ -23,7 +13,7 @@ function script(name: string, source: string): LuaScript {
  * {0, age, pttl} when some key is held (pttl of the first held key).
  * `age` is how long ago (ms, server clock) this master's boot marker was born, -1 when not checked.
  * A missing marker means the data set is younger than any lock we may have taken: the marker is
- * born now, so the master reports age 0 and stays in quarantine (see RedlockEngine docs).
+ * born now, so the master reports age 0 and stays in quarantine (see lib/core/masters/node.ts).
  * The keys are set even on a master in quarantine: it must know about locks taken from now on.
  *
  * Fencing counters start, when missing, from the server time in whole seconds × 10^6, so they
@@ -35,19 +25,12 @@ function script(name: string, source: string): LuaScript {
  */
 export const ACQUIRE_SCRIPT = script(
   'acquire',
-  `
+  BOOT_MARKER_AGE +
+    `
 local n = tonumber(ARGV[5])
 local age = -1
 if ARGV[4] == '1' then
-  local marker = KEYS[#KEYS]
-  local t = redis.call('TIME')
-  local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local birth = tonumber(redis.call('GET', marker))
-  if not birth then
-    birth = nowMs
-    redis.call('SET', marker, birth)
-  end
-  age = nowMs - birth
+  age = bootMarkerAge(KEYS[#KEYS])
 end
 if n == 1 then
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -138,19 +121,12 @@ return 1
  */
 export const EXTEND_REPAIR_SCRIPT = script(
   'extend-repair',
-  `
+  BOOT_MARKER_AGE +
+    `
 local n = tonumber(ARGV[4])
 local age = -1
 if ARGV[3] == '1' then
-  local marker = KEYS[n + 1]
-  local t = redis.call('TIME')
-  local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local birth = tonumber(redis.call('GET', marker))
-  if not birth then
-    birth = nowMs
-    redis.call('SET', marker, birth)
-  end
-  age = nowMs - birth
+  age = bootMarkerAge(KEYS[n + 1])
 end
 local missing = false
 for i = 1, n do
@@ -170,79 +146,5 @@ if missing then
   return {2, age}
 end
 return {1, age}
-`,
-);
-
-/**
- * Raise fencing counters to at least the given values (set-if-greater), refreshing their TTL.
- * KEYS: fencing counter keys. ARGV[1]: counter ttl, ARGV[2..]: values. Returns 1.
- */
-export const FENCE_RAISE_SCRIPT = script(
-  'fence-raise',
-  `
-for i = 1, #KEYS do
-  local v = tonumber(ARGV[i + 1])
-  local cur = tonumber(redis.call('GET', KEYS[i]))
-  if (not cur) or cur < v then
-    redis.call('SET', KEYS[i], ARGV[i + 1], 'PX', ARGV[1])
-  end
-end
-return 1
-`,
-);
-
-/**
- * Seed the boot marker: its birth can never be earlier than the server process's start
- * (server time − uptime). This catches a master restarted from an old RDB snapshot, whose
- * restored marker would otherwise claim an old birth.
- *
- * Done once per server process: KEYS[2] records the `run_id` (from INFO) of the process whose
- * start is already accounted for, and a check of the same process changes nothing. The uptime is
- * known to the second only, so recomputing it on every connect could move the birth forward by
- * up to a second and push a master that just left quarantine back into it (issue 16). A restored
- * snapshot brings back an old `run_id`, a flushed master has none: both are seeded again.
- *
- * KEYS[1]: marker, KEYS[2]: run id of the seeding process. ARGV[1]: uptime in ms, ARGV[2]: run id.
- * Returns {age, cause}: the marker's age in ms (server clock); cause 0 = same process as at the
- * last seeding (untouched), 1 = there was no marker (new data set), 2 = another process.
- */
-export const MARKER_SEED_SCRIPT = script(
-  'marker-seed',
-  `
-local t = redis.call('TIME')
-local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local birth = tonumber(redis.call('GET', KEYS[1]))
-if birth and ARGV[2] ~= '' and redis.call('GET', KEYS[2]) == ARGV[2] then
-  return {nowMs - birth, 0}
-end
-local cause = 2
-if not birth then
-  cause = 1
-end
-local floor = nowMs - tonumber(ARGV[1])
-if (not birth) or birth < floor then
-  birth = floor
-  redis.call('SET', KEYS[1], string.format('%.0f', birth))
-end
-if ARGV[2] ~= '' then
-  redis.call('SET', KEYS[2], ARGV[2])
-end
-return {nowMs - birth, cause}
-`,
-);
-
-/**
- * Age of the boot marker in ms (server clock), or -1 when it is missing. Read-only: used by
- * health checks. KEYS[1]: marker.
- */
-export const MARKER_AGE_SCRIPT = script(
-  'marker-age',
-  `
-local birth = tonumber(redis.call('GET', KEYS[1]))
-if not birth then
-  return -1
-end
-local t = redis.call('TIME')
-return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - birth
 `,
 );

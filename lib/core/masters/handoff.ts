@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { MasterNode } from './node';
 import { errorMessage } from './node';
-import type { RedlockLogger } from './settings';
-import { onAbort } from './wake';
+import type { RedlockLogger } from '../settings';
+import { onAbort } from '../wake';
 
 /** One retrying acquire, registered from its first contended attempt until it ends. */
 interface Acquirer {

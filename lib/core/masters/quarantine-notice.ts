@@ -1,7 +1,7 @@
-import { monotonicNow } from './clock';
-import type { NodeVote } from './errors';
+import { formatMs, monotonicNow } from '../clock';
+import type { NodeVote } from '../errors';
 import type { SeedCause } from './node';
-import type { RedlockLogger } from './settings';
+import type { RedlockLogger } from '../settings';
 
 /** Why a master is in restart quarantine, as told to operators. */
 export type QuarantineCause = SeedCause | 'young';
@@ -88,11 +88,6 @@ export class QuarantineNotice {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
   }
-}
-
-/** `41 s`, or `350 ms` below a second: quarantine times for humans (rounded up). */
-export function formatMs(ms: number): string {
-  return ms < 1000 ? `${Math.ceil(ms)} ms` : `${Math.ceil(ms / 1000)} s`;
 }
 
 /**

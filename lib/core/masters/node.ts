@@ -1,13 +1,14 @@
-import { markerRunKey } from './keys';
-import { configValue } from './replies';
+import { markerRunKey } from '../keys';
+import { configValue } from '../replies';
 import type { Cluster, Redis } from 'ioredis';
-import type { NodeOutcome } from './errors';
-import { monotonicNow } from './clock';
-import type { LuaScript } from './scripts';
-import { MARKER_SEED_SCRIPT } from './scripts';
-import type { RedlockClient, RedlockLogger } from './settings';
-import { redactText } from './redact';
-import type { Redactor } from './redact';
+import type { NodeOutcome } from '../errors';
+import { monotonicNow } from '../clock';
+import { evalScript } from '../scripts/lua';
+import type { LuaScript } from '../scripts/lua';
+import { MARKER_SEED_SCRIPT } from '../scripts/marker';
+import type { RedlockClient, RedlockLogger } from '../settings';
+import { redactText } from '../redact';
+import type { Redactor } from '../redact';
 
 /** Result of one request to one master, bounded by a timeout. */
 export type NodeReply =
@@ -219,24 +220,14 @@ export class MasterNode {
     }
   }
 
-  /**
-   * Runs a script with EVALSHA, loading it with EVAL when the master does not know it yet.
-   * The EVAL goes out after whatever was sent meanwhile; when `stillWanted()` says the caller
-   * has moved on (a release of the same token may already be on the wire), it is not sent at
-   * all — a late acquire must never land after its own release.
-   */
+  /** Runs a script on this master (EVALSHA, EVAL on NOSCRIPT: see scripts/lua.ts). */
   evalScript(
     script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
     stillWanted?: () => boolean,
   ): Promise<unknown> {
-    const client = this.client as Redis;
-    return client.evalsha(script.sha, keys.length, ...keys, ...args).catch((err: unknown) => {
-      if (!errorMessage(err).startsWith('NOSCRIPT')) throw err;
-      if (stillWanted && !stillWanted()) throw err;
-      return client.eval(script.source, keys.length, ...keys, ...args);
-    });
+    return evalScript(this.client, script, keys, args, stillWanted);
   }
 
   /**

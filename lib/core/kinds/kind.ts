@@ -1,0 +1,82 @@
+import type { LuaScript } from '../scripts/lua';
+
+/**
+ * A kind of lock (docs/lock-kinds.md): what it writes on one master and how a master's answer
+ * is read. The quorum round, the protocol, retries, fencing and the lock's life are common to
+ * every kind (quorum/, policy/); a new kind is one file like mutex.ts plus its Lua.
+ */
+
+/** The script call of one request on one master (one slot group on a Cluster master). */
+export interface ScriptCall {
+  readonly script: LuaScript;
+  readonly keys: readonly string[];
+  readonly args: readonly string[];
+}
+
+/** What an acquire sends to one master (or one slot group of it). */
+export interface AcquireInput {
+  readonly token: string;
+  readonly ttl: number;
+  /** Lock keys of the resources (same order). */
+  readonly keys: readonly string[];
+  /** Fencing counter keys of the resources, when fencing is on. */
+  readonly fenceKeys: readonly string[] | undefined;
+  /** The master's boot-marker key, when its restart quarantine is checked. */
+  readonly marker: string | undefined;
+  /** Lifetime of a new fencing counter key (ms). */
+  readonly fenceTtl: number;
+}
+
+/** One master's answer to an acquire, over all of its slot groups. */
+export interface AcquireAnswer {
+  /** Every key was set for us. */
+  readonly granted: boolean;
+  /** The youngest boot-marker age reported (ms, server clock), when checked. */
+  readonly markerAge: number | undefined;
+  /** Refused: the holder's remaining ttl (ms), when known. */
+  readonly holderTtl: number | undefined;
+  /** Granted with fencing: the counter per resource (order of the lock's resources). */
+  readonly counters: readonly number[] | undefined;
+}
+
+/** One master's answer to an extension. */
+export interface ExtendAnswer {
+  /** `kept`: every key was ours and got the new ttl; `repaired`: a missing key was put back; `held`: not ours. */
+  readonly status: 'kept' | 'repaired' | 'held';
+  /** The youngest boot-marker age reported (ms), when checked (repairing extension only). */
+  readonly markerAge: number | undefined;
+}
+
+/** A script's raw reply for one slot group of resources. */
+export interface GroupReply {
+  readonly resources: readonly string[];
+  readonly value: unknown;
+}
+
+/** A kind of lock. */
+export interface LockKind {
+  readonly name: string;
+  /**
+   * Votes a holder needs on `masters` masters, given the configured quorum (a majority by
+   * default). Stated and proved per kind (docs/lock-kinds.md).
+   */
+  quorum(masters: number, configured: number): number;
+  acquire(input: AcquireInput): ScriptCall;
+  /** Reads one master's acquire reply (its slot groups, for the lock's `resources`). */
+  readAcquire(groups: readonly GroupReply[], resources: readonly string[]): AcquireAnswer;
+  /** Compare-and-pexpire of `token` (with `repair`: `SET NX` where the key is missing). */
+  extend(token: string, ttl: number, keys: readonly string[], repair?: { marker: string | undefined }): ScriptCall;
+  readExtend(groups: readonly GroupReply[], repair: boolean): ExtendAnswer;
+  /** Compare-and-delete of `token`; `announce` publishes the release for waiters (hand-off). */
+  release(token: string, keys: readonly string[], announce: boolean): ScriptCall;
+  /** Whether one master deleted something of ours. */
+  readRelease(groups: readonly GroupReply[]): boolean;
+}
+
+/** A malformed script reply: never counted as a grant. */
+export class ReplyFormatError extends Error {
+  constructor(script: string, value: unknown) {
+    super(`unexpected reply of the ${script} script: ${JSON.stringify(value)}`);
+    this.name = 'ReplyFormatError';
+  }
+}

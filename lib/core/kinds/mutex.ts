@@ -1,0 +1,114 @@
+import {
+  ACQUIRE_SCRIPT,
+  EXTEND_REPAIR_SCRIPT,
+  EXTEND_SCRIPT,
+  RELEASE_SCRIPT,
+} from '../scripts/mutex';
+import type {
+  AcquireAnswer,
+  AcquireInput,
+  ExtendAnswer,
+  GroupReply,
+  LockKind,
+  ScriptCall,
+} from './kind';
+import { ReplyFormatError } from './kind';
+
+/**
+ * The mutex: one holder at a time, one string key per resource (`SET key token NX PX ttl`).
+ *
+ * Quorum: the configured one, a majority by default. Proof: two holders at once would each have
+ * been granted by a majority of the N masters; two majorities share at least one master, and one
+ * master never holds two tokens under one key within the key's ttl (docs/REDLOCK.md, "Safety
+ * arguments").
+ */
+export const MUTEX: LockKind = {
+  name: 'mutex',
+
+  quorum: (_masters, configured) => configured,
+
+  acquire(input: AcquireInput): ScriptCall {
+    const { keys, fenceKeys, marker } = input;
+    let scriptKeys: readonly string[] = keys;
+    if (fenceKeys || marker) {
+      const all = fenceKeys ? [...keys, ...fenceKeys] : [...keys];
+      if (marker) all.push(marker);
+      scriptKeys = all;
+    }
+    return {
+      script: ACQUIRE_SCRIPT,
+      keys: scriptKeys,
+      args: [
+        input.token,
+        String(input.ttl),
+        fenceKeys ? '1' : '0',
+        marker ? '1' : '0',
+        String(keys.length),
+        String(input.fenceTtl),
+      ],
+    };
+  },
+
+  readAcquire(groups: readonly GroupReply[], resources: readonly string[]): AcquireAnswer {
+    let granted = true;
+    let markerAge: number | undefined;
+    let holderTtl: number | undefined;
+    const counted = new Map<string, number>();
+    for (const group of groups) {
+      const v = group.value;
+      if (!Array.isArray(v) || (v[0] !== 0 && v[0] !== 1) || typeof v[1] !== 'number') {
+        throw new ReplyFormatError('acquire', v);
+      }
+      if (v[1] >= 0 && (markerAge === undefined || v[1] < markerAge)) markerAge = v[1];
+      if (v[0] === 0) {
+        if (granted && typeof v[2] === 'number' && v[2] >= 0) holderTtl = v[2];
+        granted = false;
+      } else if (v.length === group.resources.length + 2) {
+        group.resources.forEach((r, i) => counted.set(r, Number(v[2 + i])));
+      }
+    }
+    let counters: number[] | undefined;
+    if (granted && counted.size > 0) {
+      counters = resources.map((r) => counted.get(r) ?? NaN);
+      if (!counters.every(Number.isFinite)) counters = undefined;
+    }
+    return { granted, markerAge, holderTtl: granted ? undefined : holderTtl, counters };
+  },
+
+  extend(token, ttl, keys, repair): ScriptCall {
+    if (!repair) return { script: EXTEND_SCRIPT, keys, args: [token, String(ttl)] };
+    const { marker } = repair;
+    return {
+      script: EXTEND_REPAIR_SCRIPT,
+      keys: marker ? [...keys, marker] : keys,
+      args: [token, String(ttl), marker ? '1' : '0', String(keys.length)],
+    };
+  },
+
+  readExtend(groups: readonly GroupReply[], repair: boolean): ExtendAnswer {
+    if (!repair) {
+      const kept = groups.every((g) => g.value === 1);
+      return { status: kept ? 'kept' : 'held', markerAge: undefined };
+    }
+    let markerAge: number | undefined;
+    let status: ExtendAnswer['status'] = 'kept';
+    for (const { value: v } of groups) {
+      if (!Array.isArray(v)) throw new ReplyFormatError('extend-repair', v);
+      const code = Number(v[0]);
+      if (typeof v[1] === 'number' && v[1] >= 0 && (markerAge === undefined || v[1] < markerAge)) {
+        markerAge = v[1];
+      }
+      if (code !== 1 && code !== 2) status = 'held';
+      else if (code === 2 && status === 'kept') status = 'repaired';
+    }
+    return { status, markerAge };
+  },
+
+  release(token, keys, announce): ScriptCall {
+    return { script: RELEASE_SCRIPT, keys, args: [token, announce ? '1' : '0'] };
+  },
+
+  readRelease(groups: readonly GroupReply[]): boolean {
+    return !groups.every((g) => g.value === 0);
+  },
+};

@@ -1,0 +1,59 @@
+import type { GroupReply, ScriptCall } from '../kinds/kind';
+import type { MasterNode } from './node';
+import { slotGroups } from './slots';
+
+/**
+ * Per-master sending, in one place: the readiness gate of the restart quarantine
+ * ({@link afterCheck}), Cluster slot groups ({@link grouped}) and the script call itself (EVALSHA
+ * with the one EVAL fallback of scripts/lua.ts, through {@link MasterNode.evalScript}).
+ */
+export class Dispatch {
+  constructor(private readonly keyOf: (resource: string) => string) {}
+
+  /**
+   * Runs the script call `build(keys, resources)` once per group of keys that may share a script
+   * on this master: one group on a standalone master, one per hash slot on a Cluster. Resolves
+   * with the group replies. `wanted` guards the EVAL fallback (see scripts/lua.ts).
+   */
+  grouped(
+    node: MasterNode,
+    resources: readonly string[],
+    keys: readonly string[],
+    build: (keys: readonly string[], resources: readonly string[]) => ScriptCall,
+    wanted?: () => boolean,
+  ): Promise<GroupReply[]> {
+    const run = (k: readonly string[], group: readonly string[]): Promise<GroupReply> => {
+      const call = build(k, group);
+      return node
+        .evalScript(call.script, call.keys, call.args, wanted)
+        .then((value) => ({ resources: group, value }));
+    };
+    if (!node.cluster) return run(keys, resources).then((reply) => [reply]);
+    const groups = slotGroups(resources, this.keyOf);
+    return Promise.all(
+      groups.map((g) =>
+        run(
+          g.map((r) => this.keyOf(r)),
+          g,
+        ),
+      ),
+    );
+  }
+
+  /**
+   * Sends `task` once the master was checked after its last reconnect (writes that may take a
+   * key: acquire, repairing extension), also when the round was decided meanwhile: every master
+   * that can take the key must get it (a lock left on a bare majority is lost at the next single
+   * failure; a master in quarantine gets it too, its vote just does not count). It is dropped
+   * only when `wanted()` says the caller moved on (the attempt failed or its lock ended): its
+   * clean-up or release may already be on the wire, and a SET sent after it would be an orphan
+   * key. Sent while still wanted, it goes out on the connection before any such clean-up, which
+   * then removes it. Rejects at once when the master cannot be reached (see
+   * {@link MasterNode.ready}).
+   */
+  afterCheck<T>(node: MasterNode, wanted: () => boolean, task: () => Promise<T>): Promise<T> {
+    const pending = node.ready();
+    if (!pending) return task();
+    return pending.then(() => (wanted() ? task() : Promise.reject(new Error('not sent'))));
+  }
+}

@@ -1,0 +1,139 @@
+import type { NodeVote } from '../errors';
+import type { ReleaseResult } from '../quorum/protocol';
+import type { ResolvedSettings } from '../settings';
+import type { MasterHealth } from '../types';
+
+/**
+ * The store seam: what the policy (acquire loop, keep-alive, observers, the lock's life — see
+ * lib/core/redlock.ts) needs from where locks are kept. It returns grants and votes, never
+ * `Lock` objects. The Redis store (lib/core/redis-store.ts) runs the quorum protocol on the
+ * masters; the testing module's in-memory store (lib/testing/in-memory-store.ts) keeps a table.
+ */
+
+/** What one granted attempt holds; the policy wraps it in a `Lock`. */
+export interface Grant {
+  /** Locked resources, de-duplicated and sorted. */
+  readonly resources: readonly string[];
+  /** The random token that proves ownership. */
+  readonly token: string;
+  /** The ttl the keys were set with. */
+  readonly ttl: number;
+  /** Monotonic time (ms) the request was sent: validity runs from there. */
+  readonly start: number;
+  /** Wall-clock time (ms) the request was sent, for display. */
+  readonly wallStart: number;
+  readonly votes: readonly NodeVote[];
+  /** Fencing token per resource (prototype-free table; empty when fencing is off). */
+  readonly fencingTokens: Readonly<Record<string, number>>;
+  /**
+   * Set by the policy once the lock is released or lost: the store sends nothing more that could
+   * write its keys (a late EVAL fallback, a repair).
+   */
+  ended: boolean;
+}
+
+/** One acquire attempt. */
+export interface AttemptRequest {
+  readonly resources: readonly string[];
+  readonly ttl: number;
+}
+
+/** Why an attempt was not granted. */
+export type Refusal = 'contended' | 'unavailable' | 'validity-exhausted';
+
+/** The outcome of one attempt: a grant, or why not (and the clean-up still running). */
+export type AttemptOutcome =
+  | { readonly grant: Grant }
+  | {
+      readonly grant?: undefined;
+      readonly refusal: Refusal;
+      readonly votes: readonly NodeVote[];
+      /** The clean-up of the failed attempt, while it runs (already sent). */
+      readonly cleanup?: Promise<void>;
+    };
+
+/** The outcome of one extension round. */
+export type ExtendOutcome =
+  | {
+      readonly verdict: 'extended';
+      readonly start: number;
+      readonly wallStart: number;
+      readonly end: number;
+      readonly votes: readonly NodeVote[];
+    }
+  | {
+      readonly verdict: 'lost' | 'expired' | 'validity-exhausted' | 'unavailable';
+      readonly votes: readonly NodeVote[];
+      readonly elapsed: number;
+      /**
+       * For a lost lock: undoes what the round itself wrote; the policy calls it after the holder
+       * was told (its signal aborted).
+       */
+      readonly afterLoss?: () => Promise<void>;
+    };
+
+/** An acquire's registration for release announcements (hand-off). */
+export interface ReleaseWaiter {
+  /** Sleeps until a release is handed to it, `ms` pass, or `signal` aborts. */
+  wait(ms: number, signal?: AbortSignal): Promise<boolean>;
+  /** Ends the registration. Idempotent. */
+  done(): void;
+}
+
+/** Sizes of a store's tables (part of the engine's footprint). */
+export interface StoreFootprint {
+  readonly handoffChannels: number;
+  readonly handoffRecent: number;
+  readonly handoffWaiters: number;
+}
+
+/** Where locks are kept. */
+export interface LockStore {
+  /** Redacted names of the masters, in order. */
+  readonly masterNames: readonly string[];
+  /** Votes needed for a decision. */
+  readonly quorum: number;
+  /** One acquire attempt, no waiting. Never rejects. */
+  attempt(req: AttemptRequest): Promise<AttemptOutcome>;
+  /** One extension round to `ttl`, within the lock's current validity (`deadline`, monotonic). */
+  extend(grant: Grant, ttl: number, deadline: number): Promise<ExtendOutcome>;
+  /** Compare-and-delete; `waitAll` waits for every master, not just a quorum. */
+  release(grant: Grant, waitAll: boolean): Promise<ReleaseResult>;
+  /** Every master's health. */
+  health(): Promise<MasterHealth[]>;
+  /**
+   * Registers a contended acquire (started at `since`) for release announcements of `resources`;
+   * `fresh` when a release may have been missed while subscribing (retry at once). `undefined`
+   * when the store announces nothing; the policy then polls with {@link pause}.
+   */
+  subscribe(
+    resources: readonly string[],
+    since: number,
+  ): Promise<{ waiter: ReleaseWaiter; fresh: boolean } | undefined>;
+  /** Waits `ms` between attempts, or until `signal` aborts (or the store knows better). */
+  pause(ms: number, signal: AbortSignal): Promise<void>;
+  readonly footprint: StoreFootprint;
+  /** An error's message without credentials (for logs). */
+  describe(err: unknown): string;
+  /** Drops what the store created (connections, listeners, timers). */
+  close(): Promise<void>;
+}
+
+/** Marks a {@link StoreFactory} (an array of clients never has it). */
+export const STORE_FACTORY: unique symbol = Symbol('nestjs-redlock.store-factory');
+
+/**
+ * Opens a store for an engine once its settings are resolved (the settings depend on the number
+ * of masters). How the testing module gives the engine its in-memory store.
+ */
+export interface StoreFactory {
+  readonly [STORE_FACTORY]: true;
+  /** Number of masters the store stands for (the quorum is computed from it). */
+  readonly masters: number;
+  open(settings: ResolvedSettings): LockStore;
+}
+
+/** Whether the engine's first argument is a {@link StoreFactory}. */
+export function isStoreFactory(value: unknown): value is StoreFactory {
+  return typeof value === 'object' && value !== null && STORE_FACTORY in value;
+}

@@ -1,0 +1,126 @@
+import { monotonicNow } from '../clock';
+import type { NodeOutcome, NodeVote } from '../errors';
+
+/**
+ * One voting round of the Redlock algorithm (docs/REDLOCK.md, "The Redlock algorithm", step 2):
+ * the same request goes to every master **in parallel**, each answer becomes a vote, and the
+ * round ends as soon as its outcome is certain — a quorum of `ok`, or so many other answers that
+ * no quorum is possible — or when the one timer of the round fires (every master gets the same
+ * per-node timeout). Masters that had not answered are recorded as `timeout` (the timer fired) or
+ * `pending` (decided without them). Late answers are ignored.
+ *
+ * Nothing here knows Redis, Lua, retries or locks: `send` and `judge` are given by the caller.
+ */
+
+/** One master's reply to one request of a round (already decoded by the caller's `send`). */
+export type Reply<T> =
+  | { readonly kind: 'reply'; readonly value: T; readonly latency: number }
+  | { readonly kind: 'error'; readonly error: string; readonly latency: number }
+  | { readonly kind: 'timeout'; readonly latency: number };
+
+/** A participant of a round: its position and redacted name (for the votes). */
+export interface Voter {
+  readonly index: number;
+  readonly name: string;
+}
+
+/** The verdict of a round: one vote per master, the raw replies and the number of `ok` votes. */
+export interface Tally<T> {
+  /** One vote per master (the round's owner may annotate them, e.g. quarantine time left). */
+  readonly votes: NodeVote[];
+  readonly replies: readonly (Reply<T> | undefined)[];
+  readonly ok: number;
+}
+
+/** How a round is run. */
+export interface RoundSpec<M extends Voter, T> {
+  readonly masters: readonly M[];
+  /** `ok` votes that decide the round. */
+  readonly quorum: number;
+  /** Per-node timeout in ms (one timer for the whole round). */
+  readonly timeout: number;
+  /** Sends the request to one master; resolves with its decoded reply. */
+  send(master: M): Promise<T>;
+  /** Turns a reply into a vote. */
+  judge(value: T, master: M): NodeOutcome;
+  /** For `held` votes: the holder's remaining ttl, when the reply tells it. */
+  holderTtl?(value: T): number | undefined;
+  /** Turns a rejection into a message (credentials removed). */
+  describeError(err: unknown): string;
+  /** Wait for every master (or the timer) instead of deciding early. Default `false`. */
+  readonly waitAll?: boolean;
+}
+
+/** Runs one round (see the file comment). Never rejects. */
+export function runRound<M extends Voter, T>(spec: RoundSpec<M, T>): Promise<Tally<T>> {
+  const { masters, quorum } = spec;
+  const n = masters.length;
+  const votes = new Array<NodeVote>(n);
+  const replies = new Array<Reply<T> | undefined>(n).fill(undefined);
+  const start = monotonicNow();
+  let ok = 0;
+  let notOk = 0;
+  let decided = false;
+  return new Promise<Tally<T>>((resolve) => {
+    const finish = (): void => {
+      if (decided) return;
+      decided = true;
+      clearTimeout(timer);
+      for (let i = 0; i < n; i++) votes[i] ??= vote(masters[i], 'pending', 0);
+      resolve({ votes, replies, ok });
+    };
+    const timer = setTimeout(
+      () => {
+        const latency = monotonicNow() - start;
+        for (let i = 0; i < n; i++) {
+          if (replies[i]) continue;
+          replies[i] = { kind: 'timeout', latency };
+          votes[i] = vote(masters[i], 'timeout', latency);
+        }
+        finish();
+      },
+      Math.max(1, spec.timeout),
+    );
+    const record = (i: number, reply: Reply<T>): void => {
+      if (decided) return;
+      replies[i] = reply;
+      const master = masters[i];
+      const outcome = reply.kind === 'reply' ? spec.judge(reply.value, master) : reply.kind;
+      let v = vote(master, outcome, reply.latency);
+      if (reply.kind === 'error') v = { ...v, error: reply.error };
+      if (outcome === 'held' && reply.kind === 'reply' && spec.holderTtl) {
+        const ttl = spec.holderTtl(reply.value);
+        if (ttl !== undefined) v = { ...v, holderTtl: ttl };
+      }
+      votes[i] = v;
+      if (outcome === 'ok') ok++;
+      else notOk++;
+      if (ok + notOk === n || (!spec.waitAll && (ok >= quorum || n - notOk < quorum))) finish();
+    };
+    for (let i = 0; i < n; i++) {
+      let sent: Promise<T>;
+      try {
+        sent = spec.send(masters[i]);
+      } catch (err) {
+        sent = Promise.reject(err);
+      }
+      sent.then(
+        (value) => record(i, { kind: 'reply', value, latency: monotonicNow() - start }),
+        (err: unknown) =>
+          record(i, {
+            kind: 'error',
+            error: spec.describeError(err),
+            latency: monotonicNow() - start,
+          }),
+      );
+    }
+  });
+}
+
+function vote(master: Voter, outcome: NodeOutcome, latency: number): NodeVote {
+  return { node: master.index, name: master.name, outcome, latency: round2(latency) };
+}
+
+function round2(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}

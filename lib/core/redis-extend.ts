@@ -1,0 +1,145 @@
+import { monotonicNow } from './clock';
+import type { ExtendAnswer } from './kinds/kind';
+import type { ExtendOutcome, Grant } from './policy/store';
+import { extendVerdict, validityAfter } from './quorum/protocol';
+import type { Tally } from './quorum/round';
+import type { RedisStore } from './redis-store';
+import { ledgerOf, repairVote } from './repair';
+import type { RepairLedger } from './repair';
+
+/**
+ * Extension on the masters (docs/REDLOCK.md, "Extending the lock"; protocol step 4):
+ * compare-and-pexpire of the token on every master within the lock's remaining validity — with
+ * the `repairOnExtend` setting, also `SET NX` where the key went missing (repair.ts explains why
+ * such masters do not count toward the quorum). Never re-creates the key of a lock that ended.
+ */
+export async function extendOnMasters(
+  store: RedisStore,
+  grant: Grant,
+  ttl: number,
+  deadline: number,
+): Promise<ExtendOutcome> {
+  const { settings } = store;
+  const start = monotonicNow();
+  const wallStart = Date.now();
+  const timeout = Math.min(settings.requestTimeout, deadline - start);
+  const ledger = settings.repairOnExtend ? ledgerOf(grant, store.nodes.length) : undefined;
+  const tally = ledger
+    ? await repairingRound(store, grant, ledger, ttl, timeout)
+    : await plainRound(store, grant, ttl, timeout);
+  const end = monotonicNow();
+  const verdict = extendVerdict({
+    ok: tally.ok,
+    // Masters that cannot count before this lock's next successful extension: another holder's
+    // key, or ours put back since the last one (repair.ts, rule 2).
+    blocked: tally.votes.filter((v) => v.outcome === 'held' || v.outcome === 'repaired').length,
+    masters: store.nodes.length,
+    quorum: store.quorum,
+    end,
+    deadline,
+    validity: validityAfter(ttl, start, end, settings.driftFactor),
+  });
+  if (verdict === 'extended') {
+    ledger?.confirm();
+    return { verdict, start, wallStart, end, votes: tally.votes };
+  }
+  const lost = verdict === 'lost' || verdict === 'expired';
+  return {
+    verdict,
+    votes: tally.votes,
+    elapsed: end - start,
+    afterLoss: ledger && lost ? () => undoRepairs(store, grant, tally) : undefined,
+  };
+}
+
+function plainRound(
+  store: RedisStore,
+  grant: Grant,
+  ttl: number,
+  timeout: number,
+): Promise<Tally<ExtendAnswer>> {
+  const keys = grant.resources.map((r) => store.keyOf(r));
+  return store.round<ExtendAnswer>({
+    timeout,
+    send: (node) =>
+      store.dispatch
+        .grouped(node, grant.resources, keys, (groupKeys) =>
+          store.kind.extend(grant.token, ttl, groupKeys),
+        )
+        .then((groups) => store.kind.readExtend(groups, false)),
+    judge: (a) => (a.status === 'kept' ? 'ok' : 'held'),
+  });
+}
+
+/**
+ * One round of a repairing extension (repair.ts): compare-and-pexpire where the key is ours,
+ * `SET NX` where it is missing, on every master — sent after the master's post-connect check
+ * like an acquire, never once the lock ended. Only masters that kept the key, had no repair since
+ * the lock was last confirmed, and are out of restart quarantine vote `ok`.
+ */
+async function repairingRound(
+  store: RedisStore,
+  grant: Grant,
+  ledger: RepairLedger,
+  ttl: number,
+  timeout: number,
+): Promise<Tally<ExtendAnswer>> {
+  const keys = grant.resources.map((r) => store.keyOf(r));
+  const duration = store.settings.quarantine.duration;
+  const wanted = (): boolean => !grant.ended;
+  const tally = await store.round<ExtendAnswer>({
+    timeout,
+    send: (node) =>
+      ledger.track(
+        node.index,
+        store.dispatch
+          .afterCheck(node, wanted, () =>
+            store.dispatch.grouped(
+              node,
+              grant.resources,
+              keys,
+              (groupKeys) =>
+                store.kind.extend(grant.token, ttl, groupKeys, {
+                  marker: node.checksMarker ? store.markerKey : undefined,
+                }),
+              wanted,
+            ),
+          )
+          .then((groups) => store.kind.readExtend(groups, true)),
+        (a) => a.status,
+      ),
+    judge: (a, node) => {
+      const young = node.checksMarker && a.markerAge !== undefined && a.markerAge < duration;
+      return repairVote(a.status, ledger.counts(node.index), young);
+    },
+  });
+  store.noteQuarantined(tally);
+  return tally;
+}
+
+/**
+ * A repairing extension found the lock lost: deletes (compare-and-delete of its token) the keys
+ * this round put back — only on masters whose reply says the key was missing and was set now —
+ * so that a lost lock does not block the resource where it had already disappeared. Deleting
+ * there only restores what the masters held before the round. Every other master is left as a
+ * plain extension leaves it: where our key may have been kept (the master answered `ok`, or
+ * late, or with an error, or was put back by an earlier round), deleting it could open the
+ * resource to a contender while the holder, told a moment ago, is still winding down inside the
+ * validity it was given; such keys expire within their ttl or go with the holder's release.
+ */
+async function undoRepairs(
+  store: RedisStore,
+  grant: Grant,
+  tally: Tally<ExtendAnswer>,
+): Promise<void> {
+  const repairedNow = store.nodes.filter((_, i) => {
+    const reply = tally.replies[i];
+    return reply?.kind === 'reply' && reply.value.status === 'repaired';
+  });
+  if (repairedNow.length === 0) return;
+  await store.releaseKeys(grant.resources, grant.token, {
+    only: repairedNow,
+    waitAll: true,
+    announce: true,
+  });
+}

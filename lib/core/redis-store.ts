@@ -1,0 +1,380 @@
+import type { Redis } from 'ioredis';
+import { delay, monotonicNow } from './clock';
+import { InvalidConfigurationError } from './errors';
+import type { AcquireAnswer } from './kinds/kind';
+import type { LockKind } from './kinds/kind';
+import { MUTEX } from './kinds/mutex';
+import { fenceKey, lockKey, markerKey } from './keys';
+import { Dispatch } from './masters/dispatch';
+import { ReleaseNotifier } from './masters/handoff';
+import { MasterNode, errorMessage } from './masters/node';
+import { QuarantineNotice, annotateQuarantined } from './masters/quarantine-notice';
+import type {
+  AttemptOutcome,
+  AttemptRequest,
+  ExtendOutcome,
+  Grant,
+  LockStore,
+  Refusal,
+  ReleaseWaiter,
+  StoreFootprint,
+} from './policy/store';
+import { settleFencingTokens } from './quorum/fencing-tokens';
+import {
+  acquireVerdict,
+  attemptTimeout,
+  mayHoldToken,
+  releaseSummary,
+  validUntil,
+  validityAfter,
+} from './quorum/protocol';
+import type { ReleaseResult } from './quorum/protocol';
+import { runRound } from './quorum/round';
+import type { RoundSpec, Tally } from './quorum/round';
+import { clientSecrets, redactorFor } from './redact';
+import type { Redactor } from './redact';
+import { extendOnMasters } from './redis-extend';
+import { newToken } from './request';
+import { FENCE_RAISE_SCRIPT } from './scripts/fencing';
+import { MARKER_AGE_SCRIPT } from './scripts/marker';
+import { describe } from './settings';
+import type { RedlockClient, ResolvedSettings } from './settings';
+import type { MasterHealth } from './types';
+
+/**
+ * The Redis store: locks kept on N independent masters with the quorum protocol
+ * (quorum/round.ts, quorum/protocol.ts), one {@link LockKind}'s scripts per request, sent through
+ * {@link Dispatch} (readiness gate, Cluster slot groups, script fallback). It holds no lock state:
+ * grants go to the policy (lib/core/redlock.ts).
+ */
+export class RedisStore implements LockStore {
+  readonly quorum: number;
+  readonly nodes: readonly MasterNode[];
+  readonly dispatch: Dispatch;
+  readonly kind: LockKind = MUTEX;
+  /** The boot marker's key (restart quarantine). */
+  readonly markerKey: string;
+  /** Tells the logger, once per master, why it is in restart quarantine and for how long. */
+  readonly quarantineNotice: QuarantineNotice;
+  /** Removes credentials — also the known passwords of the clients — from texts it reports. */
+  private readonly redact: Redactor;
+  private readonly notifier: ReleaseNotifier;
+
+  /** Rejects anything that is not a non-empty list of distinct ioredis clients. */
+  static checkClients(clients: unknown): asserts clients is readonly RedlockClient[] {
+    if (!Array.isArray(clients) || clients.length === 0) {
+      throw new InvalidConfigurationError('clients', 'at least one Redis client is required');
+    }
+    clients.forEach((c: unknown, i) => {
+      const candidate = c as Partial<Redis> | null;
+      if (
+        !candidate ||
+        typeof candidate.evalsha !== 'function' ||
+        typeof candidate.on !== 'function'
+      ) {
+        throw new InvalidConfigurationError(
+          `clients[${i}]`,
+          `must be an ioredis Redis or Cluster instance, got ${describe(c)}`,
+        );
+      }
+    });
+    if (new Set(clients).size !== clients.length) {
+      throw new InvalidConfigurationError('clients', 'the same client instance is listed twice');
+    }
+  }
+
+  constructor(
+    clients: readonly RedlockClient[],
+    readonly settings: ResolvedSettings,
+  ) {
+    const { logger, keyPrefix, quarantine, quorum } = settings;
+    this.quorum = quorum;
+    const n = clients.length;
+    if (n < 3) {
+      logger.warn(
+        `Redlock: only ${n} master(s); a single failure makes locking unavailable. Use 3 or 5 independent masters.`,
+      );
+    } else if (n % 2 === 0) {
+      logger.warn(
+        `Redlock: ${n} masters is an even count; ${n + 1} would tolerate one more failure at no extra quorum cost.`,
+      );
+    }
+    if (quorum <= n / 2) {
+      logger.warn(
+        `Redlock: quorum ${quorum} of ${n} is not a majority; two holders can own the same lock at once.`,
+      );
+    }
+    this.redact = redactorFor(clients.flatMap((c) => clientSecrets(c)));
+    this.markerKey = markerKey(keyPrefix);
+    this.quarantineNotice = new QuarantineNotice(logger, settings.requestTimeout);
+    this.nodes = clients.map(
+      (c, i) =>
+        new MasterNode(i, c, this.markerKey, quarantine, logger, this.redact, (node, seed) =>
+          this.quarantineNotice.note(node, quarantine.duration - seed.age, seed.cause),
+        ),
+    );
+    this.notifier = new ReleaseNotifier(this.nodes, logger, settings.requestTimeout);
+    this.dispatch = new Dispatch((r) => this.keyOf(r));
+  }
+
+  get masterNames(): readonly string[] {
+    return this.nodes.map((n) => n.name);
+  }
+
+  get footprint(): StoreFootprint {
+    const f = this.notifier.footprint;
+    return { handoffChannels: f.channels, handoffRecent: f.recent, handoffWaiters: f.acquirers };
+  }
+
+  keyOf(resource: string): string {
+    return lockKey(this.settings.keyPrefix, resource);
+  }
+
+  private fenceKeyOf(resource: string): string {
+    return fenceKey(this.settings.keyPrefix, resource);
+  }
+
+  describe(err: unknown): string {
+    return this.redact(errorMessage(err));
+  }
+
+  /** Runs one voting round over every master (quorum/round.ts). */
+  round<T>(
+    spec: Omit<RoundSpec<MasterNode, T>, 'masters' | 'quorum' | 'describeError'>,
+  ): Promise<Tally<T>> {
+    return runRound({
+      ...spec,
+      masters: this.nodes,
+      quorum: this.quorum,
+      describeError: (err) => this.describe(err),
+    });
+  }
+
+  /**
+   * One attempt (docs/REDLOCK.md, "The Redlock algorithm", steps 1–5): a grant, or the reason it
+   * was not granted, with the clean-up of a failed attempt already sent.
+   */
+  async attempt(req: AttemptRequest): Promise<AttemptOutcome> {
+    const { resources, ttl } = req;
+    const { driftFactor, fencing, quarantine } = this.settings;
+    const kind = this.kind;
+    const token = newToken();
+    const start = monotonicNow();
+    const wallStart = Date.now();
+    const keys = resources.map((r) => this.keyOf(r));
+    const input = {
+      token,
+      ttl,
+      keys,
+      fenceKeys: fencing ? resources.map((r) => this.fenceKeyOf(r)) : undefined,
+      marker: undefined,
+      fenceTtl: this.settings.fencingKeyTtl,
+    };
+    // Built once per attempt; a Cluster master gets one call per slot group instead.
+    const plain = kind.acquire(input);
+    const withMarker = kind.acquire({ ...input, marker: this.markerKey });
+    // A master that lost its scripts answers NOSCRIPT and gets an EVAL afterwards. That EVAL
+    // must never land after this token's release on the same connection: it is sent only while
+    // the attempt has not failed (its clean-up not yet sent) and its lock has not ended.
+    let failed = false;
+    let grant: Grant | undefined;
+    const wanted = (): boolean => !failed && !grant?.ended;
+    const tally = await this.round<AcquireAnswer>({
+      timeout: attemptTimeout(this.settings.requestTimeout, ttl, driftFactor),
+      send: (node) =>
+        this.dispatch
+          .afterCheck(node, wanted, () =>
+            this.dispatch.grouped(
+              node,
+              resources,
+              keys,
+              (groupKeys, group) =>
+                group === resources
+                  ? node.checksMarker
+                    ? withMarker
+                    : plain
+                  : kind.acquire({
+                      ...input,
+                      keys: groupKeys,
+                      fenceKeys: fencing ? group.map((r) => this.fenceKeyOf(r)) : undefined,
+                    }),
+              wanted,
+            ),
+          )
+          .then((groups) => kind.readAcquire(groups, resources)),
+      judge: (a, node) => {
+        if (!a.granted) return 'held';
+        const young = a.markerAge !== undefined && a.markerAge < quarantine.duration;
+        return node.checksMarker && young ? 'quarantined' : 'ok';
+      },
+      holderTtl: (a) => a.holderTtl,
+    });
+    this.noteQuarantined(tally);
+    const fail = (refusal: Refusal): AttemptOutcome => {
+      failed = true; // from here on, no late EVAL fallback may follow the clean-up
+      const maybeSet = this.nodes.filter((n, i) => mayHoldToken(tally.votes[i], n.cluster));
+      // Sent now, in order on each master's connection, so it runs before any later attempt;
+      // awaited only before the failure is surfaced to the caller.
+      const cleanup =
+        maybeSet.length > 0
+          ? this.releaseKeys(resources, token, { only: maybeSet, announce: false }).then(
+              () => undefined,
+            )
+          : undefined;
+      return { refusal, votes: tally.votes, cleanup };
+    };
+    const verdict = acquireVerdict(tally.votes, tally.ok, this.quorum);
+    if (verdict !== 'quorum') return fail(verdict);
+    const exhausted = (): boolean => validityAfter(ttl, start, monotonicNow(), driftFactor) <= 0;
+    let fencingTokens: Record<string, number> = {};
+    if (fencing && !exhausted()) {
+      const counters = tally.replies.map((r) => (r?.kind === 'reply' ? r.value.counters : undefined));
+      const deadline = validUntil(start, ttl, driftFactor);
+      const tokens = await settleFencingTokens(counters, resources, this.quorum, (t, needs) =>
+        this.raiseFences(resources, t, needs, deadline),
+      );
+      if (!tokens && !exhausted()) return fail('unavailable');
+      fencingTokens = tokens ?? {};
+    }
+    if (exhausted()) return fail('validity-exhausted');
+    grant = { resources, token, ttl, start, wallStart, votes: tally.votes, fencingTokens, ended: false };
+    return { grant };
+  }
+
+  /** Raises the fencing counters (set-if-greater) where `needs(i)`; resolves with the confirmations. */
+  private async raiseFences(
+    resources: readonly string[],
+    tokens: Readonly<Record<string, number>>,
+    needs: (i: number) => boolean,
+    deadline: number,
+  ): Promise<number> {
+    const left = deadline - monotonicNow();
+    if (left <= 0) return 0;
+    const ttl = String(this.settings.fencingKeyTtl);
+    const raised = await this.round<unknown>({
+      timeout: Math.min(this.settings.requestTimeout, left),
+      send: (node) =>
+        needs(node.index)
+          ? this.dispatch.grouped(node, resources, [], (_keys, group) => ({
+              script: FENCE_RAISE_SCRIPT,
+              keys: group.map((r) => this.fenceKeyOf(r)),
+              args: [ttl, ...group.map((r) => String(tokens[r]))],
+            }))
+          : Promise.resolve(1),
+      judge: () => 'ok',
+    });
+    return raised.ok;
+  }
+
+  /** Annotates `quarantined` votes with the time left and tells the logger (once per master). */
+  noteQuarantined(tally: Tally<{ readonly markerAge: number | undefined }>): void {
+    if (!tally.votes.some((v) => v.outcome === 'quarantined')) return;
+    annotateQuarantined(
+      tally.votes,
+      (i) => {
+        const reply = tally.replies[i];
+        return reply?.kind === 'reply' ? reply.value.markerAge : undefined;
+      },
+      this.settings.quarantine.duration,
+      this.quarantineNotice,
+    );
+    this.quarantineNotice.flush();
+  }
+
+  extend(grant: Grant, ttl: number, deadline: number): Promise<ExtendOutcome> {
+    return extendOnMasters(this, grant, ttl, deadline);
+  }
+
+  release(grant: Grant, waitAll: boolean): Promise<ReleaseResult> {
+    return this.releaseKeys(grant.resources, grant.token, { waitAll, announce: true });
+  }
+
+  /**
+   * Compare-and-delete of `token` on the masters (`only` those, when given). `announce` publishes
+   * the release for waiters (hand-off): true for the release of a granted lock, false for the
+   * clean-up of a failed attempt — announcing that would wake the failed acquirer itself (or a
+   * rival that split the votes with it) at once, turning the random retry delay into a hot loop.
+   */
+  async releaseKeys(
+    resources: readonly string[],
+    token: string,
+    options: { only?: readonly MasterNode[]; waitAll?: boolean; announce: boolean },
+  ): Promise<ReleaseResult> {
+    const { only, waitAll = false } = options;
+    const keys = resources.map((r) => this.keyOf(r));
+    const announce = this.settings.handoff && options.announce;
+    const tally = await this.round<boolean>({
+      timeout: this.settings.requestTimeout,
+      send: (node) =>
+        only && !only.includes(node)
+          ? Promise.resolve(false)
+          : this.dispatch
+              .grouped(node, resources, keys, (groupKeys) =>
+                this.kind.release(token, groupKeys, announce),
+              )
+              .then((groups) => this.kind.readRelease(groups)),
+      judge: (deleted) => (deleted ? 'ok' : 'held'),
+      waitAll,
+    });
+    return releaseSummary(tally.votes, tally.ok);
+  }
+
+  /**
+   * Checks every master (one read-only script each, bounded by the request timeout): reachable,
+   * latency, restart quarantine. Names are redacted.
+   */
+  health(): Promise<MasterHealth[]> {
+    const { duration } = this.settings.quarantine;
+    return Promise.all(
+      this.nodes.map(async (node): Promise<MasterHealth> => {
+        const checks = node.checksMarker;
+        const reply = await node.request(
+          () =>
+            checks
+              ? node.evalScript(MARKER_AGE_SCRIPT, [this.markerKey], [])
+              : node.client.ping(),
+          this.settings.requestTimeout,
+        );
+        const base = { node: node.index, name: node.name };
+        if (reply.kind !== 'reply') {
+          const error =
+            reply.kind === 'timeout' ? 'no answer within the request timeout' : reply.error;
+          return { ...base, reachable: false, latency: undefined, quarantined: false, error };
+        }
+        const age = typeof reply.value === 'number' ? reply.value : -1;
+        // A missing marker (-1) means the next acquire starts the quarantine: all of it is left.
+        const quarantined = checks && age < duration;
+        return {
+          ...base,
+          reachable: true,
+          latency: Math.round(reply.latency * 100) / 100,
+          quarantined,
+          ...(quarantined ? { quarantineRemaining: duration - Math.max(0, age) } : {}),
+        };
+      }),
+    );
+  }
+
+  async subscribe(
+    resources: readonly string[],
+    since: number,
+  ): Promise<{ waiter: ReleaseWaiter; fresh: boolean } | undefined> {
+    if (!this.settings.handoff) return undefined;
+    const { ticket, fresh } = await this.notifier.subscribe(
+      resources.map((r) => this.keyOf(r)),
+      since,
+    );
+    return { waiter: ticket, fresh };
+  }
+
+  pause(ms: number, signal: AbortSignal): Promise<void> {
+    return delay(ms, signal).catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    await this.notifier.close();
+    this.quarantineNotice.close();
+    for (const n of this.nodes) n.detach();
+  }
+}
+

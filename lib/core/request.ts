@@ -1,0 +1,118 @@
+import { randomBytes } from 'node:crypto';
+import { InvalidArgumentError } from './errors';
+import { MAX_TIMER_MS, checkInteger, describe } from './settings';
+import type { ResolvedSettings } from './settings';
+import type { AcquireOptions } from './types';
+import {
+  ACQUIRE_OPTION_NAMES,
+  checkDelay,
+  checkNames,
+  checkObject,
+  checkResourceName,
+  checkRetryWait,
+  checkTtl,
+} from './validate';
+
+/** Checks of the arguments of an acquire (typed errors naming the field, before any Redis call), and lock tokens. */
+
+/** Longest accepted resource name, in characters. */
+export const MAX_RESOURCE_LENGTH = 1024;
+/** Most resources accepted in one lock. */
+export const MAX_RESOURCES = 256;
+
+/** Random bytes are drawn from the CSPRNG in blocks; each token uses 20 fresh bytes, once. */
+const TOKEN_BYTES = 20;
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+
+/** A new lock token: 160 bits from `crypto.randomBytes`, base64url. */
+export function newToken(): string {
+  if (poolOffset + TOKEN_BYTES > pool.length) {
+    pool = randomBytes(TOKEN_BYTES * 256);
+    poolOffset = 0;
+  }
+  const token = pool.toString('base64url', poolOffset, poolOffset + TOKEN_BYTES);
+  poolOffset += TOKEN_BYTES;
+  return token;
+}
+
+/** Acquire options checked against the engine settings, with defaults filled in. */
+export interface CheckedAcquire {
+  readonly resources: string[];
+  readonly ttl: number;
+  readonly retryCount: number;
+  readonly retryDelay: number;
+  readonly retryJitter: number;
+  readonly waitTimeout: number | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * Validates `acquire` arguments (typed errors naming the field, before any Redis call) and fills
+ * in the defaults from `s`. Shared by every engine implementation.
+ */
+export function checkAcquire(
+  resources: unknown,
+  options: AcquireOptions,
+  s: ResolvedSettings,
+  names: readonly string[] = ACQUIRE_OPTION_NAMES,
+): CheckedAcquire {
+  const list = normalizeResources(resources);
+  checkObject('options', options, argError);
+  checkNames(options, names, argError, '', 'option');
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+    throw new InvalidArgumentError('signal', 'must be an AbortSignal');
+  }
+  const opt = <K extends keyof AcquireOptions>(
+    key: K,
+    fallback: number | undefined,
+    check: (v: unknown) => number,
+  ): number | undefined => (options[key] === undefined ? fallback : check(options[key]));
+  const retryDelay = opt('retryDelay', s.retryDelay, (v) =>
+    checkDelay('retryDelay', v, argError),
+  ) as number;
+  const retryJitter = opt('retryJitter', s.retryJitter, (v) =>
+    checkDelay('retryJitter', v, argError),
+  ) as number;
+  checkRetryWait(retryDelay, retryJitter, argError);
+  return {
+    resources: list,
+    ttl: opt('ttl', s.ttl, (v) => checkTtl('ttl', v, s, argError)) as number,
+    retryCount: opt('retryCount', s.retryCount, (v) =>
+      checkInteger('retryCount', v, 0, 1_000_000, argError),
+    ) as number,
+    retryDelay,
+    retryJitter,
+    waitTimeout: opt('waitTimeout', undefined, (v) =>
+      checkInteger('waitTimeout', v, 0, MAX_TIMER_MS, argError),
+    ),
+    signal: options.signal,
+  };
+}
+
+const argError = (field: string, problem: string): Error =>
+  new InvalidArgumentError(field, problem);
+
+/** Validates resource names and returns them de-duplicated and sorted. */
+export function normalizeResources(resources: unknown): string[] {
+  const list = typeof resources === 'string' ? [resources] : resources;
+  if (!Array.isArray(list)) {
+    throw new InvalidArgumentError(
+      'resources',
+      `must be a string or an array of strings, got ${describe(resources)}`,
+    );
+  }
+  if (list.length === 0) throw new InvalidArgumentError('resources', 'must not be empty');
+  if (list.length > MAX_RESOURCES)
+    throw new InvalidArgumentError(
+      'resources',
+      `at most ${MAX_RESOURCES} resources per lock, got ${list.length}`,
+    );
+  // An indexed loop, not forEach: holes of a sparse array (`[, 'a']`, `new Array(2)`) are checked.
+  const names: string[] = [];
+  for (let i = 0; i < list.length; i++) {
+    const field = typeof resources === 'string' ? 'resources' : `resources[${i}]`;
+    names.push(checkResourceName(field, (list as unknown[])[i], MAX_RESOURCE_LENGTH, argError));
+  }
+  return [...new Set(names)].sort();
+}

@@ -1,0 +1,36 @@
+/** Fencing-counter scripts. */
+import { script } from './lua';
+
+/**
+ * Raise fencing counters to at least the given values (set-if-greater), refreshing their TTL.
+ * KEYS: fencing counter keys. ARGV[1]: counter ttl, ARGV[2..]: values. Returns 1.
+ */
+export const FENCE_RAISE_SCRIPT = script(
+  'fence-raise',
+  `
+for i = 1, #KEYS do
+  local v = tonumber(ARGV[i + 1])
+  local cur = tonumber(redis.call('GET', KEYS[i]))
+  if (not cur) or cur < v then
+    redis.call('SET', KEYS[i], ARGV[i + 1], 'PX', ARGV[1])
+  end
+end
+return 1
+`,
+);
+
+/**
+ * The write of {@link fencedWrite} (lib/core/fencing.ts): store a value only under a newer fencing
+ * token than the last accepted one. KEYS[1]: the hash. ARGV: token, value. Returns 1 when written.
+ */
+export const FENCED_WRITE_SCRIPT = script(
+  'fenced-write',
+  `
+local cur = tonumber(redis.call('HGET', KEYS[1], 'fencingToken'))
+if cur and cur >= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'fencingToken', ARGV[1], 'value', ARGV[2])
+return 1
+`,
+);

@@ -1,0 +1,54 @@
+import { createHash } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
+
+/** A Lua script, called by SHA1 (EVALSHA) with a fallback to EVAL on NOSCRIPT. */
+export interface LuaScript {
+  readonly name: string;
+  readonly source: string;
+  readonly sha: string;
+}
+
+/** Names a Lua source and computes its SHA1 once. */
+export function script(name: string, source: string): LuaScript {
+  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+/**
+ * The one EVALSHA → EVAL fallback: runs `s` by its SHA1 and, when the server does not know it
+ * (NOSCRIPT: a restarted or flushed master), sends the source. The EVAL goes out after whatever
+ * was sent meanwhile; when `stillWanted()` says the caller has moved on (a release of the same
+ * token may already be on the wire), it is not sent at all — a late acquire must never land
+ * after its own release.
+ */
+export function evalScript(
+  client: Redis | Cluster,
+  s: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | Buffer)[],
+  stillWanted?: () => boolean,
+): Promise<unknown> {
+  return client.evalsha(s.sha, keys.length, ...keys, ...args).catch((err: unknown) => {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+    if (stillWanted && !stillWanted()) throw err;
+    return client.eval(s.source, keys.length, ...keys, ...args);
+  });
+}
+
+/**
+ * Lua prelude shared by the scripts that check a master's boot marker (restart quarantine, see
+ * lib/core/masters/node.ts): `bootMarkerAge(marker)` returns how long ago (ms, server clock) the
+ * master's data set was born; a missing marker is born now (age 0), so a master that lost its
+ * data set is in quarantine.
+ */
+export const BOOT_MARKER_AGE = `
+local function bootMarkerAge(marker)
+  local t = redis.call('TIME')
+  local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local birth = tonumber(redis.call('GET', marker))
+  if not birth then
+    birth = nowMs
+    redis.call('SET', marker, birth)
+  end
+  return nowMs - birth
+end
+`;

@@ -1,0 +1,278 @@
+import { randomBytes } from 'node:crypto';
+import { monotonicNow } from '../core/clock';
+import type { NodeOutcome, NodeVote } from '../core/errors';
+import { expire, lockOfGrant, lockState } from '../core/lock';
+import type { Lock } from '../core/lock';
+import { STORE_FACTORY } from '../core/policy/store';
+import type {
+  AttemptOutcome,
+  AttemptRequest,
+  ExtendOutcome,
+  Grant,
+  LockStore,
+  StoreFactory,
+  StoreFootprint,
+} from '../core/policy/store';
+import type { ReleaseResult } from '../core/quorum/protocol';
+import { errorMessage } from '../core/masters/node';
+import type { ResolvedSettings } from '../core/settings';
+import type { MasterHealth } from '../core/types';
+import { onAbort } from '../core/wake';
+
+/** Who holds a resource in an in-memory engine. */
+export type InMemoryHolder =
+  /** A lock acquired through this engine. */
+  | { readonly kind: 'lock'; readonly lock: Lock }
+  /** A hold made with `hold()`: "someone else" (another instance, a stale process). */
+  | { readonly kind: 'external' };
+
+interface Entry {
+  readonly token: string;
+  /** Monotonic ms at which the key would expire in Redis; `Infinity` for an open-ended hold. */
+  expiresAt: number;
+  readonly grant?: Grant;
+}
+
+/** The name of the one simulated master. */
+export const IN_MEMORY_MASTER = 'in-memory';
+
+const NO_HANDOFF: StoreFootprint = { handoffChannels: 0, handoffRecent: 0, handoffWaiters: 0 };
+
+/**
+ * A single-process store for the engine's policy (lib/core/policy/store.ts): one simulated
+ * master, a table of keys with ttl expiry, and fault controls for tests. The policy around it —
+ * validation, retries, keep-alive, events, the lock's life — is the real engine's.
+ */
+export class InMemoryStore implements LockStore {
+  readonly masterNames = [IN_MEMORY_MASTER];
+  readonly footprint = NO_HANDOFF;
+  private readonly entries = new Map<string, Entry>();
+  private readonly fences = new Map<string, number>();
+  private readonly sleepers = new Set<() => void>();
+  private available = true;
+  private settings!: ResolvedSettings;
+
+  /** How the engine opens this store (see {@link StoreFactory}). */
+  factory(): StoreFactory {
+    return {
+      [STORE_FACTORY]: true,
+      masters: 1,
+      open: (settings) => {
+        this.settings = settings;
+        return this;
+      },
+    };
+  }
+
+  get quorum(): number {
+    return this.settings.quorum;
+  }
+
+  async attempt(req: AttemptRequest): Promise<AttemptOutcome> {
+    const { resources, ttl } = req;
+    const now = monotonicNow();
+    if (!this.available) {
+      return { refusal: 'unavailable', votes: [vote('error', 'simulated outage')] };
+    }
+    const holders = resources.map((r) => this.live(r, now)).filter((e) => e !== undefined);
+    if (holders.length > 0) {
+      const finite = holders.map((e) => e.expiresAt - now).filter((t) => Number.isFinite(t));
+      const held: NodeVote =
+        finite.length === holders.length
+          ? { ...vote('held'), holderTtl: Math.ceil(Math.max(...finite)) }
+          : vote('held');
+      return { refusal: 'contended', votes: [held] };
+    }
+    const token = randomBytes(20).toString('base64url');
+    const fencingTokens = Object.create(null) as Record<string, number>; // '__proto__' is a resource too
+    if (this.settings.fencing) {
+      for (const r of resources) {
+        const next = (this.fences.get(r) ?? 0) + 1;
+        this.fences.set(r, next);
+        fencingTokens[r] = next;
+      }
+    }
+    const grant: Grant = {
+      resources,
+      token,
+      ttl,
+      start: now,
+      wallStart: Date.now(),
+      votes: [vote('ok')],
+      fencingTokens,
+      ended: false,
+    };
+    for (const r of resources) this.entries.set(r, { token, expiresAt: now + ttl, grant });
+    return { grant };
+  }
+
+  /**
+   * Same rules as the real engine with its single master: a lost key is lost for good (the real
+   * engine's repair never counts a master whose key was put back, so with one master it could
+   * not save the lock either); nothing changes during a simulated outage.
+   */
+  async extend(grant: Grant, ttl: number): Promise<ExtendOutcome> {
+    const now = monotonicNow();
+    if (!this.available) {
+      return { verdict: 'unavailable', votes: [vote('error', 'simulated outage')], elapsed: 0 };
+    }
+    const mine = grant.resources.map((r) => this.live(r, now));
+    if (!mine.every((e) => e?.token === grant.token)) {
+      return { verdict: 'lost', votes: [vote('held')], elapsed: 0 };
+    }
+    for (const e of mine) if (e) e.expiresAt = now + ttl;
+    return { verdict: 'extended', start: now, wallStart: Date.now(), end: monotonicNow(), votes: [vote('ok')] };
+  }
+
+  /** Compare-and-delete; nothing is deleted during a simulated outage (the keys expire). */
+  async release(grant: Grant): Promise<ReleaseResult> {
+    if (!this.available) {
+      return { deleted: 0, complete: false, votes: [vote('error', 'simulated outage')] };
+    }
+    let deleted = false;
+    for (const r of grant.resources) {
+      const e = this.entries.get(r);
+      if (e && e.token === grant.token) {
+        this.entries.delete(r);
+        deleted = true;
+      }
+    }
+    if (deleted) this.wake();
+    return { deleted: deleted ? 1 : 0, complete: true, votes: [vote(deleted ? 'ok' : 'held')] };
+  }
+
+  /** The simulated master: reachable unless an outage is simulated, never in quarantine. */
+  async health(): Promise<MasterHealth[]> {
+    const base = { node: 0, name: IN_MEMORY_MASTER, quarantined: false };
+    return [
+      this.available
+        ? { ...base, reachable: true, latency: 0 }
+        : { ...base, reachable: false, latency: undefined, error: 'simulated outage' },
+    ];
+  }
+
+  /** Releases are not announced: waiters are woken by {@link pause} instead. */
+  async subscribe(): Promise<undefined> {
+    return undefined;
+  }
+
+  /** Waits `ms`, or until a release/free in this store, or until `signal` aborts. */
+  pause(ms: number, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        stopWatching();
+        this.sleepers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      // One listener per shared signal, however many sleep on it (no MaxListenersExceededWarning).
+      const stopWatching = onAbort(signal, done);
+      this.sleepers.add(done);
+    });
+  }
+
+  describe(err: unknown): string {
+    return errorMessage(err);
+  }
+
+  /** Wakes the waiting acquires (the engine refuses them from now on). */
+  async close(): Promise<void> {
+    this.wake();
+  }
+
+  // --- fault controls (see InMemoryRedlock) ---------------------------------------------------
+
+  /** Makes `resources` look held by another process until `until` (monotonic ms). */
+  hold(resources: readonly string[], until: number): void {
+    const now = monotonicNow();
+    const busy = resources.filter((r) => this.live(r, now));
+    if (busy.length > 0) {
+      throw new Error(`InMemoryRedlock.hold: ${busy.join(', ')} already held`);
+    }
+    const token = `external:${randomBytes(8).toString('hex')}`;
+    for (const r of resources) this.entries.set(r, { token, expiresAt: until });
+  }
+
+  /** Ends holds made with {@link hold}. */
+  free(resources: readonly string[]): boolean {
+    let freed = false;
+    for (const r of resources) {
+      const e = this.entries.get(r);
+      if (e && !e.grant) {
+        this.entries.delete(r);
+        freed = true;
+      }
+    }
+    if (freed) this.wake();
+    return freed;
+  }
+
+  /** The resource's key vanishes; its holder learns it at once. */
+  loseLock(resource: string): Lock | undefined {
+    const e = this.live(resource, monotonicNow());
+    const lock = e?.grant && lockOfGrant(e.grant);
+    if (!lock) return undefined;
+    this.entries.delete(resource);
+    loseNow(lock, 'it was lost (simulated by the testing module)');
+    this.wake();
+    return lock;
+  }
+
+  setAvailable(available: boolean): void {
+    this.available = available;
+    if (available) this.wake();
+  }
+
+  holderOf(resource: string): InMemoryHolder | undefined {
+    const e = this.live(resource, monotonicNow());
+    if (!e) return undefined;
+    const lock = e.grant && lockOfGrant(e.grant);
+    return lock ? { kind: 'lock', lock } : { kind: 'external' };
+  }
+
+  heldResources(): string[] {
+    const now = monotonicNow();
+    return [...this.entries.keys()].filter((r) => this.live(r, now)).sort();
+  }
+
+  reset(): void {
+    for (const e of this.entries.values()) {
+      const lock = e.grant && lockOfGrant(e.grant);
+      if (lock) loseNow(lock, 'the in-memory engine was reset');
+    }
+    this.entries.clear();
+    this.available = true;
+    this.wake();
+  }
+
+  /** The entry of `resource` if it has not expired; drops it otherwise. */
+  private live(resource: string, now: number): Entry | undefined {
+    const e = this.entries.get(resource);
+    if (e && e.expiresAt <= now) {
+      this.entries.delete(resource);
+      return undefined;
+    }
+    return e;
+  }
+
+  private wake(): void {
+    for (const wake of [...this.sleepers]) wake();
+  }
+}
+
+/**
+ * Marks a lock lost now. Reads `lock.signal` first: core's `expire()` aborts only a signal that
+ * exists, and a signal first read after the loss would never abort.
+ */
+function loseNow(lock: Lock, why: string): void {
+  void lock.signal;
+  expire(lock, lockState(lock), why);
+}
+
+function vote(outcome: NodeOutcome, error?: string): NodeVote {
+  return error === undefined
+    ? { node: 0, name: IN_MEMORY_MASTER, outcome, latency: 0 }
+    : { node: 0, name: IN_MEMORY_MASTER, outcome, latency: 0, error };
+}
