@@ -176,9 +176,8 @@ export class RedisStore implements LockStore {
     // A master that lost its scripts answers NOSCRIPT and gets an EVAL afterwards. That EVAL
     // must never land after this token's release on the same connection: it is sent only while
     // the attempt has not failed (its clean-up not yet sent) and its lock has not ended.
-    let failed = false;
-    let grant: Grant | undefined;
-    const wanted = (): boolean => !failed && !grant?.ended;
+    const state: { failed: boolean; grant?: Grant } = { failed: false };
+    const wanted = (): boolean => !state.failed && !state.grant?.ended;
     const tally = await this.round<AcquireAnswer>({
       timeout: attemptTimeout(this.settings.requestTimeout, ttl, driftFactor),
       send: (node) =>
@@ -211,7 +210,7 @@ export class RedisStore implements LockStore {
     });
     this.noteQuarantined(tally);
     const fail = (refusal: Refusal): AttemptOutcome => {
-      failed = true; // from here on, no late EVAL fallback may follow the clean-up
+      state.failed = true; // from here on, no late EVAL fallback may follow the clean-up
       const maybeSet = this.nodes.filter((n, i) => mayHoldToken(tally.votes[i], n.cluster));
       // Sent now, in order on each master's connection, so it runs before any later attempt;
       // awaited only before the failure is surfaced to the caller.
@@ -228,7 +227,9 @@ export class RedisStore implements LockStore {
     const exhausted = (): boolean => validityAfter(ttl, start, monotonicNow(), driftFactor) <= 0;
     let fencingTokens: Record<string, number> = {};
     if (fencing && !exhausted()) {
-      const counters = tally.replies.map((r) => (r?.kind === 'reply' ? r.value.counters : undefined));
+      const counters = tally.replies.map((r) =>
+        r?.kind === 'reply' ? r.value.counters : undefined,
+      );
       const deadline = validUntil(start, ttl, driftFactor);
       const tokens = await settleFencingTokens(counters, resources, this.quorum, (t, needs) =>
         this.raiseFences(resources, t, needs, deadline),
@@ -237,7 +238,16 @@ export class RedisStore implements LockStore {
       fencingTokens = tokens ?? {};
     }
     if (exhausted()) return fail('validity-exhausted');
-    grant = { resources, token, ttl, start, wallStart, votes: tally.votes, fencingTokens, ended: false };
+    const grant: Grant = (state.grant = {
+      resources,
+      token,
+      ttl,
+      start,
+      wallStart,
+      votes: tally.votes,
+      fencingTokens,
+      ended: false,
+    });
     return { grant };
   }
 
@@ -330,9 +340,7 @@ export class RedisStore implements LockStore {
         const checks = node.checksMarker;
         const reply = await node.request(
           () =>
-            checks
-              ? node.evalScript(MARKER_AGE_SCRIPT, [this.markerKey], [])
-              : node.client.ping(),
+            checks ? node.evalScript(MARKER_AGE_SCRIPT, [this.markerKey], []) : node.client.ping(),
           this.settings.requestTimeout,
         );
         const base = { node: node.index, name: node.name };
@@ -377,4 +385,3 @@ export class RedisStore implements LockStore {
     for (const n of this.nodes) n.detach();
   }
 }
-

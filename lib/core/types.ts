@@ -71,4 +71,3 @@ export interface RedlockFootprint {
 
 /** The routine run by {@link Redlock.using}. */
 export type LockedRoutine<T> = (signal: AbortSignal, lock: Lock) => Promise<T> | T;
-

@@ -121,7 +121,13 @@ export class InMemoryStore implements LockStore {
       return { verdict: 'lost', votes: [vote('held')], elapsed: 0 };
     }
     for (const e of mine) if (e) e.expiresAt = now + ttl;
-    return { verdict: 'extended', start: now, wallStart: Date.now(), end: monotonicNow(), votes: [vote('ok')] };
+    return {
+      verdict: 'extended',
+      start: now,
+      wallStart: Date.now(),
+      end: monotonicNow(),
+      votes: [vote('ok')],
+    };
   }
 
   /** Compare-and-delete; nothing is deleted during a simulated outage (the keys expire). */

@@ -65,7 +65,12 @@ export interface LockKind {
   /** Reads one master's acquire reply (its slot groups, for the lock's `resources`). */
   readAcquire(groups: readonly GroupReply[], resources: readonly string[]): AcquireAnswer;
   /** Compare-and-pexpire of `token` (with `repair`: `SET NX` where the key is missing). */
-  extend(token: string, ttl: number, keys: readonly string[], repair?: { marker: string | undefined }): ScriptCall;
+  extend(
+    token: string,
+    ttl: number,
+    keys: readonly string[],
+    repair?: { marker: string | undefined },
+  ): ScriptCall;
   readExtend(groups: readonly GroupReply[], repair: boolean): ExtendAnswer;
   /** Compare-and-delete of `token`; `announce` publishes the release for waiters (hand-off). */
   release(token: string, keys: readonly string[], announce: boolean): ScriptCall;

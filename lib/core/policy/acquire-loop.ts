@@ -1,5 +1,10 @@
 import { monotonicNow } from '../clock';
-import { LockAbortedError, LockContendedError, ShuttingDownError, WaitTimeoutError } from '../errors';
+import {
+  LockAbortedError,
+  LockContendedError,
+  ShuttingDownError,
+  WaitTimeoutError,
+} from '../errors';
 import type { LockErrorDetail, NoQuorumError } from '../errors';
 import type { Lock } from '../lock';
 import type { CheckedAcquire } from '../request';

@@ -19,7 +19,11 @@ export function fencingTokensOf(
   counters: readonly (Counters | undefined)[],
   resources: readonly string[],
   quorum: number,
-): { tokens: Record<string, number>; settled: boolean; atMax: (c: Counters | undefined) => boolean } {
+): {
+  tokens: Record<string, number>;
+  settled: boolean;
+  atMax: (c: Counters | undefined) => boolean;
+} {
   const max = resources.map((_, j) => {
     let m = 0;
     for (const c of counters) if (c && c[j] > m) m = c[j];
@@ -41,7 +45,10 @@ export async function settleFencingTokens(
   counters: readonly (Counters | undefined)[],
   resources: readonly string[],
   quorum: number,
-  raise: (tokens: Readonly<Record<string, number>>, needs: (i: number) => boolean) => Promise<number>,
+  raise: (
+    tokens: Readonly<Record<string, number>>,
+    needs: (i: number) => boolean,
+  ) => Promise<number>,
 ): Promise<Record<string, number> | null> {
   const { tokens, settled, atMax } = fencingTokensOf(counters, resources, quorum);
   if (settled) return tokens;

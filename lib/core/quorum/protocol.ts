@@ -22,7 +22,12 @@ export function driftFor(ttl: number, driftFactor: number): number {
 }
 
 /** Validity left (ms) of a ttl sent at monotonic time `start`, seen at `now` (step 2). */
-export function validityAfter(ttl: number, start: number, now: number, driftFactor: number): number {
+export function validityAfter(
+  ttl: number,
+  start: number,
+  now: number,
+  driftFactor: number,
+): number {
   return ttl - (now - start) - driftFor(ttl, driftFactor);
 }
 
@@ -37,7 +42,11 @@ export function attemptTimeout(requestTimeout: number, ttl: number, driftFactor:
 }
 
 /** Outcomes of masters that could not have granted a lock even if it were free. */
-const UNUSABLE: ReadonlySet<NodeOutcome> = new Set<NodeOutcome>(['error', 'timeout', 'quarantined']);
+const UNUSABLE: ReadonlySet<NodeOutcome> = new Set<NodeOutcome>([
+  'error',
+  'timeout',
+  'quarantined',
+]);
 
 /** What the votes of an acquire round say (validity is checked separately, step 2). */
 export type AcquireVerdict = 'quorum' | 'contended' | 'unavailable';
