@@ -14,7 +14,8 @@ export type {
   RedlockModuleAsyncOptions,
 } from './redlock.module-definition';
 export { RedlockService } from './redlock.service';
-export type { LockedEntry, EnterLockedOptions } from './redlock.service';
+export { LockedRunner } from './locked/locked-runner';
+export type { LockedEntry, EnterLockedOptions } from './locked/locked-runner';
 export { Locked } from './decorators/locked.decorator';
 export { LockedInterceptor } from './interceptors/locked.interceptor';
 export type { LockedContextType } from './interceptors/locked.interceptor';
@@ -56,36 +57,7 @@ export {
 } from './redlock.messages';
 
 // The framework-free engine.
-export * from './core/errors';
-export { Lock } from './core/lock';
-export type { ReleaseResult, LockOwner } from './core/lock';
-export { Redlock, MAX_RESOURCES, MAX_RESOURCE_LENGTH } from './core/redlock';
-export type {
-  AcquireOptions,
-  UsingOptions,
-  LockedRoutine,
-  MasterHealth,
-  RedlockHealth,
-  RedlockFootprint,
-} from './core/redlock';
-export { DEFAULT_SETTINGS } from './core/settings';
-export type {
-  RedlockClient,
-  RedlockLogger,
-  RedlockSettings,
-  QuarantineSettings,
-  ResolvedSettings,
-} from './core/settings';
-export type {
-  RedlockEvent,
-  RedlockObserver,
-  AcquiredEvent,
-  FailedEvent,
-  ExtendedEvent,
-  ReleasedEvent,
-  LostEvent,
-} from './core/events';
-export { fencedWrite, fencedRead } from './core/fencing';
+export * from './core';
 
 // OpenTelemetry (optional peer; structural types, so nothing here refers to the package).
 export { instrumentRedlock, TELEMETRY_SCOPE } from './telemetry/opentelemetry';

@@ -7,11 +7,12 @@ import {
   bindLockedInstance,
   isLockedWrapper,
   unbindLockedClass,
-} from './decorators/locked-method';
+} from './locked/locked-method';
 import type { LockedMetadata } from './interfaces';
 import { checkLockedOptions } from './options';
 import { LOCKED_METADATA, REDLOCK_LOGGER_CONTEXT } from './redlock.constants';
 import { nonStaticProviderMessage } from './redlock.messages';
+import { LockedRunner } from './locked/locked-runner';
 import { RedlockService } from './redlock.service';
 
 /**
@@ -36,6 +37,7 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly redlock: RedlockService,
+    private readonly runner: LockedRunner,
   ) {}
 
   /**
@@ -77,10 +79,10 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
         }
       }
       if (wrapper.isDependencyTreeStatic()) {
-        bindLockedInstance(instance, this.redlock);
+        bindLockedInstance(instance, this.runner);
       } else {
         // Request-scoped / transient: instances are created later, bind their class.
-        bindLockedClass(instance.constructor, this.redlock);
+        bindLockedClass(instance.constructor, this.runner);
         this.boundClasses.add(instance.constructor);
         if (!controllers.has(wrapper)) {
           for (const name of methods) {
@@ -93,7 +95,7 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
 
   /** Drops the class bindings made by this module instance. */
   onModuleDestroy(): void {
-    for (const cls of this.boundClasses) unbindLockedClass(cls, this.redlock);
+    for (const cls of this.boundClasses) unbindLockedClass(cls, this.runner);
     this.boundClasses.clear();
   }
 }

@@ -83,12 +83,33 @@ export function normalizeOptions(options: RedlockModuleOptions): ResolvedRedlock
       throw fail(key, `unknown option; valid names are ${MODULE_KEYS.join(', ')}`);
     }
   }
-  const clients = checkClients(options.clients);
+  const clients = options.clients === IN_MEMORY ? [] : checkClients(options.clients);
+  return resolveModuleOptions(options, clients, Math.max(1, clients.length));
+}
+
+/**
+ * Options of a module without Redis (the testing module): every rule of {@link normalizeOptions}
+ * but `clients`, which stays empty; the engine settings are resolved for one simulated master.
+ */
+export function normalizeInMemoryOptions(
+  options: Omit<RedlockModuleOptions, 'clients'>,
+): ResolvedRedlockModuleOptions {
+  return normalizeOptions({ ...options, clients: IN_MEMORY });
+}
+
+/** Marks the in-memory case for {@link normalizeOptions} (no client is ever created from it). */
+const IN_MEMORY: RedlockModuleOptions['clients'] = [];
+
+function resolveModuleOptions(
+  options: RedlockModuleOptions,
+  clients: readonly RedlockClientOption[],
+  masters: number,
+): ResolvedRedlockModuleOptions {
   const engineInput = Object.fromEntries(
     ENGINE_KEYS.filter((k) => options[k] !== undefined).map((k) => [k, options[k]]),
   );
   // The engine's own validation, so that the module and the engine agree on every rule.
-  const { logger: _logger, ...engine } = resolveSettings(engineInput, clients.length);
+  const { logger: _logger, ...engine } = resolveSettings(engineInput, masters);
 
   const contentionStatus: ContentionStatus = options.contentionStatus ?? 423;
   if (contentionStatus !== 423 && contentionStatus !== 409) {

@@ -15,5 +15,12 @@ export const REDLOCK_MODULE_OPTIONS = 'redlock:module-options';
 /** Injection token of the options exactly as given (before validation). Internal. */
 export const REDLOCK_RAW_OPTIONS = 'redlock:raw-options';
 
+/**
+ * Injection token of the module's engine and its connections (a `RedlockBackend`): the module
+ * builds one on Redis masters from the options, the testing module provides an in-memory one.
+ * Internal.
+ */
+export const REDLOCK_BACKEND = 'redlock:backend';
+
 /** Name of the Nest logger context used by the module. */
 export const REDLOCK_LOGGER_CONTEXT = 'Redlock';

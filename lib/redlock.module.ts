@@ -5,7 +5,9 @@ import type { RedlockModuleOptions } from './interfaces';
 import { LockedExplorer } from './locked.explorer';
 import { normalizeOptions } from './options';
 import { ConfigurableModuleClass } from './redlock.module-definition';
-import { REDLOCK_MODULE_OPTIONS, REDLOCK_RAW_OPTIONS } from './redlock.constants';
+import { LockedRunner } from './locked/locked-runner';
+import { redisBackend } from './redlock.backend';
+import { REDLOCK_BACKEND, REDLOCK_MODULE_OPTIONS, REDLOCK_RAW_OPTIONS } from './redlock.constants';
 import { RedlockService } from './redlock.service';
 
 /**
@@ -33,10 +35,16 @@ import { RedlockService } from './redlock.service';
       useFactory: (options: RedlockModuleOptions) => normalizeOptions(options),
       inject: [REDLOCK_RAW_OPTIONS],
     },
+    {
+      provide: REDLOCK_BACKEND,
+      useFactory: redisBackend,
+      inject: [REDLOCK_MODULE_OPTIONS],
+    },
+    LockedRunner,
     RedlockService,
     LockedInterceptor,
     LockedExplorer,
   ],
-  exports: [RedlockService, LockedInterceptor, REDLOCK_MODULE_OPTIONS],
+  exports: [RedlockService, LockedRunner, LockedInterceptor, REDLOCK_MODULE_OPTIONS],
 })
 export class RedlockModule extends ConfigurableModuleClass {}

@@ -1,15 +1,22 @@
+/**
+ * The framework-free engine's public API (re-exported by the package's root entry point): the
+ * engine, its options, lock and event types, the errors and the fencing helpers. Internals are
+ * imported from their files.
+ */
 export * from './errors';
 export { Lock } from './lock';
 export type { ReleaseResult, LockOwner } from './lock';
-export { Redlock, MAX_RESOURCES, MAX_RESOURCE_LENGTH, normalizeResources } from './redlock';
+export { Redlock } from './redlock';
+export { MAX_RESOURCES, MAX_RESOURCE_LENGTH } from './request';
 export type {
   AcquireOptions,
   UsingOptions,
   LockedRoutine,
   MasterHealth,
   RedlockHealth,
-} from './redlock';
-export { DEFAULT_SETTINGS, driftFor } from './settings';
+  RedlockFootprint,
+} from './types';
+export { DEFAULT_SETTINGS } from './settings';
 export type {
   RedlockClient,
   RedlockLogger,
@@ -17,8 +24,6 @@ export type {
   QuarantineSettings,
   ResolvedSettings,
 } from './settings';
-export { monotonicNow } from './clock';
-export { keySlot } from './masters/slots';
 export type {
   RedlockEvent,
   RedlockObserver,

@@ -51,16 +51,6 @@ import {
   checkTtl,
 } from './validate';
 
-export { MAX_RESOURCES, MAX_RESOURCE_LENGTH, normalizeResources } from './request';
-export type {
-  AcquireOptions,
-  UsingOptions,
-  LockedRoutine,
-  MasterHealth,
-  RedlockHealth,
-  RedlockFootprint,
-} from './types';
-
 /**
  * The Redlock algorithm on N independent Redis masters (docs/REDLOCK.md).
  *

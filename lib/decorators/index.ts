@@ -1,3 +1,7 @@
 export * from './locked.decorator';
-export { resolveResources, checkLockedResources, PLACEHOLDER_ROOTS } from './resolve-resources';
-export { LOCKED_ORIGINAL, isLockedWrapper } from './locked-method';
+export {
+  resolveResources,
+  checkLockedResources,
+  PLACEHOLDER_ROOTS,
+} from '../locked/resolve-resources';
+export { LOCKED_ORIGINAL, isLockedWrapper } from '../locked/locked-method';

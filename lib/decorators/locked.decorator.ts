@@ -4,9 +4,9 @@ import { checkLockedOptions } from '../options';
 import { LOCKED_METADATA } from '../redlock.constants';
 import { LockedInterceptor } from '../interceptors/locked.interceptor';
 import type { LockedMetadata, LockedOptions, LockedResources } from '../interfaces';
-import { checkLockedResources } from './resolve-resources';
-import { wrapLockedMethod } from './locked-method';
-import type { AnyMethod } from './locked-method';
+import { checkLockedResources } from '../locked/resolve-resources';
+import { wrapLockedMethod } from '../locked/locked-method';
+import type { AnyMethod } from '../locked/locked-method';
 
 const configError = (field: string, problem: string): Error =>
   new InvalidConfigurationError(field, problem);

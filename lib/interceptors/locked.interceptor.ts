@@ -3,8 +3,9 @@ import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/com
 import { Reflector } from '@nestjs/core';
 import { Observable, finalize } from 'rxjs';
 import type { Subscription } from 'rxjs';
-import { resolveResources } from '../decorators/resolve-resources';
-import type { AnyMethod } from '../decorators/locked-method';
+import { resolveResources } from '../locked/resolve-resources';
+import type { AnyMethod } from '../locked/locked-method';
+import { LockedRunner } from '../locked/locked-runner';
 import {
   classifyLockError,
   httpLockAnswer,
@@ -15,7 +16,6 @@ import type { LockFailure } from '../errors/lock-failure';
 import { createRpcLockException, createWsLockException } from '../errors/transport.error';
 import type { LockedCallContext, LockedMetadata } from '../interfaces';
 import { LOCKED_METADATA } from '../redlock.constants';
-import { RedlockService } from '../redlock.service';
 
 /** Transports the interceptor knows. */
 export type LockedContextType = 'http' | 'rpc' | 'ws' | 'graphql';
@@ -35,7 +35,8 @@ export type LockedContextType = 'http' | 'rpc' | 'ws' | 'graphql';
 @Injectable()
 export class LockedInterceptor implements NestInterceptor {
   constructor(
-    protected readonly redlock: RedlockService,
+    /** The `@Locked()` runtime of the module. */
+    protected readonly runner: LockedRunner,
     protected readonly reflector: Reflector,
   ) {}
 
@@ -50,7 +51,7 @@ export class LockedInterceptor implements NestInterceptor {
       let closed = false;
       const enter = async () => {
         const resources = this.resolveResources(metadata, this.createCallContext(context));
-        return this.redlock.enterLocked(resources, metadata.options, {
+        return this.runner.enterLocked(resources, metadata.options, {
           pending: metadata,
           signal: abort.signal,
         });
@@ -145,7 +146,7 @@ export class LockedInterceptor implements NestInterceptor {
     if (type === 'rpc') return createRpcLockException(lockErrorPayload(failure));
     if (type === 'ws') return createWsLockException(lockErrorPayload(failure));
     if (type !== 'http' && type !== 'graphql') return error;
-    const { exception, headers } = httpLockAnswer(failure, this.redlock.options.contentionStatus);
+    const { exception, headers } = httpLockAnswer(failure, this.runner.options.contentionStatus);
     if (type === 'http') {
       for (const [name, value] of Object.entries(headers)) this.setHeader(context, name, value);
     }

@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from '../core/errors';
 import type { Lock } from '../core/lock';
-import { Redlock, normalizeResources } from '../core/redlock';
+import { Redlock } from '../core/redlock';
+import { normalizeResources } from '../core/request';
 import { MAX_TIMER_MS, checkInteger } from '../core/settings';
 import type { RedlockSettings } from '../core/settings';
 import { monotonicNow } from '../core/clock';

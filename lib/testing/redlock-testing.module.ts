@@ -1,12 +1,18 @@
-import { Module } from '@nestjs/common';
+import { Logger, Module } from '@nestjs/common';
 import type { DynamicModule } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import type { RedlockClient } from '../core';
 import { LockedInterceptor } from '../interceptors/locked.interceptor';
 import type { RedlockModuleOptions, ResolvedRedlockModuleOptions } from '../interfaces';
 import { LockedExplorer } from '../locked.explorer';
-import { engineSettingsOf, normalizeOptions } from '../options';
-import { REDLOCK_MODULE_OPTIONS } from '../redlock.constants';
+import { LockedRunner } from '../locked/locked-runner';
+import { engineSettingsOf, normalizeInMemoryOptions } from '../options';
+import { observeEngine } from '../redlock.backend';
+import type { RedlockBackend } from '../redlock.backend';
+import {
+  REDLOCK_BACKEND,
+  REDLOCK_LOGGER_CONTEXT,
+  REDLOCK_MODULE_OPTIONS,
+} from '../redlock.constants';
 import { LOCK_ERROR_FILTER_PROVIDER } from '../redlock.module-definition';
 import { RedlockService } from '../redlock.service';
 import { InMemoryRedlock } from './in-memory-redlock';
@@ -60,9 +66,8 @@ export class RedlockTestingModule {
         {
           provide: REDLOCK_MODULE_OPTIONS,
           useFactory: (): ResolvedRedlockModuleOptions =>
-            normalizeOptions({
+            normalizeInMemoryOptions({
               ...rest,
-              clients: placeholderClients(),
               // Per-master settings, meaningless in memory; requestTimeout must stay below ttl.
               quarantine: false,
               handoff: false,
@@ -84,10 +89,12 @@ export class RedlockTestingModule {
           inject: [REDLOCK_MODULE_OPTIONS],
         },
         {
-          provide: RedlockService,
-          useFactory: createTestingService,
-          inject: [REDLOCK_MODULE_OPTIONS, InMemoryRedlock],
+          provide: REDLOCK_BACKEND,
+          useFactory: inMemoryBackend,
+          inject: [InMemoryRedlock, REDLOCK_MODULE_OPTIONS],
         },
+        LockedRunner,
+        RedlockService,
         RedlockTestingController,
         LockedInterceptor,
         LockedExplorer,
@@ -95,6 +102,7 @@ export class RedlockTestingModule {
       ],
       exports: [
         RedlockService,
+        LockedRunner,
         LockedInterceptor,
         REDLOCK_MODULE_OPTIONS,
         RedlockTestingController,
@@ -104,44 +112,23 @@ export class RedlockTestingModule {
   }
 }
 
-/**
- * A real `RedlockService` whose engine is the in-memory one.
- *
- * `RedlockService` builds its engine from the `clients` option in its constructor and offers no
- * way to pass one in, so the service is constructed on inert placeholder clients (three, so
- * that the engine does not warn about too few masters; never contacted) and its `engine`
- * property — through which every operation goes — is then replaced.
- */
-function createTestingService(
-  options: ResolvedRedlockModuleOptions,
+/** The Nest layer's backend on the in-memory engine: no connections, the module's observers. */
+function inMemoryBackend(
   engine: InMemoryRedlock,
-): RedlockService {
-  const service = new RedlockService(options);
-  const placeholder = service.engine;
-  Object.defineProperty(service, 'engine', {
-    value: engine,
-    enumerable: true,
-    configurable: true,
-    writable: false,
-  });
-  void placeholder.close();
-  return service;
-}
-
-function placeholderClients(): RedlockClient[] {
-  return [0, 1, 2].map((i) => {
-    const unreachable = (): never => {
-      throw new Error('RedlockTestingModule never talks to Redis');
-    };
-    const client = {
-      isCluster: false,
-      status: 'ready',
-      options: { host: 'in-memory', port: i },
-      evalsha: unreachable,
-      eval: unreachable,
-      on: () => client,
-      off: () => client,
-    };
-    return client as unknown as RedlockClient;
-  });
+  options: ResolvedRedlockModuleOptions,
+): RedlockBackend {
+  const unobserve = observeEngine(engine, options, new Logger(REDLOCK_LOGGER_CONTEXT));
+  return {
+    engine,
+    clients: [],
+    names: engine.masterNames,
+    redact: (text) => text,
+    close: async () => {
+      try {
+        await engine.close();
+      } finally {
+        unobserve();
+      }
+    },
+  };
 }

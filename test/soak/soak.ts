@@ -12,7 +12,7 @@ import { runInNewContext } from 'node:vm';
 import type { Redis } from 'ioredis';
 import { RedisMasters } from '../harness/redis-masters';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockFootprint } from '../../lib/core/redlock';
+import type { RedlockFootprint } from '../../lib/core/types';
 
 export interface SoakOptions {
   readonly durationMs: number;

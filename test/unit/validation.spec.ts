@@ -9,7 +9,7 @@ import {
   MAX_RESOURCE_LENGTH,
   Redlock,
 } from '../../lib';
-import { normalizeResources } from '../../lib/core/redlock';
+import { normalizeResources } from '../../lib/core/request';
 import { keySlot } from '../../lib/core/masters/slots';
 
 function lazyClients(n: number): Redis[] {

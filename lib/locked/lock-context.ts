@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Lock } from './core';
-import type { LockContext } from './interfaces';
+import type { Lock } from '../core';
+import type { LockContext } from '../interfaces';
 
 /**
  * One step of a call chain's lock stack. Frames are immutable links (`parent`), so concurrent

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, InvalidConfigurationError } from '../core';
-import { MAX_RESOURCE_LENGTH } from '../core/redlock';
+import { MAX_RESOURCE_LENGTH } from '../core/request';
 import { checkResourceName, describe, isWellFormed } from '../core/validate';
 import type { LockedCallContext, LockedResources } from '../interfaces';
 

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { InvalidConfigurationError } from '../core';
-import { lockStorage } from '../redlock-context';
+import { lockStorage } from './lock-context';
 import { LOCKED_METADATA } from '../redlock.constants';
 import { unboundMethodMessage } from '../redlock.messages';
 
