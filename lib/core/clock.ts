@@ -3,7 +3,7 @@ import { onAbort } from './wake';
 
 /**
  * Milliseconds from a monotonic clock. Never goes backwards when the wall clock is adjusted;
- * all elapsed-time and validity arithmetic in the engine uses it (REDLOCK.md, "N masters" step 1).
+ * all elapsed-time and validity arithmetic in the engine uses it (docs/REDLOCK.md, "N masters", step 1).
  */
 export function monotonicNow(): number {
   return performance.now();

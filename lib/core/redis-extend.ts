@@ -8,7 +8,7 @@ import { ledgerOf, repairVote } from './repair';
 import type { RepairLedger } from './repair';
 
 /**
- * Extension on the masters (docs/REDLOCK.md, "Extending the lock"; protocol step 4):
+ * Extension on the masters (docs/REDLOCK.md, "Extension"):
  * compare-and-pexpire of the token on every master within the lock's remaining validity — with
  * the `repairOnExtend` setting, also `SET NX` where the key went missing (repair.ts explains why
  * such masters do not count toward the quorum). Never re-creates the key of a lock that ended.

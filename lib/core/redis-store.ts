@@ -151,7 +151,7 @@ export class RedisStore implements LockStore {
   }
 
   /**
-   * One attempt (docs/REDLOCK.md, "The Redlock algorithm", steps 1–5): a grant, or the reason it
+   * One attempt (docs/REDLOCK.md, "N masters", steps 1–5): a grant, or the reason it
    * was not granted, with the clean-up of a failed attempt already sent.
    */
   async attempt(req: AttemptRequest): Promise<AttemptOutcome> {

@@ -1,31 +1,23 @@
 import { monotonicNow } from './clock';
 import {
-  ExtensionLimitError,
   InvalidArgumentError,
   LockAbortedError,
   LockContendedError,
-  LockLostError,
-  NoQuorumError,
   ShuttingDownError,
 } from './errors';
-import type { LockErrorDetail, NodeVote } from './errors';
 import type { RedlockObserver } from './events';
 import { HeldLocks } from './held';
 import { lockKey } from './keys';
-import {
-  Lock,
-  applyExtension,
-  expire,
-  grantState,
-  lockState,
-  markReleased,
-  mintLock,
-  scheduleExpiry,
-} from './lock';
+import { Lock, expire, lockState, markReleased } from './lock';
 import type { LockState, ReleaseResult } from './lock';
 import { acquireLoop } from './policy/acquire-loop';
-import type { AttemptResult, LoopContext } from './policy/acquire-loop';
+import { attemptOnStore } from './policy/attempt';
+import type { AttemptContext } from './policy/attempt';
+import type { LoopContext } from './policy/acquire-loop';
+import { extendLock } from './policy/extension';
+import type { ExtensionContext } from './policy/extension';
 import { keepAlive } from './policy/keep-alive';
+import { runUsing } from './policy/using';
 import { Observers } from './policy/observers';
 import { isStoreFactory } from './policy/store';
 import type { Grant, LockStore, StoreFactory } from './policy/store';
@@ -41,15 +33,7 @@ import type {
   RedlockHealth,
   UsingOptions,
 } from './types';
-import {
-  TRY_ACQUIRE_OPTION_NAMES,
-  USING_OPTION_NAMES,
-  checkBoolean,
-  checkExtendThreshold,
-  checkNames,
-  checkObject,
-  checkTtl,
-} from './validate';
+import { TRY_ACQUIRE_OPTION_NAMES, checkTtl } from './validate';
 
 /**
  * The Redlock algorithm on N independent Redis masters (docs/REDLOCK.md).
@@ -71,6 +55,10 @@ export class Redlock {
   private readonly observers: Observers;
   /** What the acquire loop (policy/acquire-loop.ts) needs. */
   private readonly loop: LoopContext;
+  /** What turning grants into locks (policy/attempt.ts) needs. */
+  private readonly grants: AttemptContext;
+  /** What the extension policy (policy/extension.ts) needs. */
+  private readonly policy: ExtensionContext;
   private closed = false;
   /** Aborted by {@link drain}: refuses new acquisitions and wakes the waiting ones. */
   private readonly draining = new AbortController();
@@ -94,10 +82,22 @@ export class Redlock {
     }
     this.quorum = this.settings.quorum;
     this.observers = new Observers(this.settings.logger, (err) => this.store.describe(err));
+    this.grants = {
+      owner: this,
+      store: this.store,
+      settings: this.settings,
+      observers: this.observers,
+      held: this.held,
+    };
+    this.policy = {
+      store: this.store,
+      settings: this.settings,
+      observers: this.observers,
+    };
     this.loop = {
       store: this.store,
       draining: this.draining.signal,
-      attempt: (req, n, startedAt) => this.attempt(req, n, startedAt),
+      attempt: (req, n, startedAt) => attemptOnStore(this.grants, req, n, startedAt),
     };
   }
 
@@ -187,7 +187,7 @@ export class Redlock {
       );
     }
     const started = monotonicNow();
-    const result = await this.attempt(req, 1, started);
+    const result = await attemptOnStore(this.grants, req, 1, started);
     if (result.lock) return this.granted(result.lock, started);
     await result.cleanup;
     this.observers.failed(req.resources, result.error, started);
@@ -217,56 +217,7 @@ export class Redlock {
   async extend(lock: Lock, ttl?: number): Promise<Lock> {
     const s = this.stateOf(lock);
     const newTtl = ttl === undefined ? s.ttl : checkTtl('ttl', ttl, this.settings, argError);
-    const detail = (votes: readonly NodeVote[], elapsed = 0): LockErrorDetail => ({
-      resources: lock.resources,
-      votes,
-      attempts: 1,
-      elapsed,
-    });
-    if (s.released) throw new LockLostError(detail(s.votes), 'it was released');
-    if (s.extensions >= this.settings.maxExtensions) {
-      throw new ExtensionLimitError({
-        ...detail(s.votes),
-        maxExtensions: this.settings.maxExtensions,
-      });
-    }
-    if (s.validUntil - monotonicNow() <= 0) {
-      expire(lock, s, 'validity ended before the extension');
-      throw new LockLostError(detail(s.votes), 'its validity ended before the extension');
-    }
-    const out = await this.store.extend(grantOf(s), newTtl, s.validUntil);
-    if (out.verdict === 'extended') {
-      applyExtension(lock, s, { ...out, ttl: newTtl }, this.settings.driftFactor);
-      if (this.observers.active) {
-        this.observers.emit({
-          type: 'extended',
-          resources: lock.resources,
-          lock,
-          ttl: newTtl,
-          extensions: s.extensions,
-          duration: out.end - out.start,
-        });
-      }
-      return lock;
-    }
-    if (out.verdict === 'lost' || out.verdict === 'expired') {
-      const why =
-        out.verdict === 'lost'
-          ? 'a majority of masters no longer hold it'
-          : 'validity ended during the extension';
-      // The holder is told first, then what the round itself put back is undone.
-      expire(lock, s, why);
-      await out.afterLoss?.();
-      throw new LockLostError(
-        detail(out.votes, out.elapsed),
-        out.verdict === 'lost' ? why : 'its validity ended during the extension',
-      );
-    }
-    throw new NoQuorumError({
-      ...detail(out.votes, out.elapsed),
-      reason: out.verdict,
-      quorum: this.quorum,
-    });
+    return extendLock(this.policy, lock, s, newTtl);
   }
 
   /**
@@ -275,39 +226,12 @@ export class Redlock {
    * deadline or as soon as an extension fails. A release error never masks the routine's result or
    * error (it goes to the logger). No timer outlives the call.
    */
-  async using<T>(
+  using<T>(
     resources: string | readonly string[],
     routine: LockedRoutine<T>,
     options: UsingOptions = {},
   ): Promise<T> {
-    if (typeof routine !== 'function')
-      throw new InvalidArgumentError('routine', `must be a function, got ${describe(routine)}`);
-    checkObject('options', options, argError);
-    checkNames(options, USING_OPTION_NAMES, argError, '', 'option');
-    const { autoExtend = true, extendThreshold, ...acquireOptions } = options;
-    checkBoolean('autoExtend', autoExtend, argError);
-    const ttl = checkAcquire(resources, acquireOptions, this.settings).ttl;
-    const threshold =
-      extendThreshold === undefined
-        ? undefined
-        : checkExtendThreshold('extendThreshold', extendThreshold, ttl, argError);
-    const lock = await this.acquire(resources, acquireOptions);
-    const stop = autoExtend ? this.keepAlive(lock, threshold) : () => undefined;
-    try {
-      return await routine(lock.signal, lock);
-    } finally {
-      stop();
-      await this.release(lock).then(
-        (r) => {
-          if (!r.complete)
-            this.settings.logger.debug?.(
-              `Redlock: release of ${lock.resources.join(', ')} incomplete`,
-            );
-        },
-        (err: unknown) =>
-          this.settings.logger.warn(`Redlock: release failed: ${this.store.describe(err)}`),
-      );
-    }
+    return runUsing(this, resources, routine, options, (err) => this.store.describe(err));
   }
 
   /**
@@ -391,57 +315,6 @@ export class Redlock {
   }
 
   // ---------------------------------------------------------------------------------------------
-
-  /** One attempt on the store: a lock, or the typed reason it was not granted. */
-  private async attempt(
-    req: CheckedAcquire,
-    attemptNo: number,
-    startedAt: number,
-  ): Promise<AttemptResult> {
-    const outcome = await this.store.attempt(req);
-    if (outcome.grant) return { lock: this.createLock(outcome.grant, attemptNo) };
-    const detail: LockErrorDetail = {
-      resources: req.resources,
-      votes: outcome.votes,
-      attempts: attemptNo,
-      elapsed: monotonicNow() - startedAt,
-    };
-    const error =
-      outcome.refusal === 'contended'
-        ? new LockContendedError(detail)
-        : new NoQuorumError({ ...detail, reason: outcome.refusal, quorum: this.quorum });
-    return { error, cleanup: outcome.cleanup };
-  }
-
-  /** Wraps a grant in a tracked lock (held locks, 'lost' events). */
-  private createLock(grant: Grant, attempts: number): Lock {
-    const state = grantState(grant, this.settings.driftFactor);
-    const lock = mintLock(this, {
-      resources: grant.resources,
-      value: grant.token,
-      attempts,
-      fencingTokens: grant.fencingTokens,
-      state,
-    });
-    state.onLost = (reason) => {
-      if (this.observers.active) {
-        this.observers.emit({
-          type: 'lost',
-          resources: lock.resources,
-          lock,
-          holdTime: monotonicNow() - state.acquiredAt,
-          reason,
-        });
-      }
-    };
-    this.held.add(lock);
-    if (this.observers.active) {
-      // Report a loss when it happens (not only when the holder next touches the lock).
-      state.watched = true;
-      scheduleExpiry(lock, state);
-    }
-    return lock;
-  }
 
   private granted(lock: Lock, started: number): Lock {
     if (this.observers.active) {

@@ -28,7 +28,7 @@
  *     vote to B. Whatever B could win without the repair, it can still win or lose exactly as
  *     before; the repair can only make B's `SET NX` fail on one more master.
  *
- * (b) A repair never counts for us where it could hide a gap. The danger named in REDLOCK.md
+ * (b) A repair never counts for us where it could hide a gap. The danger named in docs/REDLOCK.md
  *     ("Re-creating a missing key is not an extension: the lock may have been taken and released
  *     by someone else meanwhile") is *our* holder believing it held the lock without a break
  *     while B held a quorum in between. Rule 2 rules that out: when extension k succeeds, every
@@ -56,7 +56,7 @@
  *     no extension of ours can succeed on a quorum that hides B's tenure: we learn the loss
  *     (LockLostError, the signal aborts) instead of papering over it.
  *
- * (c) A restarted master is quarantined for longer than any ttl (REDLOCK.md, "Crash recovery"),
+ * (c) A restarted master is quarantined for longer than any ttl (docs/REDLOCK.md, "Crash recovery"),
  *     by every engine, for acquires and — rule 3 — for extensions. It may hold our key (put back
  *     by a repair, or restored from an old snapshot), but it adds nobody's vote until every lock
  *     it may have lost has expired. So the repair cannot revive our lock on a master whose

@@ -27,7 +27,7 @@ export interface RedlockLogger {
   debug?(message: string): void;
 }
 
-/** Restart quarantine settings (REDLOCK.md, "Crash recovery"). */
+/** Restart quarantine settings (docs/REDLOCK.md, "Crash recovery"). */
 export interface QuarantineSettings {
   /** Enforce the delayed-restart rule on the client. Default `true`. */
   enabled?: boolean;

@@ -1,3 +1,4 @@
+import { driftFor } from './quorum/protocol';
 /**
  * Boundary checks shared by the engine, its settings and the Nest layer: names, strings, ttls
  * and durations. Every check throws the error built by `make(field, problem)`, so the same rule
@@ -157,10 +158,7 @@ export function checkBoolean(field: string, value: unknown, make: MakeError): bo
   return value;
 }
 
-/** Drift allowance for a ttl (REDLOCK.md, step 4): ttl × driftFactor + 2 ms. */
-export function driftFor(ttl: number, driftFactor: number): number {
-  return Math.floor(ttl * driftFactor) + 2;
-}
+export { driftFor };
 
 /**
  * Smallest ttl that can ever be granted: the validity left after the drift allowance,

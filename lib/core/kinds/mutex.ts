@@ -20,7 +20,7 @@ import { ReplyFormatError } from './kind';
  * Quorum: the configured one, a majority by default. Proof: two holders at once would each have
  * been granted by a majority of the N masters; two majorities share at least one master, and one
  * master never holds two tokens under one key within the key's ttl (docs/REDLOCK.md, "Safety
- * arguments").
+ * argument, in short").
  */
 export const MUTEX: LockKind = {
   name: 'mutex',

@@ -31,7 +31,7 @@ export interface LoopContext {
 }
 
 /**
- * Retries an acquire (docs/REDLOCK.md, "Retry on failure"): attempts until granted, until
+ * Retries an acquire (docs/REDLOCK.md, "N masters", last paragraph): attempts until granted, until
  * `retryCount` retries were made or `waitTimeout` passed, waiting a random delay between attempts
  * — shorter when the holder's key expires sooner, and cut short by the holder's release
  * announcement (hand-off) when the store announces releases. A failed attempt's clean-up is

@@ -1,6 +1,6 @@
 /**
- * Fencing tokens over a quorum (docs/REDLOCK.md, "Making the algorithm more reliable: fencing"
- * and docs/fencing.md): every acquire increments a counter per resource on the masters it
+ * Fencing tokens over a quorum (why fencing: docs/REDLOCK.md, "Clocks" — a paused holder can
+ * outlive its validity; the counters themselves: lib/core/scripts/mutex.ts): every acquire increments a counter per resource on the masters it
  * reaches; the token of a granted lock is the largest counter per resource among the masters that
  * granted it. Any later grant meets this one's quorum on at least one master, whose counter is
  * then already at least the token — provided a quorum holds the token: when the masters at the

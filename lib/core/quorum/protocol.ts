@@ -1,27 +1,27 @@
 import type { NodeOutcome, NodeVote } from '../errors';
 
 /**
- * The steps of the Redlock protocol (docs/REDLOCK.md, "The Redlock algorithm"), as pure
- * decisions over the votes of one round (quorum/round.ts). No Redis, no timers, no retries:
+ * The steps of the Redlock protocol (docs/REDLOCK.md, "N masters"; step numbers are its own), as
+ * pure decisions over the votes of one round (quorum/round.ts). No Redis, no timers, no retries:
  *
- * 1. Acquire: note the start time; send the lock request to all N masters in parallel, each
- *    bounded by a per-node timeout no longer than the ttl's validity ({@link attemptTimeout}).
- * 2. Granted only with a quorum of `ok` votes **and** validity left:
- *    validity = ttl − elapsed − drift, drift = ttl × driftFactor + 2 ms ({@link validityAfter}).
- * 3. Not granted: undo on every master that may hold the token ({@link mayHoldToken}); the caller
- *    retries after a random delay. Contended (someone holds it) or unavailable (too few usable
- *    masters) decides how ({@link acquireVerdict}).
- * 4. Extend: the same quorum and validity rule, never beyond the current validity; a majority
- *    that no longer holds the key means the lock is lost ({@link extendVerdict}).
- * 5. Release: compare-and-delete everywhere ({@link releaseSummary}).
+ * - Steps 1–2: note a monotonic start time, send to all N masters in parallel, each bounded by a
+ *   per-node timeout that is small and never longer than the ttl's validity
+ *   ({@link attemptTimeout}).
+ * - Steps 3–4: granted only with a quorum of `ok` votes **and** validity left, validity =
+ *   ttl − elapsed − drift, drift = ttl × driftFactor + 2 ms ({@link validityAfter},
+ *   {@link validUntil}); which refusal it is when not ({@link acquireVerdict}).
+ * - Step 5: on failure, undo on every master that may hold the token ({@link mayHoldToken}).
+ * - "Extension": the same quorum and validity rule, never beyond the current validity; too few
+ *   masters left that can hold the key means the lock is lost ({@link extendVerdict}).
+ * - "One master": release is compare-and-delete everywhere ({@link releaseSummary}).
  */
 
-/** Drift allowance for a ttl (step 2): ttl × driftFactor + 2 ms. */
+/** Drift allowance for a ttl (step 4): ttl × driftFactor + 2 ms. */
 export function driftFor(ttl: number, driftFactor: number): number {
   return Math.floor(ttl * driftFactor) + 2;
 }
 
-/** Validity left (ms) of a ttl sent at monotonic time `start`, seen at `now` (step 2). */
+/** Validity left (ms) of a ttl sent at monotonic time `start`, seen at `now` (step 4). */
 export function validityAfter(
   ttl: number,
   start: number,
@@ -36,7 +36,7 @@ export function validUntil(start: number, ttl: number, driftFactor: number): num
   return start + ttl - driftFor(ttl, driftFactor);
 }
 
-/** Per-node timeout of an acquire (step 1): the request timeout, never more than the validity. */
+/** Per-node timeout of an acquire (step 2): the request timeout, never more than the validity. */
 export function attemptTimeout(requestTimeout: number, ttl: number, driftFactor: number): number {
   return Math.max(1, Math.min(requestTimeout, ttl - driftFor(ttl, driftFactor)));
 }
@@ -52,7 +52,7 @@ const UNUSABLE: ReadonlySet<NodeOutcome> = new Set<NodeOutcome>([
 export type AcquireVerdict = 'quorum' | 'contended' | 'unavailable';
 
 /**
- * Step 2/3: a quorum of `ok` votes; otherwise contended when someone holds the resource and the
+ * Step 3: a quorum of `ok` votes; otherwise contended when someone holds the resource and the
  * masters that did not fail could have made a quorum had it been free (waiting for the holder
  * helps), else an outage.
  */
@@ -68,7 +68,7 @@ export function acquireVerdict(
 }
 
 /**
- * Step 3: whether a master may hold the token of a failed attempt and must be cleaned up — all
+ * Step 5: whether a master may hold the token of a failed attempt and must be cleaned up — all
  * but those that answered `held` (the script is all-or-nothing there; on a Cluster master, where
  * each slot group runs its own script, every master).
  */
@@ -89,7 +89,7 @@ export type ExtendVerdict =
   | 'unavailable';
 
 /**
- * Step 4. `blocked`: masters that cannot count before the lock's next successful extension
+ * "Extension". `blocked`: masters that cannot count before the lock's next successful extension
  * (another holder's key, or ours put back by a repair — see repair.ts); `end` the monotonic time
  * the round ended, `deadline` the lock's current validity deadline, `validity` what the new ttl
  * leaves (step 2).
@@ -119,7 +119,7 @@ export interface ReleaseResult {
   readonly votes: readonly NodeVote[];
 }
 
-/** Step 5: the result of a compare-and-delete round. */
+/** The result of a compare-and-delete round ("One master": release). */
 export function releaseSummary(votes: readonly NodeVote[], ok: number): ReleaseResult {
   return {
     deleted: ok,

@@ -2,7 +2,7 @@ import { monotonicNow } from '../clock';
 import type { NodeOutcome, NodeVote } from '../errors';
 
 /**
- * One voting round of the Redlock algorithm (docs/REDLOCK.md, "The Redlock algorithm", step 2):
+ * One voting round of the Redlock algorithm (docs/REDLOCK.md, "N masters", step 2):
  * the same request goes to every master **in parallel**, each answer becomes a vote, and the
  * round ends as soon as its outcome is certain — a quorum of `ok`, or so many other answers that
  * no quorum is possible — or when the one timer of the round fires (every master gets the same

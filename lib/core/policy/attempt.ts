@@ -1,0 +1,74 @@
+import { monotonicNow } from '../clock';
+import { LockContendedError, NoQuorumError } from '../errors';
+import type { LockErrorDetail } from '../errors';
+import type { HeldLocks } from '../held';
+import { grantState, mintLock, scheduleExpiry } from '../lock';
+import type { Lock, LockOwner } from '../lock';
+import type { CheckedAcquire } from '../request';
+import type { ResolvedSettings } from '../settings';
+import type { AttemptResult } from './acquire-loop';
+import type { Observers } from './observers';
+import type { Grant, LockStore } from './store';
+
+/** What an attempt needs from the engine. */
+export interface AttemptContext {
+  /** The engine the locks belong to (the only one that may release or extend them). */
+  readonly owner: LockOwner;
+  readonly store: LockStore;
+  readonly settings: ResolvedSettings;
+  readonly observers: Observers;
+  readonly held: HeldLocks;
+}
+
+/** One attempt on the store: a tracked lock, or the typed reason it was not granted. */
+export async function attemptOnStore(
+  ctx: AttemptContext,
+  req: CheckedAcquire,
+  attemptNo: number,
+  startedAt: number,
+): Promise<AttemptResult> {
+  const outcome = await ctx.store.attempt(req);
+  if (outcome.grant) return { lock: createLock(ctx, outcome.grant, attemptNo) };
+  const detail: LockErrorDetail = {
+    resources: req.resources,
+    votes: outcome.votes,
+    attempts: attemptNo,
+    elapsed: monotonicNow() - startedAt,
+  };
+  const error =
+    outcome.refusal === 'contended'
+      ? new LockContendedError(detail)
+      : new NoQuorumError({ ...detail, reason: outcome.refusal, quorum: ctx.store.quorum });
+  return { error, cleanup: outcome.cleanup };
+}
+
+/** Wraps a grant in a lock the engine tracks (held locks, 'lost' events). */
+function createLock(ctx: AttemptContext, grant: Grant, attempts: number): Lock {
+  const { observers } = ctx;
+  const state = grantState(grant, ctx.settings.driftFactor);
+  const lock = mintLock(ctx.owner, {
+    resources: grant.resources,
+    value: grant.token,
+    attempts,
+    fencingTokens: grant.fencingTokens,
+    state,
+  });
+  state.onLost = (reason) => {
+    if (observers.active) {
+      observers.emit({
+        type: 'lost',
+        resources: lock.resources,
+        lock,
+        holdTime: monotonicNow() - state.acquiredAt,
+        reason,
+      });
+    }
+  };
+  ctx.held.add(lock);
+  if (observers.active) {
+    // Report a loss when it happens (not only when the holder next touches the lock).
+    state.watched = true;
+    scheduleExpiry(lock, state);
+  }
+  return lock;
+}
