@@ -80,7 +80,7 @@ function parseArgs(argv: string[]): Options {
   // Child processes (workers, HTTP server) read quick mode from the environment.
   if (quick) process.env.BENCH_QUICK = '1';
   return {
-    rounds: rounds ?? (quick ? 2 : 3),
+    rounds: rounds ?? (quick ? 1 : 3),
     quick,
     only,
     masters,
@@ -88,12 +88,12 @@ function parseArgs(argv: string[]): Options {
     parMs: quick ? 200 : 600,
     contMs: quick ? 500 : 1500,
     multiMs: quick ? 600 : 2000,
-    waitersMs: quick ? 1500 : 5000,
+    waitersMs: quick ? 2000 : 5000,
     waiters: 10_000,
     waiterRounds: rounds ?? (quick ? 1 : 3),
     costOps: quick ? 300 : 2000,
     httpSeconds: quick ? 1 : 5,
-    graceMs: quick ? 2000 : 10_000,
+    graceMs: quick ? 1000 : 10_000,
   };
 }
 
