@@ -57,6 +57,7 @@ const CONTENDED: Column[] = [
   { head: 'wait p99 ms', metric: 'waitP99', digits: 1, compare: 'lower' },
   { head: 'wait max ms', metric: 'waitMax', digits: 1 },
   { head: 'max ÷ mean', metric: 'maxOverMean', digits: 1 },
+  { head: 'unfinished', metric: 'unfinished' },
 ];
 const MULTI: Column[] = [
   ...CONTENDED,
