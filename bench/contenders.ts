@@ -8,22 +8,11 @@ import type { Redis } from 'ioredis';
 import NodeRedlock from 'redlock';
 import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { RedlockMutex } from 'redis-semaphore';
-import { Redlock } from '../lib';
+import { Redlock } from '../lib/core';
+import { BENCH_SETTINGS, RetryProfile, maxTtlFor } from './config';
 import { RawFloor } from './raw-floor';
 
-/** Settings every library gets (where it has the knob). */
-export const BENCH_SETTINGS = Object.freeze({
-  /** Lock ttl in ms. */
-  ttl: 10_000,
-  /** Base delay between attempts on contention (ms). */
-  retryDelay: 200,
-  /** Random ± spread of the delay (ms). */
-  retryJitter: 100,
-  /** High enough that no acquire of the contended scenario gives up. */
-  retryCount: 10_000,
-  /** Clock drift factor. */
-  driftFactor: 0.01,
-});
+export { BENCH_SETTINGS } from './config';
 
 /** A held lock, whatever the library. */
 export interface Held {
@@ -44,6 +33,8 @@ export interface Contender {
   lock(resource: string): Promise<Held>;
   /** Frees what the contender created (never the shared clients). */
   close(): Promise<void>;
+  /** Resolves once the contender can lock (ours: no master left in restart quarantine). */
+  ready?(deadlineMs: number): Promise<void>;
 }
 
 /** A library that could not be run here, and why. */
@@ -54,22 +45,39 @@ export interface Unavailable {
   readonly reason: string;
 }
 
-/** Our engine (lib/core), used directly. */
-export function oursEngine(clients: Redis[], fencing: boolean): Contender {
+let quarantineNoted = false;
+
+/** Our engine's warnings, to stderr; the restart-quarantine notice (waited out) only once. */
+function benchWarn(message: string): void {
+  if (message.includes('restart quarantine')) {
+    if (quarantineNoted) return;
+    quarantineNoted = true;
+  }
+  console.error(`  [nestjs-redlock warning] ${message}`);
+}
+
+/**
+ * Our engine (lib/core), used directly, with its full safety defaults: fencing tokens on (except
+ * in the "fencing off" row) and the restart quarantine on (see {@link maxTtlFor} for how the
+ * benchmark waits it out).
+ */
+export function oursEngine(
+  clients: Redis[],
+  fencing: boolean,
+  retry: RetryProfile,
+  quick: boolean,
+): Contender {
+  const maxTtl = maxTtlFor(quick);
   const engine = new Redlock(clients, {
     ttl: BENCH_SETTINGS.ttl,
     retryCount: BENCH_SETTINGS.retryCount,
-    retryDelay: BENCH_SETTINGS.retryDelay,
-    retryJitter: BENCH_SETTINGS.retryJitter,
+    retryDelay: retry.retryDelay,
+    retryJitter: retry.retryJitter,
     driftFactor: BENCH_SETTINGS.driftFactor,
     fencing,
-    // The masters are redis-server processes the benchmark has just started, so every one of
-    // them is "younger than maxTtl": with the restart quarantine on, none of their votes would
-    // count for a minute (REDLOCK.md, "Crash recovery"). They hold no lock from before, so the
-    // quarantine protects nothing here; it is turned off rather than waited out.
-    quarantine: false,
+    ...(maxTtl === undefined ? {} : { maxTtl }),
     keyPrefix: fencing ? 'bench:ours:' : 'bench:ours-nf:',
-    logger: { warn: (m) => console.warn(m) },
+    logger: { warn: benchWarn },
   });
   return {
     id: fencing ? 'ours' : 'ours-nofence',
@@ -80,16 +88,27 @@ export function oursEngine(clients: Redis[], fencing: boolean): Contender {
       return { release: () => lock.release().then(() => undefined) };
     },
     close: () => engine.close(),
+    ready: async (deadlineMs) => {
+      // Poll until no master is in restart quarantine (its votes would not count yet).
+      const deadline = Date.now() + deadlineMs;
+      for (;;) {
+        const h = await engine.health();
+        if (h.masters.every((m) => m.reachable && !m.quarantined)) return;
+        if (Date.now() > deadline)
+          throw new Error(`masters still in restart quarantine after ${deadlineMs} ms`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    },
   };
 }
 
 /** node-redlock 5.0.0-beta.2 (`redlock` on npm). */
-export function nodeRedlock(clients: Redis[]): Contender {
+export function nodeRedlock(clients: Redis[], retry: RetryProfile): Contender {
   const redlock = new NodeRedlock(clients, {
     driftFactor: BENCH_SETTINGS.driftFactor,
     retryCount: BENCH_SETTINGS.retryCount,
-    retryDelay: BENCH_SETTINGS.retryDelay,
-    retryJitter: BENCH_SETTINGS.retryJitter,
+    retryDelay: retry.retryDelay,
+    retryJitter: retry.retryJitter,
   });
   redlock.on('error', () => undefined);
   return {
@@ -105,12 +124,12 @@ export function nodeRedlock(clients: Redis[]): Contender {
 }
 
 /** @sesamecare-oss/redlock (maintained fork of node-redlock). */
-export function sesameRedlock(clients: Redis[]): Contender {
+export function sesameRedlock(clients: Redis[], retry: RetryProfile): Contender {
   const redlock = new SesameRedlock(clients, {
     driftFactor: BENCH_SETTINGS.driftFactor,
     retryCount: BENCH_SETTINGS.retryCount,
-    retryDelay: BENCH_SETTINGS.retryDelay,
-    retryJitter: BENCH_SETTINGS.retryJitter,
+    retryDelay: retry.retryDelay,
+    retryJitter: retry.retryJitter,
   });
   redlock.on('error', () => undefined);
   return {
@@ -127,11 +146,11 @@ export function sesameRedlock(clients: Redis[]): Contender {
 
 /**
  * redis-semaphore's RedlockMutex. It has a fixed `retryInterval` (no jitter; its default is
- * 10 ms) — set to the same 200 ms base delay as the others. Its background refresh timer is
+ * 10 ms) — set to the same base delay as the others. Its background refresh timer is
  * turned off (`refreshInterval: 0`): the other clients do not auto-extend on a plain acquire
  * either.
  */
-export function redisSemaphore(clients: Redis[]): Contender {
+export function redisSemaphore(clients: Redis[], retry: RetryProfile): Contender {
   return {
     id: 'redis-semaphore',
     label: 'redis-semaphore RedlockMutex',
@@ -139,9 +158,9 @@ export function redisSemaphore(clients: Redis[]): Contender {
     async lock(resource) {
       const mutex = new RedlockMutex(clients, `bench:rs:${resource}`, {
         lockTimeout: BENCH_SETTINGS.ttl,
-        acquireTimeout: BENCH_SETTINGS.retryCount * BENCH_SETTINGS.retryDelay,
+        acquireTimeout: BENCH_SETTINGS.retryCount * retry.retryDelay,
         acquireAttemptsLimit: BENCH_SETTINGS.retryCount + 1,
-        retryInterval: BENCH_SETTINGS.retryDelay,
+        retryInterval: retry.retryDelay,
         refreshInterval: 0,
       });
       await mutex.acquire();
@@ -156,7 +175,10 @@ export function redisSemaphore(clients: Redis[]): Contender {
  * whatever Node runs the benchmark, and a probe lock decides whether it works. It has
  * `retryAttempts` / `retryDelay` but no jitter. One lock object per key is its API.
  */
-export async function redlockUniversal(clients: Redis[]): Promise<Contender | Unavailable> {
+export async function redlockUniversal(
+  clients: Redis[],
+  retry: RetryProfile,
+): Promise<Contender | Unavailable> {
   const id = 'redlock-universal';
   const label = 'redlock-universal';
   const major = Number(process.versions.node.split('.')[0]);
@@ -170,7 +192,7 @@ export async function redlockUniversal(clients: Redis[]): Promise<Contender | Un
         key: `bench:ru:${resource}`,
         ttl: BENCH_SETTINGS.ttl,
         retryAttempts: BENCH_SETTINGS.retryCount,
-        retryDelay: BENCH_SETTINGS.retryDelay,
+        retryDelay: retry.retryDelay,
         clockDriftFactor: BENCH_SETTINGS.driftFactor,
       });
     const probe = make('probe');
@@ -201,8 +223,11 @@ export async function redlockUniversal(clients: Redis[]): Promise<Contender | Un
 }
 
 /** The raw floor (see raw-floor.ts). */
-export async function rawFloor(clients: Redis[]): Promise<Contender> {
-  const raw = new RawFloor(clients, BENCH_SETTINGS.ttl, BENCH_SETTINGS);
+export async function rawFloor(clients: Redis[], retry: RetryProfile): Promise<Contender> {
+  const raw = new RawFloor(clients, BENCH_SETTINGS.ttl, {
+    ...retry,
+    retryCount: BENCH_SETTINGS.retryCount,
+  });
   await raw.init();
   return {
     id: 'raw',
@@ -220,4 +245,41 @@ export async function rawFloor(clients: Redis[]): Promise<Contender> {
 /** Whether a value is an {@link Unavailable} marker. */
 export function isUnavailable(c: Contender | Unavailable): c is Unavailable {
   return 'reason' in c;
+}
+
+/** Ids of the contenders that {@link makeContender} builds (everything but the Nest row). */
+export const CONTENDER_IDS = [
+  'raw',
+  'ours',
+  'ours-nofence',
+  'node-redlock',
+  'sesamecare',
+  'redis-semaphore',
+  'redlock-universal',
+] as const;
+export type ContenderId = (typeof CONTENDER_IDS)[number];
+
+/** Builds one contender by id with the given retry profile (also used in child processes). */
+export async function makeContender(
+  id: ContenderId,
+  clients: Redis[],
+  retry: RetryProfile,
+  quick: boolean,
+): Promise<Contender | Unavailable> {
+  switch (id) {
+    case 'raw':
+      return rawFloor(clients, retry);
+    case 'ours':
+      return oursEngine(clients, true, retry, quick);
+    case 'ours-nofence':
+      return oursEngine(clients, false, retry, quick);
+    case 'node-redlock':
+      return nodeRedlock(clients, retry);
+    case 'sesamecare':
+      return sesameRedlock(clients, retry);
+    case 'redis-semaphore':
+      return redisSemaphore(clients, retry);
+    case 'redlock-universal':
+      return redlockUniversal(clients, retry);
+  }
 }

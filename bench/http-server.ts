@@ -8,7 +8,7 @@ import 'reflect-metadata';
 import { Controller, Get, Module, Param } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Locked, RedlockModule } from '../lib';
-import { BENCH_SETTINGS } from './contenders';
+import { BENCH_SETTINGS, SLOW_RETRY, maxTtlFor, quickFromEnv } from './config';
 
 @Controller()
 class BenchController {
@@ -34,11 +34,12 @@ async function main(): Promise<void> {
         clients: urls,
         ttl: BENCH_SETTINGS.ttl,
         retryCount: BENCH_SETTINGS.retryCount,
-        retryDelay: BENCH_SETTINGS.retryDelay,
-        retryJitter: BENCH_SETTINGS.retryJitter,
+        retryDelay: SLOW_RETRY.retryDelay,
+        retryJitter: SLOW_RETRY.retryJitter,
         driftFactor: BENCH_SETTINGS.driftFactor,
-        // Masters the benchmark just started: nothing for the restart quarantine to protect.
-        quarantine: false,
+        // Full safety defaults (fencing, restart quarantine); the runner only starts the load
+        // once the masters are out of quarantine. BENCH_QUICK: maxTtl = ttl (config.ts).
+        ...(maxTtlFor(quickFromEnv()) === undefined ? {} : { maxTtl: maxTtlFor(quickFromEnv()) }),
       }),
     ],
     controllers: [BenchController],

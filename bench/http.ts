@@ -6,7 +6,6 @@
 import { ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { RedisMasters } from '../test/harness/redis-masters';
 import type { Unavailable } from './contenders';
 import { median } from './stats';
 
@@ -36,7 +35,6 @@ export interface HttpResult {
 }
 
 const CONNECTIONS = 32;
-const MASTERS = 3;
 
 const ENDPOINTS = [
   { id: 'plain', label: 'GET /plain/:id (no lock)', path: '/plain/' },
@@ -103,13 +101,19 @@ async function load(port: number, path: string, seconds: number): Promise<autoca
   });
 }
 
-/** Runs the HTTP scenario: `rounds` × (plain, locked), `seconds` each, after a warm-up. */
-export async function runHttp(seconds: number, rounds: number): Promise<HttpResult> {
-  const masters = await RedisMasters.start(MASTERS);
+/**
+ * Runs the HTTP scenario on the given masters (already out of restart quarantine, started by the
+ * runner): `rounds` × (plain, locked), `seconds` each, after a warm-up.
+ */
+export async function runHttp(
+  urls: string[],
+  seconds: number,
+  rounds: number,
+): Promise<HttpResult> {
   let child: ChildProcess | undefined;
   const perRound: HttpResult['perRound'] = {};
   try {
-    const server = await startServer(masters.urls);
+    const server = await startServer(urls);
     child = server.child;
     for (const e of ENDPOINTS) await load(server.port, e.path, 1); // warm-up, not measured
     for (const e of ENDPOINTS) perRound[e.id] = [];
@@ -137,7 +141,6 @@ export async function runHttp(seconds: number, rounds: number): Promise<HttpResu
     }
   } finally {
     if (child) await stopServer(child);
-    await masters.stop();
   }
   const rows = ENDPOINTS.map((e) => {
     const list = perRound[e.id];
@@ -156,7 +159,7 @@ export async function runHttp(seconds: number, rounds: number): Promise<HttpResu
     };
   });
   return {
-    masters: MASTERS,
+    masters: urls.length,
     connections: CONNECTIONS,
     seconds,
     rounds,

@@ -7,21 +7,28 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 import { RedlockModule, RedlockService } from '../lib';
-import { BENCH_SETTINGS } from './contenders';
+import { BENCH_SETTINGS, RetryProfile, maxTtlFor } from './config';
 import type { Contender, Held } from './contenders';
 
-/** `RedlockService.using()` in a Nest application context. */
-export async function oursNest(clients: Redis[]): Promise<Contender> {
+/**
+ * `RedlockService.using()` in a Nest application context, with the module's full safety
+ * defaults (fencing and restart quarantine on; see maxTtlFor() in config.ts).
+ */
+export async function oursNest(
+  clients: Redis[],
+  retry: RetryProfile,
+  quick: boolean,
+): Promise<Contender> {
+  const maxTtl = maxTtlFor(quick);
   const app = await NestFactory.createApplicationContext(
     RedlockModule.forRoot({
       clients,
       ttl: BENCH_SETTINGS.ttl,
       retryCount: BENCH_SETTINGS.retryCount,
-      retryDelay: BENCH_SETTINGS.retryDelay,
-      retryJitter: BENCH_SETTINGS.retryJitter,
+      retryDelay: retry.retryDelay,
+      retryJitter: retry.retryJitter,
       driftFactor: BENCH_SETTINGS.driftFactor,
-      // Fresh private masters: see oursEngine() in contenders.ts for why the quarantine is off.
-      quarantine: false,
+      ...(maxTtl === undefined ? {} : { maxTtl }),
       keyPrefix: 'bench:nest:',
     }),
     { logger: ['error'] },

@@ -41,6 +41,29 @@ export interface ContendedResult {
   waitP50: number;
   waitP99: number;
   waitMax: number;
+  waitMean: number;
+  /** Longest wait ÷ mean wait: how unfair the worst-served acquire was. */
+  maxOverMean: number;
+}
+
+/** Mean of the samples; NaN when empty. */
+export function mean(samples: readonly number[]): number {
+  return samples.length ? samples.reduce((a, b) => a + b, 0) / samples.length : NaN;
+}
+
+/** The wait statistics of a contended run. */
+export function waitStats(
+  waits: readonly number[],
+): Pick<ContendedResult, 'waitP50' | 'waitP99' | 'waitMax' | 'waitMean' | 'maxOverMean'> {
+  const m = mean(waits);
+  const max = percentile(waits, 100);
+  return {
+    waitP50: percentile(waits, 50),
+    waitP99: percentile(waits, 99),
+    waitMax: max,
+    waitMean: m,
+    maxOverMean: max / m,
+  };
 }
 
 /**
@@ -152,8 +175,6 @@ export async function contended(
   return {
     locks,
     locksPerSec: (locks / windowMs) * 1000,
-    waitP50: percentile(waits, 50),
-    waitP99: percentile(waits, 99),
-    waitMax: percentile(waits, 100),
+    ...waitStats(waits),
   };
 }

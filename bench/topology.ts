@@ -1,0 +1,407 @@
+/**
+ * One topology (N masters): starts the masters, builds every library at both retry profiles,
+ * waits out our engine's restart quarantine, warms up, then runs the rounds of every scenario,
+ * libraries interleaved and the starting library rotated each round; then the many-waiters
+ * scenario (one child process per library), the keyspace footprint, and `extra` (HTTP).
+ */
+import type { Redis } from 'ioredis';
+import { RedisMasters } from '../test/harness/redis-masters';
+import { RETRY_PROFILES, RetryProfile, SLOW_RETRY } from './config';
+import {
+  CONTENDER_IDS,
+  Contender,
+  ContenderId,
+  Unavailable,
+  isUnavailable,
+  makeContender,
+} from './contenders';
+import { Footprint, costOf, footprint } from './cost';
+import { ProcessPool } from './multiproc';
+import { oursNest } from './nest-contender';
+import type { Metrics, Row, ScenarioSummary } from './report';
+import type { Options } from './run';
+import { parallel, sequential } from './scenarios';
+import { fmt, median } from './stats';
+import { manyWaiters } from './waiters';
+
+export const SCENARIOS = [
+  'uncontended',
+  'parallel',
+  'contended',
+  'multiproc',
+  'waiters',
+  'cost',
+  'http',
+] as const;
+export type ScenarioId = (typeof SCENARIOS)[number];
+
+export const PARALLEL = 64;
+export const WORKERS = 16;
+export const PROCESSES = 4;
+export const CALLERS_PER_PROCESS = 4;
+export const CRITICAL_MS = 1;
+
+/** Everything measured on one topology. */
+export interface TopologyReport {
+  masters: number;
+  /** scenario key → library id → per-round metrics. */
+  rounds: Record<string, Record<string, Metrics[]>>;
+  summary: Record<string, ScenarioSummary>;
+  /** scenario key → library id → notes (warnings, commands per op, errors). */
+  notes: Record<string, Record<string, string[]>>;
+  footprint: Footprint[];
+}
+
+type Lib = Contender | Unavailable;
+
+/** One scenario: its key, which libraries, and how one library runs once. */
+interface Plan {
+  key: string;
+  title: string;
+  description: string;
+  ids: string[];
+  run(id: string, tag: string): Promise<Metrics | string>;
+}
+
+function labelOf(id: string): string {
+  const labels: Record<string, string> = {
+    raw: 'raw floor (SET NX PX + Lua DEL)',
+    ours: '**nestjs-redlock** (engine)',
+    'ours-nofence': 'nestjs-redlock, fencing off',
+    'ours-nest': 'nestjs-redlock, RedlockService.using() in Nest',
+    'node-redlock': 'redlock 5.0.0-beta.2',
+    sesamecare: '@sesamecare-oss/redlock',
+    'redis-semaphore': 'redis-semaphore RedlockMutex',
+    'redlock-universal': 'redlock-universal',
+  };
+  return labels[id] ?? id;
+}
+
+function kindOf(id: string): Row['kind'] {
+  return id === 'raw' ? 'floor' : id.startsWith('ours') ? 'ours' : 'other';
+}
+
+/** CPU µs (user + system) used so far by all masters' redis-server processes. */
+async function redisCpuMicros(clients: Redis[]): Promise<number> {
+  let total = 0;
+  for (const info of await Promise.all(clients.map((c) => c.info('cpu')))) {
+    const user = Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]);
+    const sys = Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]);
+    total += (user + sys) * 1e6;
+  }
+  return total;
+}
+
+async function buildLibs(clients: Redis[], opts: Options): Promise<Map<string, Lib>> {
+  const libs = new Map<string, Lib>();
+  for (const p of RETRY_PROFILES) {
+    for (const id of CONTENDER_IDS)
+      libs.set(`${id}@${p.id}`, await makeContender(id, clients, p, opts.quick));
+    libs.set(
+      `ours-nest@${p.id}`,
+      await oursNest(clients, p, opts.quick).catch((err: unknown): Unavailable => ({
+        id: 'ours-nest',
+        label: labelOf('ours-nest'),
+        kind: 'ours',
+        reason: `n/a (${err instanceof Error ? err.message : String(err)})`,
+      })),
+    );
+  }
+  return libs;
+}
+
+interface Pools {
+  /** One worker process with {@link WORKERS} callers (1-process contended scenario). */
+  single?: ProcessPool;
+  /** {@link PROCESSES} worker processes with {@link CALLERS_PER_PROCESS} callers each. */
+  multi?: ProcessPool;
+}
+
+function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: Pools): Plan[] {
+  const lib = (id: string, p: RetryProfile): Lib => libs.get(`${id}@${p.id}`) as Lib;
+  const withRedisCpu = async (f: () => Promise<object | string>): Promise<Metrics | string> => {
+    const r0 = await redisCpuMicros(clients);
+    const res = await f();
+    if (typeof res === 'string') return res;
+    const m = { ...res } as Metrics;
+    m.redisCpuUsPerOp = ((await redisCpuMicros(clients)) - r0) / (m.ops ?? m.locks);
+    return m;
+  };
+  const local = (id: string, f: (c: Contender) => Promise<object>): Promise<Metrics | string> => {
+    const c = lib(id, SLOW_RETRY);
+    return isUnavailable(c) ? Promise.resolve(c.reason) : withRedisCpu(() => f(c));
+  };
+  const inPool = (
+    pool: ProcessPool,
+    id: string,
+    p: RetryProfile,
+    tag: string,
+    callers: number,
+    windowMs: number,
+  ) =>
+    withRedisCpu(() =>
+      pool.run(id as ContenderId, p.id, tag, windowMs, callers, CRITICAL_MS, opts.graceMs),
+    );
+  const all = [
+    'raw',
+    'ours',
+    'ours-nofence',
+    'ours-nest',
+    'node-redlock',
+    'sesamecare',
+    'redis-semaphore',
+    'redlock-universal',
+  ];
+  const contendedIds = [
+    'raw',
+    'ours',
+    'node-redlock',
+    'sesamecare',
+    'redis-semaphore',
+    'redlock-universal',
+  ];
+  const grace = `Callers still waiting ${opts.graceMs} ms after the window are abandoned and counted with their wait so far ("unfinished"; the worker is then replaced).`;
+  const out: Plan[] = [];
+  if (opts.only.has('uncontended'))
+    out.push({
+      key: 'uncontended',
+      title: 'uncontended acquire + release',
+      ids: all,
+      description: `One caller, a new resource each time, ${opts.seqMs} ms per library per round.`,
+      run: (id, tag) => local(id, (c) => sequential(c, opts.seqMs, tag)),
+    });
+  if (opts.only.has('parallel'))
+    out.push({
+      key: 'parallel',
+      title: `${PARALLEL} parallel, distinct resources`,
+      ids: all,
+      description: `${PARALLEL} callers, each on its own resources, ${opts.parMs} ms per library per round; p50/p99 of acquire + release.`,
+      run: (id, tag) => local(id, (c) => parallel(c, opts.parMs, PARALLEL, tag)),
+    });
+  const single = pools.single;
+  for (const p of single ? RETRY_PROFILES : [])
+    out.push({
+      key: `contended-${p.id}`,
+      title: `1 process, ${WORKERS} callers, one resource, retry ${p.id}`,
+      ids: contendedIds,
+      description: `${WORKERS} callers in one worker process, ONE resource: acquire, hold ${CRITICAL_MS} ms, release, repeat; ${opts.contMs} ms per library per round; retry delay ${p.retryDelay} ± ${p.retryJitter} ms. Wait = acquire call to lock held. ${grace}`,
+      run: (id, tag) => inPool(single as ProcessPool, id, p, tag, WORKERS, opts.contMs),
+    });
+  const multi = pools.multi;
+  for (const p of multi ? RETRY_PROFILES : [])
+    out.push({
+      key: `multiproc-${p.id}`,
+      title: `${PROCESSES} processes × ${CALLERS_PER_PROCESS} callers, one resource, retry ${p.id}`,
+      ids: contendedIds,
+      description: `${PROCESSES} worker processes, each with its own clients and library instance, ${CALLERS_PER_PROCESS} callers each, ONE resource: acquire, hold ${CRITICAL_MS} ms, release, repeat; ${opts.multiMs} ms per library per round; retry delay ${p.retryDelay} ± ${p.retryJitter} ms. "overlaps" counts holding intervals of two holders that overlap (absolute clock, 0.1 ms tolerance): must be 0. ${grace}`,
+      run: (id, tag) => inPool(multi as ProcessPool, id, p, tag, CALLERS_PER_PROCESS, opts.multiMs),
+    });
+  if (opts.only.has('cost'))
+    out.push({
+      key: 'cost',
+      title: 'per-operation cost',
+      ids: all,
+      description: `${opts.costOps} acquire + release on distinct resources with one caller, then ${opts.costOps} with ${PARALLEL} callers, per library per round. Node µs = process.cpuUsage() delta ÷ ops; Redis µs = INFO commandstats usec delta summed over all masters ÷ ops; keys and bytes left = DBSIZE and used_memory deltas of the one-caller phase ÷ resources ÷ masters; TTL = remaining TTL in s of one key left behind (-1: no TTL). Notes: Redis commands per op (all masters).`,
+      run: async (id, tag) => {
+        const c = lib(id, SLOW_RETRY);
+        if (isUnavailable(c)) return c.reason;
+        const { result, commands } = await costOf(c, clients, tag, opts.costOps, PARALLEL);
+        const m: Metrics = { ...result };
+        for (const [name, per] of Object.entries(commands)) m[`cmd:${name}`] = per;
+        return m;
+      },
+    });
+  return out;
+}
+
+async function warmUp(opts: Options, libs: Map<string, Lib>, pools: Pools): Promise<void> {
+  const ms = opts.quick ? 120 : 300;
+  for (const [key, c] of libs) {
+    if (isUnavailable(c) || !key.endsWith(`@${SLOW_RETRY.id}`)) continue;
+    await sequential(c, ms, `warm:${key}:s`);
+    await parallel(c, ms, PARALLEL, `warm:${key}:p`);
+  }
+  const ids = [
+    'raw',
+    'ours',
+    'node-redlock',
+    'sesamecare',
+    'redis-semaphore',
+    'redlock-universal',
+  ] as const;
+  for (const p of RETRY_PROFILES)
+    for (const id of ids) {
+      await pools.single?.run(
+        id,
+        p.id,
+        `warm:${id}:${p.id}:1p`,
+        ms,
+        WORKERS,
+        CRITICAL_MS,
+        opts.graceMs,
+      );
+      await pools.multi?.run(
+        id,
+        p.id,
+        `warm:${id}:${p.id}:mp`,
+        ms,
+        CALLERS_PER_PROCESS,
+        CRITICAL_MS,
+        opts.graceMs,
+      );
+    }
+}
+
+function summarize(
+  report: TopologyReport,
+  plan: { key: string; title: string; description: string; ids: string[] },
+  reasons: Map<string, string>,
+): void {
+  const rows: Row[] = [];
+  const unavailable: ScenarioSummary['unavailable'] = [];
+  for (const id of plan.ids) {
+    const perRound = report.rounds[plan.key]?.[id] ?? [];
+    if (perRound.length === 0) {
+      unavailable.push({
+        id,
+        label: labelOf(id),
+        reason: reasons.get(`${plan.key}:${id}`) ?? 'n/a',
+      });
+      continue;
+    }
+    const metrics: Metrics = {};
+    const keys = new Set(perRound.flatMap((m) => Object.keys(m)));
+    for (const k of keys)
+      metrics[k] = median(perRound.map((m) => m[k] ?? (k.startsWith('cmd:') ? 0 : NaN)));
+    const note = [...new Set(report.notes[plan.key]?.[id] ?? [])].join('; ');
+    rows.push({ id, label: labelOf(id), kind: kindOf(id), metrics, ...(note ? { note } : {}) });
+  }
+  report.summary[plan.key] = {
+    key: plan.key,
+    title: plan.title,
+    description: plan.description,
+    rows,
+    unavailable,
+  };
+}
+
+/** Runs every selected scenario on `n` masters; `extra(urls)` runs before the masters stop. */
+export async function runTopology(
+  n: number,
+  opts: Options,
+  extra: (urls: string[]) => Promise<void>,
+): Promise<TopologyReport> {
+  const report: TopologyReport = { masters: n, rounds: {}, summary: {}, notes: {}, footprint: [] };
+  const masters = await RedisMasters.start(n);
+  let libs = new Map<string, Lib>();
+  const pools: Pools = {};
+  const reasons = new Map<string, string>();
+  try {
+    const clients = masters.createClients();
+    await RedisMasters.ready(clients);
+    const single = opts.only.has('contended') ? ProcessPool.start(1, masters.urls) : undefined;
+    const multi = opts.only.has('multiproc')
+      ? ProcessPool.start(PROCESSES, masters.urls)
+      : undefined;
+    libs = await buildLibs(clients, opts);
+    const t0 = Date.now();
+    console.error(
+      `# ${n} masters: waiting until no master is in restart quarantine (our engine's default)…`,
+    );
+    for (const c of libs.values()) if (!isUnavailable(c)) await c.ready?.(180_000);
+    console.error(`  … ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+    pools.single = await single;
+    pools.multi = await multi;
+    await warmUp(opts, libs, pools);
+
+    const list = plans(opts, libs, clients, pools);
+    for (const p of list) report.rounds[p.key] = Object.fromEntries(p.ids.map((id) => [id, []]));
+    for (let r = 0; r < opts.rounds; r++) {
+      for (const p of list) {
+        // Interleave A, B, C, ... and rotate the starting library every round.
+        const order = p.ids.map((_, i) => p.ids[(i + r) % p.ids.length]);
+        for (const id of order) {
+          const m = await p.run(id, `${p.key}:${id}:${n}:r${r}`);
+          if (typeof m === 'string') {
+            reasons.set(`${p.key}:${id}`, m);
+            continue;
+          }
+          report.rounds[p.key][id].push(m);
+          console.error(
+            `  [${n}m r${r + 1}/${opts.rounds}] ${p.key.padEnd(16)} ${id.padEnd(18)} ` +
+              Object.entries(m)
+                .filter(([k]) => !k.startsWith('cmd:'))
+                .map(([k, v]) => `${k}=${fmt(v, Math.abs(v) < 100 ? 2 : 0)}`)
+                .join(' '),
+          );
+          if (p.key === 'cost') {
+            const cmds = Object.entries(m)
+              .filter(([k]) => k.startsWith('cmd:'))
+              .map(([k, v]) => `${k.slice(4)} ${v.toFixed(1)}`);
+            (report.notes.cost ??= {})[id] = [cmds.join(', ')];
+          }
+        }
+      }
+    }
+    for (const p of list) summarize(report, p, reasons);
+
+    if (opts.only.has('waiters')) {
+      const ids = [
+        'raw',
+        'ours',
+        'node-redlock',
+        'sesamecare',
+        'redis-semaphore',
+        'redlock-universal',
+      ];
+      const plan = {
+        key: 'waiters',
+        title: `${opts.waiters.toLocaleString('en-US')} waiters, one resource, one process`,
+        description: `${opts.waiters} callers of one library in one fresh child process (--expose-gc), ONE resource, each acquires once, holds ${CRITICAL_MS} ms and releases; ${opts.waitersMs} ms window, then the child reports and is killed (bounded: nothing waits for the backlog). Retry delay ${SLOW_RETRY.retryDelay} ± ${SLOW_RETRY.retryJitter} ms. "vs 16 callers" = grants/s ÷ the same library's locks/s with ${WORKERS} callers at the same retry delay. Max stall = monitorEventLoopDelay max. Heap growth after a full GC. Warnings from process.on('warning').`,
+        ids,
+      };
+      report.rounds.waiters = Object.fromEntries(ids.map((id) => [id, []]));
+      report.notes.waiters = {};
+      for (let r = 0; r < opts.waiterRounds; r++) {
+        for (const id of ids.map((_, i) => ids[(i + r) % ids.length])) {
+          const res = await manyWaiters(
+            masters.urls,
+            id as ContenderId,
+            SLOW_RETRY.id,
+            opts.waiters,
+            opts.waitersMs,
+            `waiters:${id}:${n}:r${r}`,
+          );
+          if (res.type === 'unavailable') {
+            reasons.set(`waiters:${id}`, res.reason);
+            console.error(`  [${n}m w${r + 1}] waiters ${id}: ${res.reason}`);
+            continue;
+          }
+          const { type: _t, warnings, firstError, ...nums } = res;
+          const m: Metrics = { ...nums, warnings: warnings.length };
+          report.rounds.waiters[id].push(m);
+          const notes = (report.notes.waiters[id] ??= []);
+          notes.push(...warnings);
+          if (firstError) notes.push(`error: ${firstError}`);
+          console.error(
+            `  [${n}m w${r + 1}/${opts.waiterRounds}] waiters ${id.padEnd(18)} grants=${m.grants} grants/s=${m.grantsPerSec.toFixed(1)} stall=${m.maxStallMs.toFixed(0)}ms heap+=${m.heapGrowthMB.toFixed(1)}MB warnings=${warnings.length} errors=${m.errors}`,
+          );
+        }
+      }
+      summarize(report, plan, reasons);
+      const base = report.summary[`contended-${SLOW_RETRY.id}`];
+      for (const row of report.summary.waiters.rows) {
+        const b = base?.rows.find((x) => x.id === row.id)?.metrics.locksPerSec ?? NaN;
+        row.metrics.vs16 = row.metrics.grantsPerSec / b;
+      }
+    }
+    report.footprint = await footprint(clients);
+    await extra(masters.urls);
+  } finally {
+    pools.single?.close();
+    pools.multi?.close();
+    for (const c of libs.values()) if (!isUnavailable(c)) await c.close().catch(() => undefined);
+    await masters.stop();
+  }
+  return report;
+}
