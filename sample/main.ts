@@ -1,5 +1,9 @@
 /**
- * `npm run sample`: the sample shop on http://127.0.0.1:3000.
+ * `npm run sample`: the sample shop on http://127.0.0.1:3000, run as a native ES module app, as
+ * `nest new` scaffolds them since Nest 12 (`"type": "module"` in sample/package.json; Nest and the
+ * other packages are loaded as the ES modules they are). The TypeScript sources are compiled on
+ * load by `node --import ./scripts/ts-esm/register.mjs` with the compiler options the test runner
+ * uses (tsconfig.jest.json), so `npm run sample` runs the same modules the e2e tests boot.
  *
  * Environment:
  * - `REDLOCK_URLS`: comma-separated lock masters (`redis://host:port`, 3 or 5 independent
@@ -78,8 +82,10 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void stop('SIGTERM'));
 
   const u = sample.url;
+  // `require` exists only in CommonJS modules: this tells which module system runs the sample.
+  const moduleSystem = typeof require === 'undefined' ? 'ES module' : 'CommonJS';
   console.log(`
-Sample shop (${platform}) on ${u}  —  lock masters: ${masters ? '5 local redis-server' : urls.length}
+Sample shop (${platform}, ${moduleSystem}) on ${u}  —  lock masters: ${masters ? '5 local redis-server' : urls.length}
 RPC (TCP) on 127.0.0.1:${rpcPort}, WebSocket (socket.io) on ${u}
 
 Try:
