@@ -59,6 +59,10 @@ export {
 // The framework-free engine.
 export * from './core';
 
+// NestJS Observe (Nest 12's observability agent; structural types, no dependency).
+export { reportToNestObserve } from './telemetry/nest-observe';
+export type { NestObserveReportOptions, NestObserveTracer } from './telemetry/nest-observe';
+
 // OpenTelemetry (optional peer; structural types, so nothing here refers to the package).
 export { instrumentRedlock, TELEMETRY_SCOPE } from './telemetry/opentelemetry';
 export type {
