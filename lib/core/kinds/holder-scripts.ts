@@ -1,0 +1,105 @@
+/**
+ * Extend, release and inspect for the holder-set kinds (shared readers, semaphore holders); the
+ * inspect script reads any kind, the mutex string included. Layout and reply shapes:
+ * docs/lock-kinds.md. Helpers (`kindOf`, `prune`, `expiry`, ...): KIND_LUA in lua.ts.
+ */
+import type { LuaScript } from '../scripts';
+import { KIND_LUA, script } from './lua';
+
+/**
+ * Extend: all-or-nothing compare-and-pexpire of one holder. Every key must be a holder zset in
+ * which `token` is a live member (score > now); then its expiry becomes now + ttl and the key's
+ * TTL the latest expiry. Never re-creates: a missing key, a missing or already expired member, or
+ * a key of another type changes nothing and answers 0. A shorter ttl shortens the membership.
+ *
+ * KEYS: lock keys. ARGV: token, ttl. Returns 1 when every key was extended, else 0.
+ */
+export const HOLDERS_EXTEND_SCRIPT = script(
+  'holders-extend',
+  `${KIND_LUA}
+local bad = checkToken(ARGV[1])
+if bad then return bad end
+local now = nowMs()
+for i = 1, #KEYS do
+  if redis.call('TYPE', KEYS[i])['ok'] ~= 'zset' then return 0 end
+  local s = tonumber(redis.call('ZSCORE', KEYS[i], ARGV[1]))
+  if (not s) or s <= now then return 0 end
+end
+for i = 1, #KEYS do
+  redis.call('ZADD', KEYS[i], 'XX', num(now + tonumber(ARGV[2])), ARGV[1])
+  redis.call('PEXPIREAT', KEYS[i], num(expiry(KEYS[i], true)))
+end
+return 1
+`,
+);
+
+/**
+ * Release: removes `token` from each key where it is a member (only there: other holders and
+ * other kinds are untouched), prunes expired holders, deletes the key when the last holder left,
+ * else sets its TTL to the latest remaining expiry. A removed membership that was still live
+ * counts and, with the publish flag, publishes the token on the key's channel (named like the
+ * key, as RELEASE_SCRIPT does): a slot of a semaphore is free, or a reader left.
+ *
+ * KEYS: lock keys. ARGV: token, publish flag ('1' = publish). Returns the number of keys where a
+ * live membership was removed.
+ */
+export const HOLDERS_RELEASE_SCRIPT = script(
+  'holders-release',
+  `${KIND_LUA}
+local bad = checkToken(ARGV[1])
+if bad then return bad end
+local now = nowMs()
+local removed = 0
+for i = 1, #KEYS do
+  if redis.call('TYPE', KEYS[i])['ok'] == 'zset' then
+    local s = tonumber(redis.call('ZSCORE', KEYS[i], ARGV[1]))
+    if s then
+      redis.call('ZREM', KEYS[i], ARGV[1])
+      prune(KEYS[i], now)
+      if s > now then
+        removed = removed + 1
+        if ARGV[2] == '1' then
+          redis.call('PUBLISH', KEYS[i], ARGV[1])
+        end
+      end
+    end
+  end
+end
+return removed
+`,
+);
+
+/**
+ * Inspect one resource, read-only (no write command: expired holders are skipped, not pruned).
+ *
+ * KEYS[1]: lock key; KEYS[2] (optional): writer-waiting flag.
+ * Returns {kind, holders, ttl, limit, waiting}:
+ * - kind: 'none' | 'mutex' | 'shared' | 'semaphore' | 'foreign:<redis type>'
+ * - holders: live holders (a mutex string counts 1)
+ * - ttl: ms until the last live holder expires (0 when free; -1 for a string without TTL)
+ * - limit: the semaphore's limit, 0 for other kinds
+ * - waiting: ms the writer-waiting flag still lives, 0 when absent or not asked
+ */
+export const INSPECT_SCRIPT = script(
+  'inspect',
+  `${KIND_LUA}
+local waiting = 0
+if KEYS[2] then waiting = pttl(KEYS[2]) end
+local kind, limit, t = kindOf(KEYS[1])
+if kind == 'none' then return {'none', 0, 0, 0, waiting} end
+if kind == 'mutex' then return {'mutex', 1, redis.call('PTTL', KEYS[1]), 0, waiting} end
+if kind == 'foreign' then return {'foreign:' .. t, 0, pttl(KEYS[1]), 0, waiting} end
+local now = nowMs()
+local holders = redis.call('ZCOUNT', KEYS[1], '(' .. num(now), '(+inf')
+local ttl = 0
+if holders > 0 then ttl = expiry(KEYS[1], true) - now end
+return {kind, holders, ttl, limit, waiting}
+`,
+);
+
+/** Every holder-set script, e.g. for loading them up front. */
+export const HOLDER_SCRIPTS: readonly LuaScript[] = [
+  HOLDERS_EXTEND_SCRIPT,
+  HOLDERS_RELEASE_SCRIPT,
+  INSPECT_SCRIPT,
+];

@@ -1,0 +1,290 @@
+/**
+ * The acquire scripts of the lock kinds (lib/core/kinds), run with EVAL against a real
+ * redis-server: semaphore limits and expiry pruning, shared readers against the mutex/writer
+ * string, kind mismatches, the writer-waiting policy, all-or-nothing over several resources.
+ * Extend/release/inspect and Redis Cluster: kinds-holders.spec.ts.
+ */
+import type { Redis } from 'ioredis';
+import { randomBytes } from 'node:crypto';
+import { decodeKindAcquire, type KindAcquireReply } from '../../lib/core/kinds/kind-replies';
+import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/semaphore-scripts';
+import { SHARED_ACQUIRE_SCRIPT, WRITE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/shared-scripts';
+import { ACQUIRE_SCRIPT } from '../../lib/core/scripts';
+import { fenceKey } from '../../lib/core/keys';
+import { type AcquireCall, PREFIX, acquireLayout, key, run, wkey } from '../harness/kind-scripts';
+import { RedisMasters } from '../harness/redis-masters';
+import { uniqueResource, waitUntil } from '../harness/util';
+
+let masters: RedisMasters;
+let c: Redis;
+
+beforeAll(async () => {
+  masters = await RedisMasters.start(1);
+  [c] = masters.createClients();
+  await RedisMasters.ready([c]);
+});
+
+afterAll(async () => {
+  await masters.stop();
+});
+
+const tok = (label: string): string => `${label}-${randomBytes(6).toString('base64url')}`;
+
+function fencesOf(resources: string[], call: AcquireCall): number {
+  return call.fencing ? resources.length : 0;
+}
+
+async function semaphore(
+  resources: string[],
+  limit: number,
+  call: AcquireCall,
+): Promise<KindAcquireReply> {
+  const { keys, args } = acquireLayout(resources, call, false);
+  const reply = await run(c, SEMAPHORE_ACQUIRE_SCRIPT, keys, [...args, String(limit)]);
+  return decodeKindAcquire(reply, fencesOf(resources, call));
+}
+
+async function reader(resources: string[], call: AcquireCall): Promise<KindAcquireReply> {
+  const { keys, args } = acquireLayout(resources, call, true);
+  return decodeKindAcquire(
+    await run(c, SHARED_ACQUIRE_SCRIPT, keys, args),
+    fencesOf(resources, call),
+  );
+}
+
+async function writer(
+  resources: string[],
+  call: AcquireCall,
+  waitTtl: number,
+): Promise<KindAcquireReply> {
+  const { keys, args } = acquireLayout(resources, call, true);
+  const reply = await run(c, WRITE_ACQUIRE_SCRIPT, keys, [...args, String(waitTtl)]);
+  return decodeKindAcquire(reply, fencesOf(resources, call));
+}
+
+const members = (r: string): Promise<string[]> => c.zrange(key(r), '0', '-1');
+
+describe('counting semaphore', () => {
+  it('admits at most `limit` holders, with fencing counters and the boot marker age', async () => {
+    const r = uniqueResource('sem');
+    const marker = `kinds:boot:${r}`;
+    const call = (t: string, ttl = 10_000): AcquireCall => ({
+      token: t,
+      ttl,
+      fencing: true,
+      marker,
+    });
+    const a = await semaphore([r], 2, call(tok('a'), 5_000));
+    const b = await semaphore([r], 2, call(tok('b')));
+    expect(a).toMatchObject({ status: 'granted', markerAge: expect.any(Number) });
+    expect(b.status).toBe('granted');
+    if (a.status !== 'granted' || b.status !== 'granted') throw new Error('not granted');
+    expect(b.fencing[0]).toBe(a.fencing[0] + 1);
+    const c3 = await semaphore([r], 2, call(tok('c')));
+    expect(c3.status).toBe('held');
+    // the earliest holder (a, 5 s) frees the next slot
+    if (c3.status === 'held') {
+      expect(c3.holderTtl).toBeGreaterThan(4_000);
+      expect(c3.holderTtl).toBeLessThanOrEqual(5_000);
+    }
+    expect(await c.zcard(key(r))).toBe(3); // two holders + the kind marker
+    expect(await c.pttl(key(r))).toBeGreaterThan(9_000); // the latest expiry
+  });
+
+  it('prunes expired holders with the server clock, so their slots come back', async () => {
+    const r = uniqueResource('sem-expiry');
+    const short = tok('short');
+    expect((await semaphore([r], 2, { token: short, ttl: 80 })).status).toBe('granted');
+    expect((await semaphore([r], 2, { token: tok('long'), ttl: 10_000 })).status).toBe('granted');
+    const late = tok('late');
+    expect((await semaphore([r], 2, { token: late, ttl: 10_000 })).status).toBe('held');
+    await waitUntil(
+      async () => (await semaphore([r], 2, { token: late, ttl: 10_000 })).status === 'granted',
+    );
+    const now = await members(r);
+    expect(now).toContain(late);
+    expect(now).not.toContain(short);
+    expect(now).toHaveLength(3);
+  });
+
+  it('goes away with its last holder: the key TTL is the latest expiry', async () => {
+    const r = uniqueResource('sem-ttl');
+    expect((await semaphore([r], 3, { token: tok('a'), ttl: 60 })).status).toBe('granted');
+    expect((await semaphore([r], 3, { token: tok('b'), ttl: 90 })).status).toBe('granted');
+    const pttl = await c.pttl(key(r));
+    expect(pttl).toBeGreaterThan(60);
+    expect(pttl).toBeLessThanOrEqual(90);
+    await waitUntil(async () => (await c.exists(key(r))) === 0);
+  });
+});
+
+describe('kind mismatches are a distinct reply, never contention', () => {
+  it('semaphore with another limit, a mutex, shared readers or a foreign key', async () => {
+    const [lim, mutex, shared, foreign] = ['lim', 'mutex', 'shared', 'foreign'].map(uniqueResource);
+    expect((await semaphore([lim], 2, { token: tok('a'), ttl: 10_000 })).status).toBe('granted');
+    await c.set(key(mutex), tok('m'), 'PX', 10_000);
+    expect((await reader([shared], { token: tok('r'), ttl: 10_000 })).status).toBe('granted');
+    await c.hset(key(foreign), 'x', '1');
+
+    expect(await semaphore([lim], 3, { token: tok('b'), ttl: 1000 })).toMatchObject({
+      status: 'mismatch',
+      found: { kind: 'semaphore', limit: 2 },
+    });
+    expect(await semaphore([mutex], 2, { token: tok('b'), ttl: 1000 })).toMatchObject({
+      status: 'mismatch',
+      found: { kind: 'mutex' },
+    });
+    expect(await semaphore([shared], 2, { token: tok('b'), ttl: 1000 })).toMatchObject({
+      status: 'mismatch',
+      found: { kind: 'shared' },
+    });
+    expect(await semaphore([foreign], 2, { token: tok('b'), ttl: 1000 })).toMatchObject({
+      status: 'mismatch',
+      found: { kind: 'foreign', redisType: 'hash' },
+    });
+    expect(await reader([lim], { token: tok('b'), ttl: 1000 })).toMatchObject({
+      status: 'mismatch',
+      found: { kind: 'semaphore', limit: 2 },
+    });
+    expect(await writer([lim], { token: tok('b'), ttl: 1000 }, 1000)).toMatchObject({
+      status: 'mismatch',
+      found: { kind: 'semaphore', limit: 2 },
+    });
+    // nothing was written by the refused calls
+    expect(await c.zcard(key(lim))).toBe(2);
+    expect(await c.type(key(mutex))).toBe('string');
+    expect(await c.zcard(key(shared))).toBe(2);
+  });
+
+  it('the holder TTL of a mismatch is the key TTL (a retry-after hint)', async () => {
+    const r = uniqueResource('mm-ttl');
+    await c.set(key(r), tok('m'), 'PX', 7_000);
+    const reply = await semaphore([r], 2, { token: tok('s'), ttl: 1000 });
+    expect(reply.status).toBe('mismatch');
+    if (reply.status === 'mismatch') expect(reply.holderTtl).toBeGreaterThan(6_000);
+  });
+});
+
+describe('shared locks: readers against the writer (mutex) string', () => {
+  it('a plain mutex SET NX and ACQUIRE_SCRIPT fail while readers hold', async () => {
+    const r = uniqueResource('readers');
+    expect((await reader([r], { token: tok('r1'), ttl: 10_000 })).status).toBe('granted');
+    expect((await reader([r], { token: tok('r2'), ttl: 10_000 })).status).toBe('granted');
+    expect(await c.set(key(r), tok('w'), 'PX', 1000, 'NX')).toBeNull();
+    const reply = await run(c, ACQUIRE_SCRIPT, [key(r)], [tok('w'), '1000', '0', '0', '1', '1']);
+    expect(decodeKindAcquire(reply, 0).status).toBe('held');
+    expect(await c.type(key(r))).toBe('zset');
+  });
+
+  it('readers are refused while the writer string exists, and admitted after it is gone', async () => {
+    const r = uniqueResource('writer');
+    const w = await writer([r], { token: tok('w'), ttl: 10_000 }, 1000);
+    expect(w.status).toBe('granted');
+    const refused = await reader([r], { token: tok('r'), ttl: 1000 });
+    expect(refused.status).toBe('held');
+    if (refused.status === 'held') expect(refused.holderTtl).toBeGreaterThan(9_000);
+    await c.del(key(r));
+    expect((await reader([r], { token: tok('r'), ttl: 1000 })).status).toBe('granted');
+  });
+
+  it('a waiting writer holds back new readers until the readers drain', async () => {
+    const r = uniqueResource('starve');
+    const r1 = tok('r1');
+    expect((await reader([r], { token: r1, ttl: 10_000 })).status).toBe('granted');
+    const w1 = tok('w1');
+    const refused = await writer([r], { token: w1, ttl: 10_000 }, 5_000);
+    expect(refused.status).toBe('held');
+    expect(await c.get(wkey(r))).toBe(w1);
+    // a new reader is refused while the flag lives: it learns how long the flag still lives
+    const r2 = await reader([r], { token: tok('r2'), ttl: 10_000 });
+    expect(r2.status).toBe('held');
+    if (r2.status === 'held') {
+      expect(r2.holderTtl).toBeGreaterThan(4_000);
+      expect(r2.holderTtl).toBeLessThanOrEqual(5_000);
+    }
+    // the reader inside leaves; the writer's next attempt (a new token) gets in
+    await c.zrem(key(r), r1);
+    expect((await writer([r], { token: tok('w1b'), ttl: 10_000 }, 5_000)).status).toBe('granted');
+    // the winner leaves the flag alone (it cannot tell it from another waiting writer's)
+    expect(await c.get(wkey(r))).toBe(w1);
+  });
+
+  it('another writer lengthens the flag but never shortens it or takes it over', async () => {
+    const r = uniqueResource('flag');
+    expect((await reader([r], { token: tok('r'), ttl: 10_000 })).status).toBe('granted');
+    const w1 = tok('w1');
+    await writer([r], { token: w1, ttl: 1000 }, 3_000);
+    await writer([r], { token: tok('w2'), ttl: 1000 }, 500); // shorter: no change
+    expect(await c.get(wkey(r))).toBe(w1);
+    expect(await c.pttl(wkey(r))).toBeGreaterThan(2_000);
+    await writer([r], { token: tok('w3'), ttl: 1000 }, 8_000); // longer: lengthened
+    expect(await c.get(wkey(r))).toBe(w1);
+    expect(await c.pttl(wkey(r))).toBeGreaterThan(7_000);
+  });
+
+  it('the flag expires by itself, then readers get in; waitTtl 0 leaves none', async () => {
+    const r = uniqueResource('flag-expiry');
+    expect((await reader([r], { token: tok('r1'), ttl: 10_000 })).status).toBe('granted');
+    expect((await writer([r], { token: tok('w'), ttl: 1000 }, 100)).status).toBe('held');
+    expect(await c.exists(wkey(r))).toBe(1);
+    expect((await reader([r], { token: tok('r2'), ttl: 10_000 })).status).toBe('held');
+    await waitUntil(
+      async () => (await reader([r], { token: tok('r3'), ttl: 10_000 })).status === 'granted',
+    );
+    expect(await c.exists(wkey(r))).toBe(0);
+    expect((await writer([r], { token: tok('w'), ttl: 1000 }, 0)).status).toBe('held');
+    expect(await c.exists(wkey(r))).toBe(0);
+  });
+
+  it('a writer refused by another writer raises no flag', async () => {
+    const r = uniqueResource('ww');
+    expect((await writer([r], { token: tok('w1'), ttl: 10_000 }, 5_000)).status).toBe('granted');
+    expect((await writer([r], { token: tok('w2'), ttl: 10_000 }, 5_000)).status).toBe('held');
+    expect(await c.exists(wkey(r))).toBe(0);
+  });
+});
+
+describe('all-or-nothing over several resources', () => {
+  it('semaphore: one full resource refuses all, nothing is added elsewhere', async () => {
+    const [free, full] = [uniqueResource('free'), uniqueResource('full')];
+    expect((await semaphore([full], 1, { token: tok('x'), ttl: 10_000 })).status).toBe('granted');
+    const t = tok('multi');
+    expect(
+      (await semaphore([free, full], 1, { token: t, ttl: 10_000, fencing: true })).status,
+    ).toBe('held');
+    expect(await c.exists(key(free))).toBe(0);
+    expect(await c.exists(fenceKey(PREFIX, free))).toBe(0); // no counter drawn either
+    const other = tok('other');
+    const both = await semaphore([free, uniqueResource('f2')], 1, {
+      token: other,
+      ttl: 10_000,
+      fencing: true,
+    });
+    expect(both.status).toBe('granted');
+    if (both.status === 'granted') expect(both.fencing).toHaveLength(2);
+  });
+
+  it('readers and writers: a writer-held or reader-held resource refuses the whole call', async () => {
+    const [a, b] = [uniqueResource('a'), uniqueResource('b')];
+    expect((await writer([b], { token: tok('w'), ttl: 10_000 }, 0)).status).toBe('granted');
+    expect((await reader([a, b], { token: tok('r'), ttl: 10_000 })).status).toBe('held');
+    expect(await c.exists(key(a))).toBe(0);
+    const [x, y] = [uniqueResource('x'), uniqueResource('y')];
+    expect((await reader([y], { token: tok('r'), ttl: 10_000 })).status).toBe('granted');
+    expect((await writer([x, y], { token: tok('w'), ttl: 10_000 }, 0)).status).toBe('held');
+    expect(await c.exists(key(x))).toBe(0);
+    // a mismatch anywhere writes nothing, not even a writer-waiting flag
+    const [m, s] = [uniqueResource('m'), uniqueResource('s')];
+    expect((await reader([m], { token: tok('r'), ttl: 10_000 })).status).toBe('granted');
+    expect((await semaphore([s], 2, { token: tok('s'), ttl: 10_000 })).status).toBe('granted');
+    expect((await writer([m, s], { token: tok('w'), ttl: 10_000 }, 5_000)).status).toBe('mismatch');
+    expect(await c.exists(wkey(m))).toBe(0);
+  });
+
+  it('refuses a token that could be taken for the kind marker', async () => {
+    const r = uniqueResource('hash-token');
+    await expect(semaphore([r], 2, { token: '#semaphore:2', ttl: 1000 })).rejects.toThrow(/token/);
+    await expect(reader([r], { token: '#shared', ttl: 1000 })).rejects.toThrow(/token/);
+    expect(await c.exists(key(r))).toBe(0);
+  });
+});

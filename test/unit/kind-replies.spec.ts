@@ -1,0 +1,124 @@
+/**
+ * Decoders of the lock-kind script replies (lib/core/kinds/kind-replies.ts): every shape the
+ * scripts produce is decoded, anything else is rejected with an Error naming the script.
+ */
+import {
+  decodeInspect,
+  decodeKindAcquire,
+  decodeKindExtend,
+  decodeKindRelease,
+} from '../../lib/core/kinds/kind-replies';
+
+describe('decodeKindAcquire', () => {
+  it('decodes granted, held and mismatch replies', () => {
+    expect(decodeKindAcquire([1, -1], 0)).toEqual({
+      status: 'granted',
+      markerAge: -1,
+      fencing: [],
+    });
+    expect(decodeKindAcquire([1, 5000, 7, 9], 2)).toEqual({
+      status: 'granted',
+      markerAge: 5000,
+      fencing: [7, 9],
+    });
+    expect(decodeKindAcquire([0, 12, 300], 0)).toEqual({
+      status: 'held',
+      markerAge: 12,
+      holderTtl: 300,
+    });
+    expect(decodeKindAcquire([-1, -1, 40, 'semaphore', 3], 1)).toEqual({
+      status: 'mismatch',
+      markerAge: -1,
+      holderTtl: 40,
+      found: { kind: 'semaphore', limit: 3 },
+    });
+    expect(decodeKindAcquire([-1, -1, 0, 'mutex', 0], 0)).toMatchObject({
+      found: { kind: 'mutex' },
+    });
+    expect(decodeKindAcquire([-1, -1, 0, 'shared', 0], 0)).toMatchObject({
+      found: { kind: 'shared' },
+    });
+    expect(decodeKindAcquire([-1, -1, 0, 'foreign:hash', 0], 0)).toMatchObject({
+      found: { kind: 'foreign', redisType: 'hash' },
+    });
+  });
+
+  it.each([
+    [null, 0],
+    ['OK', 0],
+    [[1], 0],
+    [[1, -1], 1], // a fencing counter is missing
+    [[1, -1, 5], 0], // an unexpected counter
+    [[1, -1, 0], 1], // counters are positive
+    [[1, -2], 0], // marker age below -1
+    [[1, 1.5], 0],
+    [[0, -1], 0],
+    [[0, -1, -5], 0],
+    [[0, -1, 5, 6], 0],
+    [[2, -1, 5], 0],
+    [[-1, -1, 5], 0],
+    [[-1, -1, 5, 'semaphore', 0], 0],
+    [[-1, -1, 5, 'mutex', 2], 0],
+    [[-1, -1, 5, 'none', 0], 0],
+    [[-1, -1, 5, 'foreign:', 0], 0],
+    [[-1, -1, 5, 'zset', 0], 0],
+    [['1', '-1'], 0],
+  ])('rejects %j (fencing counters %i)', (reply, counters) => {
+    expect(() => decodeKindAcquire(reply, counters)).toThrow(
+      /Malformed reply of the acquire script/,
+    );
+  });
+});
+
+describe('decodeKindExtend / decodeKindRelease', () => {
+  it('decodes 1/0 and counts', () => {
+    expect(decodeKindExtend(1)).toBe(true);
+    expect(decodeKindExtend(0)).toBe(false);
+    expect(decodeKindRelease(0, 2)).toBe(0);
+    expect(decodeKindRelease(2, 2)).toBe(2);
+  });
+
+  it('rejects anything else', () => {
+    for (const r of [2, -1, '1', null, [1]]) expect(() => decodeKindExtend(r)).toThrow(/extend/);
+    for (const r of [3, -1, 1.5, '1', null])
+      expect(() => decodeKindRelease(r, 2)).toThrow(/release/);
+  });
+});
+
+describe('decodeInspect', () => {
+  it('decodes every kind', () => {
+    expect(decodeInspect(['none', 0, 0, 0, 0])).toEqual({
+      found: { kind: 'none' },
+      holders: 0,
+      ttl: 0,
+      waiting: 0,
+    });
+    expect(decodeInspect(['mutex', 1, 900, 0, 0])).toMatchObject({ found: { kind: 'mutex' } });
+    expect(decodeInspect(['mutex', 1, -1, 0, 0]).ttl).toBe(-1);
+    expect(decodeInspect(['shared', 4, 900, 0, 120])).toEqual({
+      found: { kind: 'shared' },
+      holders: 4,
+      ttl: 900,
+      waiting: 120,
+    });
+    expect(decodeInspect(['semaphore', 0, 0, 3, 0]).found).toEqual({ kind: 'semaphore', limit: 3 });
+    expect(decodeInspect(['foreign:list', 0, 0, 0, 0]).found).toEqual({
+      kind: 'foreign',
+      redisType: 'list',
+    });
+  });
+
+  it.each([
+    [null],
+    [['none', 0, 0, 0]],
+    [['none', 1, 0, 0, 0]], // holders on a free key
+    [['mutex', 2, 10, 0, 0]],
+    [['shared', 2, 0, 0, 0]], // holders but no ttl
+    [['shared', 0, 10, 0, 0]], // ttl but no holders
+    [['semaphore', 1, 10, 0, 0]], // a semaphore without limit
+    [['shared', 1, 10, 0, -1]],
+    [['what', 0, 0, 0, 0]],
+  ])('rejects %j', (reply) => {
+    expect(() => decodeInspect(reply)).toThrow(/Malformed reply of the inspect script/);
+  });
+});
