@@ -5,7 +5,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { lockKey } from '../../lib/core/keys';
 import { acquireKeys, waitKey } from '../../lib/core/kinds/kind-keys';
-import type { LuaScript } from '../../lib/core/scripts';
+import type { LuaScript } from '../../lib/core/scripts/lua';
 
 export const PREFIX = 'kinds:';
 export const FENCE_TTL = 60_000;

@@ -3,7 +3,7 @@
  * inspect script reads any kind, the mutex string included. Layout and reply shapes:
  * docs/lock-kinds.md. Helpers (`kindOf`, `prune`, `expiry`, ...): KIND_LUA in lua.ts.
  */
-import type { LuaScript } from '../scripts';
+import type { LuaScript } from '../scripts/lua';
 import { KIND_LUA, script } from './lua';
 
 /**

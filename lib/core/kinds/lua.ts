@@ -1,14 +1,4 @@
-import { createHash } from 'node:crypto';
-import type { LuaScript } from '../scripts';
-
-/**
- * Builds a {@link LuaScript} (called by SHA1 with EVAL fallback, like the scripts in
- * ../scripts.ts). scripts.ts does not export its own `script()` helper, so this is the same
- * three lines; once it is exported, this one should go.
- */
-export function script(name: string, source: string): LuaScript {
-  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
-}
+export { script } from '../scripts/lua';
 
 /**
  * Lua helpers shared by the scripts of the lock kinds (semaphore, shared). A resource is one key:

@@ -3,7 +3,7 @@
  * a holder is granted when semaphoreQuorum(N, n) masters admitted it (quorum-rule.ts — a plain
  * majority is not enough for n > 1). Key layout and reply shapes: docs/lock-kinds.md.
  */
-import type { LuaScript } from '../scripts';
+import type { LuaScript } from '../scripts/lua';
 import { HOLDERS_EXTEND_SCRIPT, HOLDERS_RELEASE_SCRIPT, INSPECT_SCRIPT } from './holder-scripts';
 import { FENCING_LUA, KIND_LUA, MARKER_LUA, script } from './lua';
 

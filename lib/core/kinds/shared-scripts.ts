@@ -15,7 +15,7 @@
  * request timeouts), so a writer still retrying keeps its flag alive, and a writer that gave up
  * blocks new readers for at most `waitTtl`.
  */
-import type { LuaScript } from '../scripts';
+import type { LuaScript } from '../scripts/lua';
 import { HOLDERS_EXTEND_SCRIPT, HOLDERS_RELEASE_SCRIPT, INSPECT_SCRIPT } from './holder-scripts';
 import { FENCING_LUA, KIND_LUA, MARKER_LUA, script } from './lua';
 
