@@ -246,8 +246,25 @@ async function closeClient(client: Redis): Promise<void> {
       1000,
     );
   }
+  // QUIT answered and the server closed the socket: nothing is left to disconnect.
+  if ((client.status as string) === 'end') return;
+  if (!hasSocket) expireDisconnectTimerAtOnce(client);
   client.disconnect(false);
   if (hasSocket) await bounded(ended, 1000);
+}
+
+/**
+ * ioredis's `disconnect()` arms a timer of `disconnectTimeout` ms that destroys the socket unless
+ * the socket closes first — also when the socket closed long ago (a master that is down, the
+ * client waiting to reconnect), and then nothing clears it: the closed module kept the process
+ * (or a jest worker) alive for that long. For such a client there is no socket to wait for, so
+ * the timer is made to fire at once. `disconnectTimeout` of the connector is internal to ioredis
+ * (5 and 6): when it is not there, the timer keeps its length, as before.
+ */
+function expireDisconnectTimerAtOnce(client: Redis): void {
+  const connector = (client as unknown as { connector?: { disconnectTimeout?: unknown } })
+    .connector;
+  if (connector && typeof connector.disconnectTimeout === 'number') connector.disconnectTimeout = 0;
 }
 
 /**

@@ -18,11 +18,32 @@ import { createHash } from 'node:crypto';
  *
  * - `${prefix}{<tag>}r` and `${prefix}fence:{<tag>}r`, where `<tag>` is 16 hex digits of SHA-1(r)
  *
- * The formats are injective: a key of the first form has exactly one `}`, at its end; a key of
- * the second form has at least two (one ends the tag, one is in `r`), and `r` is everything after
- * the first `}`. Lock keys (`{` right after the prefix), counters (`fence:`) and the marker
- * (`boot`, `boot:run`) never share a key. Resources without `}` keep the keys of earlier versions.
+ * Within one prefix the formats are injective: a key of the first form has exactly one `}`, at
+ * its end; a key of the second form has at least two (one ends the tag, one is in `r`), and `r`
+ * is everything after the first `}`. Lock keys (`{` right after the prefix), counters (`fence:`)
+ * and the marker (`boot`, `boot:run`) never share a key. Resources without `}` keep the keys of
+ * earlier versions.
+ *
+ * Across prefixes (two engines on the same masters), for any two prefixes that
+ * `checkKeyPrefix` accepts (no braces; see validate.ts), no key of one is a key of the other
+ * unless the prefixes are equal:
+ *
+ * - Lock keys and counters contain a `{`; markers and run ids do not (the prefix has no braces,
+ *   `boot` and `boot:run` neither). So a resource key never equals a marker or run-id key.
+ * - For a resource key, the text before its first `{` is the prefix (lock key) or the prefix
+ *   followed by `fence:` (counter), and the rest is `tagged(r)`, which determines `r`. So
+ *   lock(P, r) = lock(Q, s) and fence(P, r) = fence(Q, s) only when P = Q and r = s, and
+ *   lock(P, r) = fence(Q, s) only when P = Q + `fence:` — the one case `checkKeyPrefix` refuses
+ *   (a prefix ending with `fence:` after a separator, e.g. `lock:fence:` beside `lock:`; the
+ *   bare prefix `fence:` stays allowed, since Q would be empty, which is refused).
+ * - P + `boot` = Q + `boot` only when P = Q; P + `boot` ≠ Q + `boot:run` (one ends with `boot`,
+ *   the other with `run`); P + `boot:run` = Q + `boot:run` only when P = Q.
+ *
+ * Hand-off channels are named like the lock keys, so the same argument holds for them.
  */
+
+/** The text between the prefix and the hash tag in a fencing counter key. */
+export const FENCE_KEY_INFIX = 'fence:';
 
 /** The part of a resource's keys after the prefix (and after `fence:` for counters). */
 function tagged(resource: string): string {
@@ -38,7 +59,7 @@ export function lockKey(prefix: string, resource: string): string {
 
 /** Redis key of a resource's fencing counter (same Cluster slot as its lock key). */
 export function fenceKey(prefix: string, resource: string): string {
-  return `${prefix}fence:${tagged(resource)}`;
+  return `${prefix}${FENCE_KEY_INFIX}${tagged(resource)}`;
 }
 
 /** Redis key of the boot marker (restart quarantine). */

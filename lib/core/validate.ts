@@ -1,4 +1,6 @@
+import { FENCE_KEY_INFIX } from './keys';
 import { driftFor } from './quorum/protocol';
+
 /**
  * Boundary checks shared by the engine, its settings and the Nest layer: names, strings, ttls
  * and durations. Every check throws the error built by `make(field, problem)`, so the same rule
@@ -256,7 +258,10 @@ export function checkResourceName(
 /**
  * Checks the key prefix: every key the engine writes (locks, fencing counters, the boot marker,
  * hand-off channels) starts with it, so it must be a namespace of its own: non-empty, at most
- * 256 characters, well-formed, without `{` or `}` (hash tags), ending with a separator.
+ * 256 characters, well-formed, without `{` or `}` (hash tags), ending with a separator, and not
+ * the fencing namespace of another accepted prefix: `P + "fence:"` (e.g. `"lock:fence:"`, where
+ * `"lock:"` is accepted) is refused, since its lock keys would be exactly the fencing counters
+ * of `P` (see keys.ts for why no other pair of accepted prefixes can share a key).
  */
 export function checkKeyPrefix(field: string, value: unknown, make: MakeError): string {
   const rule = `must be a non-empty string of at most 256 characters without "{" or "}", ending with one of ${KEY_PREFIX_SEPARATORS.join(' ')} (e.g. "lock:")`;
@@ -265,8 +270,19 @@ export function checkKeyPrefix(field: string, value: unknown, make: MakeError): 
   }
   if (/[{}]/.test(value)) throw make(field, `${rule}, got ${describe(value)}`);
   if (!isWellFormed(value)) throw make(field, `${rule}; it contains a lone UTF-16 surrogate`);
-  if (!(KEY_PREFIX_SEPARATORS as readonly string[]).includes(value[value.length - 1])) {
+  if (!isSeparator(value[value.length - 1])) {
     throw make(field, `${rule}, got ${describe(value)}`);
   }
+  const outer = value.slice(0, -FENCE_KEY_INFIX.length);
+  if (value.endsWith(FENCE_KEY_INFIX) && outer.length > 0 && isSeparator(outer[outer.length - 1])) {
+    throw make(
+      field,
+      `must not end with "${FENCE_KEY_INFIX}" after a separator: its lock keys would be the fencing counters of the prefix ${describe(outer)} (choose e.g. ${describe(`${outer}fencing:`)}), got ${describe(value)}`,
+    );
+  }
   return value;
+}
+
+function isSeparator(c: string): boolean {
+  return (KEY_PREFIX_SEPARATORS as readonly string[]).includes(c);
 }

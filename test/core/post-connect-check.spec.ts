@@ -126,7 +126,15 @@ describe('a master that cannot be reached', () => {
   /** The repro: one master whose port has nothing listening. */
   async function voteOnDownMaster(quarantine: boolean): Promise<NoQuorumError> {
     const port = await freePort();
-    const client = new Redis({ port, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    // disconnectTimeout: ioredis arms a timer of that length on every disconnect(), even of a
+    // client whose socket is already gone, and never clears it: the default 2 s timer kept the
+    // jest worker alive after this file ("A worker process has failed to exit gracefully").
+    const client = new Redis({
+      port,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      disconnectTimeout: 100,
+    });
     client.on('error', () => undefined);
     const rl = new Redlock([client], {
       quarantine,
@@ -139,7 +147,7 @@ describe('a master that cannot be reached', () => {
         .catch((e: unknown) => e)) as NoQuorumError;
     } finally {
       await rl.close();
-      client.disconnect();
+      await closeClient(client);
     }
   }
 

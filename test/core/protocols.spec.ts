@@ -49,7 +49,15 @@ describe.each(variants)('ioredis %s', (_label, options, resp) => {
   beforeAll(async () => {
     clients = masters.createClients(options);
     await RedisMasters.ready(clients);
-    engine = new Redlock(clients, { ttl: 2000, maxTtl: 2000, retryDelay: 1000, retryJitter: 0 });
+    engine = new Redlock(clients, {
+      ttl: 2000,
+      maxTtl: 2000,
+      retryDelay: 1000,
+      retryJitter: 0,
+      // Every write on these masters waits for an fsync: beside a busy disk that takes longer
+      // than the default 50 ms, and a single attempt (retryCount: 0) then ends in NoQuorumError.
+      requestTimeout: 500,
+    });
   });
   afterAll(() => engine.close());
 

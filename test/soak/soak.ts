@@ -12,7 +12,11 @@ import { runInNewContext } from 'node:vm';
 import type { Redis } from 'ioredis';
 import { RedisMasters } from '../harness/redis-masters';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockFootprint } from '../../lib/core/types';
+import type { KeyCounts, Sample, SoakResult } from './report';
+import { heapTrend, keyTrends, verdict } from './report';
+
+export { formatSoak } from './report';
+export type { SoakResult } from './report';
 
 export interface SoakOptions {
   readonly durationMs: number;
@@ -20,40 +24,14 @@ export interface SoakOptions {
   readonly log?: (line: string) => void;
 }
 
-/** Keys on one master (−1 while it is down): DBSIZE, and the keys by kind (foreign: not ours). */
-type KeyCounts = Record<'dbsize' | 'locks' | 'fences' | 'markers' | 'foreign', number>;
-
-export interface Sample {
-  readonly t: number;
-  readonly heapMb: number;
-  readonly footprint: RedlockFootprint;
-  readonly keys: KeyCounts[];
-}
-
-export interface SoakResult {
-  readonly samples: Sample[];
-  readonly final: Sample;
-  readonly counts: Record<string, number>;
-  readonly heap: { first: number; last: number; allowed: number };
-  readonly warnings: string[];
-  readonly failures: string[];
-}
-
 const PREFIX = 'soak:';
 const CHURN = Array.from({ length: 200 }, (_, i) => `churn:${i}`);
 const HOT = ['hot:0', 'hot:1', 'hot:2', 'hot:3'];
 const CHURN_LOOPS = 16;
-/** Heap may grow this much between the medians of the first and last third of the run. */
-const HEAP_TOLERANCE_MB = 8;
-const HEAP_TOLERANCE_RATIO = 0.15;
 const MAX_TTL = 3000;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)];
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.floor(s.length / 2)] : NaN;
-};
 
 /** `global.gc` when run with --expose-gc, else the same function exposed at run time. */
 function collector(): () => void {
@@ -170,6 +148,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
           await sleep(Math.random() * 5);
           await lock.release();
           count('waiter ok');
+          granted[i] = true;
         } catch (err) {
           failed('waiter')(err);
           if (live()) await sleep(100);
@@ -212,6 +191,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       }
     };
 
+    const granted: boolean[] = Array.from({ length: options.waiters }, () => false);
+    const loadStart = Date.now();
     const loops = [
       ...Array.from({ length: CHURN_LOOPS }, churn),
       ...Array.from({ length: options.waiters }, (_, i) => waiter(i)),
@@ -220,6 +201,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     ];
     await sleep(options.durationMs);
     stop.abort();
+    const loadMs = Date.now() - loadStart;
     log('stopping: waiting for every loop to end and every lock to expire');
     await Promise.all(loops);
     // Every lock is released or left to expire by now: wait until the keys and tables are gone.
@@ -232,79 +214,20 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       await sleep(250);
       final = await sample();
     }
-    const stats = { counts, heap: heapTrend(samples), warnings };
-    return { samples, final, ...stats, failures: verdict(samples, final, stats) };
+    const run = {
+      requestedMs: options.durationMs,
+      loadMs,
+      waiters: options.waiters,
+      waitersGranted: granted.filter(Boolean).length,
+      resources: CHURN.length + HOT.length,
+    };
+    const heap = heapTrend(samples);
+    const result = { run, samples, final, counts, heap, keys: keyTrends(samples), warnings };
+    return { ...result, failures: verdict(result) };
   } finally {
     await engine?.close();
     await masters.stop();
     process.off('warning', onWarning);
     process.off('unhandledRejection', onRejection);
   }
-}
-
-/** Medians of the heap samples in the first and last third of the load. */
-function heapTrend(samples: Sample[]): SoakResult['heap'] {
-  const third = Math.max(1, Math.floor(samples.length / 3));
-  const first = median(samples.slice(0, third).map((s) => s.heapMb));
-  const last = median(samples.slice(-third).map((s) => s.heapMb));
-  return { first, last, allowed: Math.max(HEAP_TOLERANCE_MB, first * HEAP_TOLERANCE_RATIO) };
-}
-
-function verdict(
-  samples: Sample[],
-  final: Sample,
-  { counts, heap, warnings }: Omit<SoakResult, 'samples' | 'final' | 'failures'>,
-): string[] {
-  const failures: string[] = [...warnings];
-  if (heap.last - heap.first > heap.allowed)
-    failures.push(`heap grew ${(heap.last - heap.first).toFixed(1)} MB (see the medians)`);
-  final.keys.forEach((k, i) => {
-    const extra = k.dbsize - k.fences - k.markers;
-    if (k.dbsize < 0) failures.push(`master ${i} unreachable at the end`);
-    else if (k.locks > 0 || extra > 0)
-      failures.push(
-        `master ${i}: ${extra} keys besides fencing counters and boot marker at the end`,
-      );
-  });
-  const foreign = samples.concat(final).some((s) => s.keys.some((k) => k.foreign > 0));
-  if (foreign) failures.push("keys outside the engine's formats were written");
-  const fences = Math.max(...samples.concat(final).flatMap((s) => s.keys.map((k) => k.fences)));
-  if (fences > CHURN.length + HOT.length)
-    failures.push(
-      `${fences} fencing counters on a master for ${CHURN.length + HOT.length} resources`,
-    );
-  for (const [table, size] of Object.entries(final.footprint))
-    if (size !== 0) failures.push(`engine footprint ${table} = ${size} after every lock ended`);
-  for (const what of ['churn ok', 'waiter ok', 'fault pause', 'fault kill+restart-empty'])
-    if (!counts[what]) failures.push(`no ${what}: the soak did not exercise it`);
-  return failures;
-}
-
-/** The table printed at the end: about ten samples, the final one, the counters, the verdict. */
-export function formatSoak(result: SoakResult): string {
-  const { samples, final, counts, heap, failures } = result;
-  const per = (s: Sample, f: (k: KeyCounts) => number): string => s.keys.map(f).join('/');
-  const columns: [string, number, (s: Sample) => string][] = [
-    ['at s', 6, (s) => (s.t / 1000).toFixed(0)],
-    ['heap MB', 8, (s) => s.heapMb.toFixed(1)],
-    ['held/chan/recent/wait', 22, (s) => Object.values(s.footprint).join('/')],
-    ['dbsize', 14, (s) => per(s, (k) => k.dbsize)],
-    ['lock keys', 12, (s) => per(s, (k) => k.locks)],
-    ['fence keys', 14, (s) => per(s, (k) => k.fences)],
-    ['foreign', 8, (s) => per(s, (k) => k.foreign)],
-  ];
-  const line = (cells: string[]): string =>
-    cells.map((c, i) => c.padStart(columns[i][1])).join(' ');
-  const row = (s: Sample): string => line(columns.map(([, , f]) => f(s)));
-  const step = Math.max(1, Math.floor(samples.length / 10));
-  return [
-    `${line(columns.map(([h]) => h))}   (per master: m0/m1/m2, -1 = down)`,
-    ...samples.filter((_, i) => i % step === 0).map(row),
-    `${row(final)}   <- after stop, every lock released or expired`,
-    `heap median: first third ${heap.first.toFixed(1)} MB, last third ${heap.last.toFixed(1)} MB (allowed growth ${heap.allowed.toFixed(1)} MB)`,
-    ...Object.entries(counts)
-      .sort()
-      .map(([k, v]) => `  ${k}: ${v}`),
-    failures.length ? `FAILED:\n${failures.map((f) => `  - ${f}`).join('\n')}` : 'OK',
-  ].join('\n');
 }

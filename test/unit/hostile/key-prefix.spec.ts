@@ -1,0 +1,94 @@
+/**
+ * Key prefixes that overlap (issue 15, hardening): two engines on the same masters with
+ * different accepted prefixes must never share a Redis key, whatever the kind of key (lock,
+ * fencing counter, boot marker, run id) and whatever the resource. A prefix `P + "fence:"`
+ * would make its lock keys the fencing counters of `P`; it is refused with a typed error.
+ */
+import { InvalidConfigurationError } from '../../../lib/core/errors';
+import { fenceKey, lockKey, markerKey, markerRunKey } from '../../../lib/core/keys';
+import { resolveSettings } from '../../../lib/core/settings';
+import { KEY_PREFIX_SEPARATORS, checkKeyPrefix } from '../../../lib/core/validate';
+
+const make = (field: string, problem: string): Error =>
+  new InvalidConfigurationError(field, problem);
+
+function accepted(prefix: string): boolean {
+  try {
+    checkKeyPrefix('keyPrefix', prefix, make);
+    return true;
+  } catch (e) {
+    expect(e).toBeInstanceOf(InvalidConfigurationError);
+    return false;
+  }
+}
+
+/** Every sequence of 1..`depth` tokens, joined. */
+function sequences(tokens: readonly string[], depth: number): string[] {
+  let level = [''];
+  const all: string[] = [];
+  for (let d = 0; d < depth; d++) {
+    level = level.flatMap((s) => tokens.map((t) => s + t));
+    all.push(...level);
+  }
+  return all;
+}
+
+// Words the key formats use, separators, and a plain word: every way a prefix can end in, or
+// contain, a part of another key's format.
+const TOKENS = ['lock', 'fence', 'boot', 'run', 'x', ...KEY_PREFIX_SEPARATORS, 'fence:', 'boot:'];
+// Resources with and without "}" (hashed tags), and ones that spell parts of key formats.
+const RESOURCES = ['a', 'boot', 'run', 'fence:a', '}a', 'a}', 'a}b', '{a}', ':run', 'x}fence:{a}'];
+
+describe('key prefixes', () => {
+  it('refuses a prefix whose lock keys are the fencing counters of another prefix', () => {
+    for (const prefix of ['lock:fence:', 'app/fence:', 'a.fence:', 'x#fence:']) {
+      let error: unknown;
+      try {
+        resolveSettings({ keyPrefix: prefix }, 3);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(InvalidConfigurationError);
+      expect((error as InvalidConfigurationError).field).toBe('keyPrefix');
+      // The message names the prefix it would collide with and a safe alternative.
+      expect((error as Error).message).toContain(JSON.stringify(prefix.slice(0, -6)));
+      expect((error as Error).message).toContain(JSON.stringify(`${prefix.slice(0, -6)}fencing:`));
+    }
+    // The proof of the overlap the rule prevents:
+    expect(lockKey('lock:fence:', 'r')).toBe(fenceKey('lock:', 'r'));
+  });
+
+  it('keeps prefixes that cannot be the fencing namespace of an accepted prefix', () => {
+    for (const prefix of ['fence:', 'myfence:', 'lock:fencing:', 'lock:fence-', 'fence:x:']) {
+      expect(resolveSettings({ keyPrefix: prefix }, 3).keyPrefix).toBe(prefix);
+    }
+  });
+
+  it('no two accepted prefixes share any key, of any kind, for any resource', () => {
+    const prefixes = [...new Set(sequences(TOKENS, 3))].filter(accepted);
+    // The search space holds the neighbours of the dangerous shapes.
+    for (const p of ['lock:', 'fence:', 'boot:', 'lock:boot:', 'fence:boot:', 'lockfence:']) {
+      expect(prefixes.includes(p)).toBe(true);
+    }
+    expect(prefixes.length).toBeGreaterThan(1000);
+
+    const owner = new Map<string, string>();
+    const collisions: string[] = [];
+    const add = (key: string, who: string): void => {
+      const other = owner.get(key);
+      if (other !== undefined && other !== who) collisions.push(`${key}: ${other} / ${who}`);
+      owner.set(key, who);
+    };
+    for (const p of prefixes) {
+      const marker = markerKey(p);
+      add(marker, `marker(${p})`);
+      add(markerRunKey(marker), `run(${p})`);
+      for (const r of RESOURCES) {
+        add(lockKey(p, r), `lock(${p}, ${r})`);
+        add(fenceKey(p, r), `fence(${p}, ${r})`);
+      }
+    }
+    expect(collisions.slice(0, 5)).toEqual([]);
+    expect(owner.size).toBe(prefixes.length * (2 + 2 * RESOURCES.length));
+  });
+});
