@@ -97,12 +97,9 @@ export function fencingTable(
 }
 
 const states = new WeakMap<Lock, LockState>();
-/** The lock made from each grant (stores know grants; their fault controls may need the lock). */
-const byGrant = new WeakMap<Grant, Lock>();
-
-/** The lock an engine made from `grant`, if any. */
+/** The lock an engine made from `grant`, if any (stores know grants; fault controls need locks). */
 export function lockOfGrant(grant: Grant): Lock | undefined {
-  return byGrant.get(grant);
+  return grant.lock instanceof Lock ? grant.lock : undefined;
 }
 
 /** Set while an engine creates a lock: the only way a `Lock` can be constructed. */
@@ -181,7 +178,7 @@ export class Lock {
     );
     init.state.owner = owner;
     states.set(this, init.state);
-    if (init.state.grant) byGrant.set(init.state.grant, this);
+    if (init.state.grant) init.state.grant.lock = this;
   }
 
   /** The fencing token of the first resource (the only one for single-resource locks). */

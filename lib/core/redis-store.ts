@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { delay, monotonicNow } from './clock';
 import { InvalidConfigurationError } from './errors';
-import type { AcquireAnswer } from './kinds/kind';
+import type { AcquireAnswer, ScriptCall } from './kinds/kind';
 import type { LockKind } from './kinds/kind';
 import { MUTEX } from './kinds/mutex';
 import { fenceKey, lockKey, markerKey } from './keys';
@@ -172,7 +172,7 @@ export class RedisStore implements LockStore {
     };
     // Built once per attempt; a Cluster master gets one call per slot group instead.
     const plain = kind.acquire(input);
-    const withMarker = kind.acquire({ ...input, marker: this.markerKey });
+    let withMarker: ScriptCall | undefined; // only for masters whose boot marker is checked
     // A master that lost its scripts answers NOSCRIPT and gets an EVAL afterwards. That EVAL
     // must never land after this token's release on the same connection: it is sent only while
     // the attempt has not failed (its clean-up not yet sent) and its lock has not ended.
@@ -181,26 +181,25 @@ export class RedisStore implements LockStore {
     const tally = await this.round<AcquireAnswer>({
       timeout: attemptTimeout(this.settings.requestTimeout, ttl, driftFactor),
       send: (node) =>
-        this.dispatch
-          .afterCheck(node, wanted, () =>
-            this.dispatch.grouped(
-              node,
-              resources,
-              keys,
-              (groupKeys, group) =>
-                group === resources
-                  ? node.checksMarker
-                    ? withMarker
-                    : plain
-                  : kind.acquire({
-                      ...input,
-                      keys: groupKeys,
-                      fenceKeys: fencing ? group.map((r) => this.fenceKeyOf(r)) : undefined,
-                    }),
-              wanted,
-            ),
-          )
-          .then((groups) => kind.readAcquire(groups, resources)),
+        this.dispatch.afterCheck(node, wanted, () =>
+          this.dispatch.read(
+            node,
+            resources,
+            keys,
+            (groupKeys, group) =>
+              group === resources
+                ? node.checksMarker
+                  ? (withMarker ??= kind.acquire({ ...input, marker: this.markerKey }))
+                  : plain
+                : kind.acquire({
+                    ...input,
+                    keys: groupKeys,
+                    fenceKeys: fencing ? group.map((r) => this.fenceKeyOf(r)) : undefined,
+                  }),
+            (groups) => kind.readAcquire(groups, resources),
+            wanted,
+          ),
+        ),
       judge: (a, node) => {
         if (!a.granted) return 'held';
         const young = a.markerAge !== undefined && a.markerAge < quarantine.duration;
@@ -318,11 +317,13 @@ export class RedisStore implements LockStore {
       send: (node) =>
         only && !only.includes(node)
           ? Promise.resolve(false)
-          : this.dispatch
-              .grouped(node, resources, keys, (groupKeys) =>
-                this.kind.release(token, groupKeys, announce),
-              )
-              .then((groups) => this.kind.readRelease(groups)),
+          : this.dispatch.read(
+              node,
+              resources,
+              keys,
+              (groupKeys) => this.kind.release(token, groupKeys, announce),
+              (groups) => this.kind.readRelease(groups),
+            ),
       judge: (deleted) => (deleted ? 'ok' : 'held'),
       waitAll,
     });

@@ -50,15 +50,27 @@ export const MUTEX: LockKind = {
   },
 
   readAcquire(groups: readonly GroupReply[], resources: readonly string[]): AcquireAnswer {
+    if (groups.length === 1 && groups[0].resources === resources) {
+      // The hot path: a standalone master, one reply for every resource.
+      const v = checked(groups[0].value);
+      const age = v[1] >= 0 ? v[1] : undefined;
+      if (v[0] === 0) {
+        const ttl = typeof v[2] === 'number' && v[2] >= 0 ? v[2] : undefined;
+        return { granted: false, markerAge: age, holderTtl: ttl, counters: undefined };
+      }
+      let counters: number[] | undefined;
+      if (v.length === resources.length + 2) {
+        counters = v.slice(2).map(Number);
+        if (!counters.every(Number.isFinite)) counters = undefined;
+      }
+      return { granted: true, markerAge: age, holderTtl: undefined, counters };
+    }
     let granted = true;
     let markerAge: number | undefined;
     let holderTtl: number | undefined;
     const counted = new Map<string, number>();
     for (const group of groups) {
-      const v = group.value;
-      if (!Array.isArray(v) || (v[0] !== 0 && v[0] !== 1) || typeof v[1] !== 'number') {
-        throw new ReplyFormatError('acquire', v);
-      }
+      const v = checked(group.value);
       if (v[1] >= 0 && (markerAge === undefined || v[1] < markerAge)) markerAge = v[1];
       if (v[0] === 0) {
         if (granted && typeof v[2] === 'number' && v[2] >= 0) holderTtl = v[2];
@@ -112,3 +124,11 @@ export const MUTEX: LockKind = {
     return !groups.every((g) => g.value === 0);
   },
 };
+
+/** An acquire reply `{0|1, age, ...}`, or a {@link ReplyFormatError}. */
+function checked(v: unknown): [0 | 1, number, ...unknown[]] {
+  if (!Array.isArray(v) || (v[0] !== 0 && v[0] !== 1) || typeof v[1] !== 'number') {
+    throw new ReplyFormatError('acquire', v);
+  }
+  return v as [0 | 1, number, ...unknown[]];
+}

@@ -22,22 +22,36 @@ export class Dispatch {
     build: (keys: readonly string[], resources: readonly string[]) => ScriptCall,
     wanted?: () => boolean,
   ): Promise<GroupReply[]> {
-    const run = (k: readonly string[], group: readonly string[]): Promise<GroupReply> => {
-      const call = build(k, group);
+    return this.read(node, resources, keys, build, (groups) => groups, wanted);
+  }
+
+  /** {@link grouped}, with the group replies read by `read` in the same continuation. */
+  read<T>(
+    node: MasterNode,
+    resources: readonly string[],
+    keys: readonly string[],
+    build: (keys: readonly string[], resources: readonly string[]) => ScriptCall,
+    read: (groups: GroupReply[]) => T,
+    wanted?: () => boolean,
+  ): Promise<T> {
+    if (!node.cluster) {
+      // The hot path: one call, one continuation.
+      const call = build(keys, resources);
       return node
         .evalScript(call.script, call.keys, call.args, wanted)
-        .then((value) => ({ resources: group, value }));
-    };
-    if (!node.cluster) return run(keys, resources).then((reply) => [reply]);
-    const groups = slotGroups(resources, this.keyOf);
+        .then((value) => read([{ resources, value }]));
+    }
     return Promise.all(
-      groups.map((g) =>
-        run(
-          g.map((r) => this.keyOf(r)),
-          g,
-        ),
-      ),
-    );
+      slotGroups(resources, this.keyOf).map((group) => {
+        const call = build(
+          group.map((r) => this.keyOf(r)),
+          group,
+        );
+        return node
+          .evalScript(call.script, call.keys, call.args, wanted)
+          .then((value): GroupReply => ({ resources: group, value }));
+      }),
+    ).then(read);
   }
 
   /**

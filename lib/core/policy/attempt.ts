@@ -8,7 +8,7 @@ import type { CheckedAcquire } from '../request';
 import type { ResolvedSettings } from '../settings';
 import type { AttemptResult } from './acquire-loop';
 import type { Observers } from './observers';
-import type { Grant, LockStore } from './store';
+import type { AttemptOutcome, Grant, LockStore } from './store';
 
 /** What an attempt needs from the engine. */
 export interface AttemptContext {
@@ -21,13 +21,24 @@ export interface AttemptContext {
 }
 
 /** One attempt on the store: a tracked lock, or the typed reason it was not granted. */
-export async function attemptOnStore(
+export function attemptOnStore(
   ctx: AttemptContext,
   req: CheckedAcquire,
   attemptNo: number,
   startedAt: number,
 ): Promise<AttemptResult> {
-  const outcome = await ctx.store.attempt(req);
+  return ctx.store
+    .attempt(req)
+    .then((outcome) => resultOf(ctx, outcome, req, attemptNo, startedAt));
+}
+
+function resultOf(
+  ctx: AttemptContext,
+  outcome: AttemptOutcome,
+  req: CheckedAcquire,
+  attemptNo: number,
+  startedAt: number,
+): AttemptResult {
   if (outcome.grant) return { lock: createLock(ctx, outcome.grant, attemptNo) };
   const detail: LockErrorDetail = {
     resources: req.resources,

@@ -30,6 +30,8 @@ export interface Grant {
    * write its keys (a late EVAL fallback, a repair).
    */
   ended: boolean;
+  /** Set by the policy: the lock made from this grant (opaque to stores; see `lockOfGrant`). */
+  lock?: object;
 }
 
 /** One acquire attempt. */

@@ -35,20 +35,20 @@ export function evalScript(
 }
 
 /**
- * Lua prelude shared by the scripts that check a master's boot marker (restart quarantine, see
- * lib/core/masters/node.ts): `bootMarkerAge(marker)` returns how long ago (ms, server clock) the
- * master's data set was born; a missing marker is born now (age 0), so a master that lost its
- * data set is in quarantine.
+ * Lua shared by the scripts that check a master's boot marker (restart quarantine, see
+ * lib/core/masters/node.ts): sets `age` to how long ago (ms, server clock) the master's data set
+ * was born, reading the marker at `markerKey` (a Lua expression); a missing marker is born now
+ * (age 0), so a master that lost its data set is in quarantine. Inlined rather than a Lua
+ * function: a function definition would be re-created on every call of the script.
  */
-export const BOOT_MARKER_AGE = `
-local function bootMarkerAge(marker)
+export function bootMarkerAge(markerKey: string): string {
+  return `
   local t = redis.call('TIME')
   local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local birth = tonumber(redis.call('GET', marker))
+  local birth = tonumber(redis.call('GET', ${markerKey}))
   if not birth then
     birth = nowMs
-    redis.call('SET', marker, birth)
+    redis.call('SET', ${markerKey}, birth)
   end
-  return nowMs - birth
-end
-`;
+  age = nowMs - birth`;
+}

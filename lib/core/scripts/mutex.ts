@@ -1,5 +1,5 @@
 /** The mutex's scripts: acquire, release, extend, extend-with-repair (one master each). */
-import { BOOT_MARKER_AGE, script } from './lua';
+import { bootMarkerAge, script } from './lua';
 
 /**
  * Acquire: all-or-nothing `SET key token NX PX ttl` over several keys on one master.
@@ -25,12 +25,10 @@ import { BOOT_MARKER_AGE, script } from './lua';
  */
 export const ACQUIRE_SCRIPT = script(
   'acquire',
-  BOOT_MARKER_AGE +
-    `
+  `
 local n = tonumber(ARGV[5])
 local age = -1
-if ARGV[4] == '1' then
-  age = bootMarkerAge(KEYS[#KEYS])
+if ARGV[4] == '1' then${bootMarkerAge('KEYS[#KEYS]')}
 end
 if n == 1 then
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -121,12 +119,10 @@ return 1
  */
 export const EXTEND_REPAIR_SCRIPT = script(
   'extend-repair',
-  BOOT_MARKER_AGE +
-    `
+  `
 local n = tonumber(ARGV[4])
 local age = -1
-if ARGV[3] == '1' then
-  age = bootMarkerAge(KEYS[n + 1])
+if ARGV[3] == '1' then${bootMarkerAge('KEYS[n + 1]')}
 end
 local missing = false
 for i = 1, n do
