@@ -59,14 +59,18 @@ function plainRound(
   timeout: number,
 ): Promise<Tally<ExtendAnswer>> {
   const keys = grant.resources.map((r) => store.keyOf(r));
+  const whole = store.kind.extend(grant.token, ttl, keys); // every standalone master's call
   return store.round<ExtendAnswer>({
     timeout,
     send: (node) =>
-      store.dispatch
-        .grouped(node, grant.resources, keys, (groupKeys) =>
-          store.kind.extend(grant.token, ttl, groupKeys),
-        )
-        .then((groups) => store.kind.readExtend(groups, false)),
+      store.dispatch.read(
+        node,
+        grant.resources,
+        keys,
+        (groupKeys, group) =>
+          group === grant.resources ? whole : store.kind.extend(grant.token, ttl, groupKeys),
+        (groups) => store.kind.readExtend(groups, false),
+      ),
     judge: (a) => (a.status === 'kept' ? 'ok' : 'held'),
   });
 }

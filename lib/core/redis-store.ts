@@ -312,6 +312,8 @@ export class RedisStore implements LockStore {
     const { only, waitAll = false } = options;
     const keys = resources.map((r) => this.keyOf(r));
     const announce = this.settings.handoff && options.announce;
+    // One call for every standalone master; a Cluster master gets one per slot group.
+    const whole = this.kind.release(token, keys, announce);
     const tally = await this.round<boolean>({
       timeout: this.settings.requestTimeout,
       send: (node) =>
@@ -321,7 +323,8 @@ export class RedisStore implements LockStore {
               node,
               resources,
               keys,
-              (groupKeys) => this.kind.release(token, groupKeys, announce),
+              (groupKeys, group) =>
+                group === resources ? whole : this.kind.release(token, groupKeys, announce),
               (groups) => this.kind.readRelease(groups),
             ),
       judge: (deleted) => (deleted ? 'ok' : 'held'),

@@ -1,8 +1,9 @@
 import { InvalidConfigurationError } from '../core/errors';
-import type { NodeVote, RedlockErrorCode } from '../core/errors';
+import type { RedlockErrorCode } from '../core/errors';
 import type { RedlockEvent } from '../core/events';
 import type { Redlock } from '../core/redlock';
 import { describe } from '../core/settings';
+import { voteCounts } from './opentelemetry';
 
 /*
  * NestJS Observe (`@nestjs/observe`, Nest 12's observability agent) integration. The package is
@@ -242,20 +243,4 @@ function checkOptions(tracer: unknown, options: unknown): NestObserveReportOptio
     }
   }
   return options as NestObserveReportOptions;
-}
-
-function voteCounts(votes: readonly NodeVote[]): Record<string, number> {
-  let ok = 0;
-  let held = 0;
-  let unavailable = 0;
-  for (const v of votes) {
-    if (v.outcome === 'ok') ok++;
-    else if (v.outcome === 'held') held++;
-    else if (v.outcome !== 'pending' && v.outcome !== 'repaired') unavailable++;
-  }
-  return {
-    'redlock.votes.ok': ok,
-    'redlock.votes.held': held,
-    'redlock.votes.unavailable': unavailable,
-  };
 }

@@ -350,7 +350,8 @@ const SECONDS_BUCKETS = [
   0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
 ];
 
-function voteCounts(votes: readonly NodeVote[]): TelemetryAttributes {
+/** Vote counts of a lock operation as span attributes (shared with nest-observe.ts). */
+export function voteCounts(votes: readonly NodeVote[]): TelemetryAttributes {
   let ok = 0;
   let held = 0;
   let unavailable = 0;

@@ -1,4 +1,6 @@
 export { script } from '../scripts/lua';
+import { FENCE_COUNTERS_LUA } from '../scripts/fencing';
+import { bootMarkerAge } from '../scripts/lua';
 
 /**
  * Lua helpers shared by the scripts of the lock kinds (semaphore, shared). A resource is one key:
@@ -73,38 +75,15 @@ end
 `;
 
 /**
- * The boot marker and fencing parts of an acquire script, the same as ACQUIRE_SCRIPT in
- * ../scripts.ts (argument positions included: ARGV[3] fencing flag, ARGV[4] marker flag, ARGV[5]
- * n, ARGV[6] fencing key TTL; fencing counters at KEYS[n+1..2n], the marker at KEYS[#KEYS]).
- * `MARKER_LUA` defines `age`; `FENCING_LUA` appends the counters to the table `res`.
- * (Copied, not shared: scripts.ts cannot be edited while the engine is split; the lead can make
- * ACQUIRE_SCRIPT use these fragments afterwards so that they have one home.)
+ * The boot marker and fencing parts of an acquire script: the same Lua as ACQUIRE_SCRIPT
+ * (lib/core/scripts/mutex.ts), with the same argument positions (ARGV[3] fencing flag, ARGV[4]
+ * marker flag, ARGV[5] n, ARGV[6] fencing key TTL; fencing counters at KEYS[n+1..2n], the marker
+ * at KEYS[#KEYS]). `MARKER_LUA` defines `age`; `FENCING_LUA` appends the counters to `res`.
  */
 export const MARKER_LUA = `
 local age = -1
-if ARGV[4] == '1' then
-  local marker = KEYS[#KEYS]
-  local nowM = nowMs()
-  local birth = tonumber(redis.call('GET', marker))
-  if not birth then
-    birth = nowM
-    redis.call('SET', marker, birth)
-  end
-  age = nowM - birth
+if ARGV[4] == '1' then${bootMarkerAge('KEYS[#KEYS]')}
 end
 `;
 
-export const FENCING_LUA = `
-if ARGV[3] == '1' then
-  for i = 1, n do
-    local fk = KEYS[n + i]
-    local v = redis.call('INCR', fk)
-    if v == 1 then
-      local t = redis.call('TIME')
-      v = tonumber(t[1]) * 1000000 + 1
-      redis.call('SET', fk, string.format('%.0f', v), 'PX', ARGV[6])
-    end
-    res[#res + 1] = v
-  end
-end
-`;
+export const FENCING_LUA = FENCE_COUNTERS_LUA;

@@ -1,7 +1,6 @@
 import { markerRunKey } from '../keys';
 import { configValue } from '../replies';
 import type { Cluster, Redis } from 'ioredis';
-import type { NodeOutcome } from '../errors';
 import { monotonicNow } from '../clock';
 import { evalScript } from '../scripts/lua';
 import type { LuaScript } from '../scripts/lua';
@@ -15,11 +14,6 @@ export type NodeReply =
   | { readonly kind: 'reply'; readonly value: unknown; readonly latency: number }
   | { readonly kind: 'error'; readonly error: string; readonly latency: number }
   | { readonly kind: 'timeout'; readonly latency: number };
-
-/** Outcome of one reply as a vote. */
-export function outcomeOf(reply: NodeReply): NodeOutcome {
-  return reply.kind === 'reply' ? 'ok' : reply.kind;
-}
 
 /** `redis://host:port` style name of a client, never including credentials. */
 export function describeClient(client: RedlockClient): string {
@@ -38,11 +32,6 @@ export function describeClient(client: RedlockClient): string {
 /** Whether a client is an ioredis Cluster. */
 export function isCluster(client: RedlockClient): client is Cluster {
   return (client as { isCluster?: boolean }).isCluster === true;
-}
-
-/** Strips anything that looks like credentials in a URL from an error message (see redact.ts). */
-export function redact(message: string): string {
-  return redactText(message);
 }
 
 /**

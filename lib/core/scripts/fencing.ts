@@ -2,6 +2,26 @@
 import { script } from './lua';
 
 /**
+ * Lua shared by every acquire script with fencing: when ARGV[3] == '1', increments the counters at
+ * KEYS[n+1..2n] and appends them to the table `res`. A new (or expired, or lost) counter starts
+ * from the server time in whole seconds × 10^6 with the TTL ARGV[6] (see ACQUIRE_SCRIPT).
+ */
+export const FENCE_COUNTERS_LUA = `
+if ARGV[3] == '1' then
+  for i = 1, n do
+    local fk = KEYS[n + i]
+    local v = redis.call('INCR', fk)
+    if v == 1 then
+      local t = redis.call('TIME')
+      v = tonumber(t[1]) * 1000000 + 1
+      redis.call('SET', fk, string.format('%.0f', v), 'PX', ARGV[6])
+    end
+    res[#res + 1] = v
+  end
+end
+`;
+
+/**
  * Raise fencing counters to at least the given values (set-if-greater), refreshing their TTL.
  * KEYS: fencing counter keys. ARGV[1]: counter ttl, ARGV[2..]: values. Returns 1.
  */

@@ -1,4 +1,5 @@
 /** The mutex's scripts: acquire, release, extend, extend-with-repair (one master each). */
+import { FENCE_COUNTERS_LUA } from './fencing';
 import { bootMarkerAge, script } from './lua';
 
 /**
@@ -45,19 +46,7 @@ else
   end
 end
 local res = {1, age}
-if ARGV[3] == '1' then
-  for i = 1, n do
-    local fk = KEYS[n + i]
-    local v = redis.call('INCR', fk)
-    if v == 1 then
-      -- A new (or expired, or lost) counter starts from the server time in whole seconds.
-      local t = redis.call('TIME')
-      v = tonumber(t[1]) * 1000000 + 1
-      redis.call('SET', fk, string.format('%.0f', v), 'PX', ARGV[6])
-    end
-    res[#res + 1] = v
-  end
-end
+${FENCE_COUNTERS_LUA}
 return res
 `,
 );
