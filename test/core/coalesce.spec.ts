@@ -1,0 +1,88 @@
+/**
+ * One write per master per tick (issue 13, item 1; lib/core/masters/node.ts `coalesce`): the
+ * script calls that many acquires and releases issue in the same tick leave for each master in
+ * one socket write, and a lone call is not held back.
+ */
+import type { Redis } from 'ioredis';
+import type { Socket } from 'node:net';
+import { Redlock } from '../../lib/core/redlock';
+import { RedisMasters } from '../harness/redis-masters';
+import { uniqueResource } from '../harness/util';
+
+let masters: RedisMasters;
+let clients: Redis[];
+const engines: Redlock[] = [];
+
+function engine(): Redlock {
+  const rl = new Redlock(clients, { quarantine: false, requestTimeout: 1000, retryCount: 0 });
+  engines.push(rl);
+  return rl;
+}
+
+/** Counts the socket writes (write or writev calls reaching the socket) of a client. */
+function countWrites(client: Redis): { readonly count: number; stop(): void } {
+  const socket = client.stream as Socket & {
+    _write: (...a: unknown[]) => void;
+    _writev?: (...a: unknown[]) => void;
+  };
+  const write = socket._write;
+  const writev = socket._writev;
+  const counter = { count: 0, stop: () => undefined as void };
+  socket._write = function (this: unknown, ...a: unknown[]) {
+    counter.count++;
+    return write.apply(this, a);
+  };
+  if (writev) {
+    socket._writev = function (this: unknown, ...a: unknown[]) {
+      counter.count++;
+      return writev.apply(this, a);
+    };
+  }
+  counter.stop = () => {
+    socket._write = write;
+    if (writev) socket._writev = writev;
+  };
+  return counter;
+}
+
+beforeAll(async () => {
+  masters = await RedisMasters.start(3);
+  clients = masters.createClients();
+  await RedisMasters.ready(clients);
+});
+
+afterAll(async () => {
+  await Promise.all(engines.map((e) => e.close()));
+  await masters.stop();
+});
+
+it('sends the acquires and the releases of one tick to each master in one write', async () => {
+  const rl = engine();
+  // Warm up: scripts loaded, nothing pending.
+  await (await rl.acquire(uniqueResource('warm'))).release();
+  const counters = clients.map(countWrites);
+  try {
+    const resources = Array.from({ length: 20 }, (_, i) => uniqueResource(`tick${i}`));
+    const locks = await Promise.all(resources.map((r) => rl.acquire(r, { ttl: 10_000 })));
+    const afterAcquire = counters.map((c) => c.count);
+    await Promise.all(locks.map((l) => l.release()));
+    const afterRelease = counters.map((c, i) => c.count - afterAcquire[i]);
+    // 20 acquires and 20 releases per master: without coalescing, 20 writes each.
+    for (const n of afterAcquire) expect(n).toBeLessThanOrEqual(2);
+    for (const n of afterRelease) expect(n).toBeLessThanOrEqual(2);
+    for (const n of afterAcquire) expect(n).toBeGreaterThanOrEqual(1);
+  } finally {
+    for (const c of counters) c.stop();
+  }
+});
+
+it('still answers a lone call at once, and leaves the socket uncorked after the tick', async () => {
+  const rl = engine();
+  const lock = await rl.acquire(uniqueResource('lone'));
+  expect(lock.votes.filter((v) => v.outcome === 'ok').length).toBeGreaterThanOrEqual(2);
+  await new Promise((r) => process.nextTick(r));
+  for (const c of clients) expect((c.stream as Socket).writableCorked).toBe(0);
+  await lock.release();
+  await new Promise((r) => process.nextTick(r));
+  for (const c of clients) expect((c.stream as Socket).writableCorked).toBe(0);
+});
