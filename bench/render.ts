@@ -107,7 +107,7 @@ export function renderTopology(rep: TopologyReport, opts: Options, all: Target[]
   if (rep.footprint.length) {
     out.push('', `### ${rep.masters} masters — keys left on the masters at the end of the run`, '');
     out.push(
-      'SCAN of every master after all scenarios (lock keys expire within the ttl; fencing counters live `fencingKeyTtl`, default 7 days):',
+      'SCAN of every master after all scenarios (lock keys expire within the ttl; fencing counters live `fencingKeyTtl`, default 1 hour):',
       '',
       ...footprintTable(rep.footprint),
     );

@@ -105,6 +105,7 @@ async function repairingRound(
               (groupKeys) =>
                 store.kind.extend(grant.token, ttl, groupKeys, {
                   marker: node.checksMarker ? store.markerKey : undefined,
+                  markerBirth: node.checksMarker ? node.knownBirth : undefined,
                 }),
               wanted,
             ),
@@ -113,6 +114,7 @@ async function repairingRound(
         (a) => a.status,
       ),
     judge: (a, node) => {
+      if (node.checksMarker && a.markerAge !== undefined) store.noteMarkerAge(node);
       const young = node.checksMarker && a.markerAge !== undefined && a.markerAge < duration;
       return repairVote(a.status, ledger.counts(node.index), young);
     },

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { delay, monotonicNow } from './clock';
 import { InvalidConfigurationError } from './errors';
-import type { AcquireAnswer, ScriptCall } from './kinds/kind';
+import type { AcquireAnswer, AcquireInput, ScriptCall } from './kinds/kind';
 import type { LockKind } from './kinds/kind';
 import { MUTEX } from './kinds/mutex';
 import { fenceKey, lockKey, markerKey } from './keys';
@@ -189,7 +189,11 @@ export class RedisStore implements LockStore {
             (groupKeys, group) =>
               group === resources
                 ? node.checksMarker
-                  ? (withMarker ??= kind.acquire({ ...input, marker: this.markerKey }))
+                  ? this.markerCall(
+                      node,
+                      input,
+                      () => (withMarker ??= kind.acquire({ ...input, marker: this.markerKey })),
+                    )
                   : plain
                 : kind.acquire({
                     ...input,
@@ -201,6 +205,7 @@ export class RedisStore implements LockStore {
           ),
         ),
       judge: (a, node) => {
+        if (a.markerAge !== undefined) this.noteMarkerAge(node);
         if (!a.granted) return 'held';
         const young = a.markerAge !== undefined && a.markerAge < quarantine.duration;
         return node.checksMarker && young ? 'quarantined' : 'ok';
@@ -248,6 +253,22 @@ export class RedisStore implements LockStore {
       ended: false,
     });
     return { grant };
+  }
+
+  /**
+   * The acquire call for a master whose boot marker is checked: with the marker value it is known
+   * to hold (no clock read on the master, see MasterNode.knownBirth), or the shared full check.
+   */
+  private markerCall(node: MasterNode, input: AcquireInput, full: () => ScriptCall): ScriptCall {
+    const markerBirth = node.knownBirth;
+    return markerBirth === undefined
+      ? full()
+      : this.kind.acquire({ ...input, marker: this.markerKey, markerBirth });
+  }
+
+  /** A master answered with a fully checked marker age: if it was given a known value, it moved. */
+  noteMarkerAge(node: MasterNode): void {
+    if (node.knownBirth !== undefined) node.markerMoved();
   }
 
   /** Raises the fencing counters (set-if-greater) where `needs(i)`; resolves with the confirmations. */

@@ -91,7 +91,13 @@ export interface RedlockSettings {
    * refreshed by later locks). A counter that expires restarts from the master's clock in whole
    * seconds, past every token it handed out — provided it lived into a later clock second than
    * the one its tokens came from. Hence at least {@link MIN_FENCING_KEY_TTL} (2 s: one clock
-   * second, plus up to 1 s of disagreement between the masters' clocks). Default 7 days.
+   * second, plus up to 1 s of disagreement between the masters' clocks). Default 1 hour.
+   *
+   * Footprint: every distinct resource locked within the last `fencingKeyTtl` keeps one counter
+   * key (about 80 bytes) on each master. Tokens stay strictly increasing across a counter's expiry
+   * as long as no master's clock steps back by more than `fencingKeyTtl` (minus one second per
+   * million locks the counter handed out): a longer TTL tolerates larger clock steps, a shorter
+   * one leaves fewer keys.
    */
   fencingKeyTtl?: number;
   /** Restart quarantine; `false` disables it. Default enabled. */
@@ -148,7 +154,7 @@ export const DEFAULT_SETTINGS = Object.freeze({
   keyPrefix: 'lock:',
   maxExtensions: 1000,
   fencing: true,
-  fencingKeyTtl: 7 * 24 * 3600 * 1000,
+  fencingKeyTtl: 3600 * 1000,
   handoff: true,
   repairOnExtend: true,
 });

@@ -23,6 +23,12 @@ export interface AcquireInput {
   readonly fenceKeys: readonly string[] | undefined;
   /** The master's boot-marker key, when its restart quarantine is checked. */
   readonly marker: string | undefined;
+  /**
+   * The marker value this master is known to have held for longer than the quarantine
+   * (`MasterNode.knownBirth`): a kind whose script understands it (bootMarkerAge's `knownBirth`)
+   * checks the marker without reading the clock. Kinds may ignore it and check fully.
+   */
+  readonly markerBirth?: string;
   /** Lifetime of a new fencing counter key (ms). */
   readonly fenceTtl: number;
 }
@@ -69,7 +75,7 @@ export interface LockKind {
     token: string,
     ttl: number,
     keys: readonly string[],
-    repair?: { marker: string | undefined },
+    repair?: { marker: string | undefined; markerBirth?: string },
   ): ScriptCall;
   readExtend(groups: readonly GroupReply[], repair: boolean): ExtendAnswer;
   /** Compare-and-delete of `token`; `announce` publishes the release for waiters (hand-off). */

@@ -42,7 +42,7 @@ export const MUTEX: LockKind = {
         input.token,
         String(input.ttl),
         fenceKeys ? '1' : '0',
-        marker ? '1' : '0',
+        marker ? (input.markerBirth ?? '1') : '0',
         String(keys.length),
         String(input.fenceTtl),
       ],
@@ -93,7 +93,7 @@ export const MUTEX: LockKind = {
     return {
       script: EXTEND_REPAIR_SCRIPT,
       keys: marker ? [...keys, marker] : keys,
-      args: [token, String(ttl), marker ? '1' : '0', String(keys.length)],
+      args: [token, String(ttl), marker ? (repair.markerBirth ?? '1') : '0', String(keys.length)],
     };
   },
 

@@ -5,7 +5,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { monotonicNow } from '../clock';
 import { evalScript } from '../scripts/lua';
 import type { LuaScript } from '../scripts/lua';
-import { MARKER_SEED_SCRIPT } from '../scripts/marker';
+import { MARKER_READ_SCRIPT, MARKER_SEED_SCRIPT } from '../scripts/marker';
 import type { RedlockClient, RedlockLogger } from '../settings';
 import { redactText } from '../redact';
 import type { Redactor } from '../redact';
@@ -82,6 +82,7 @@ export class MasterNode {
   private readonly onReady = (): void => void this.verify();
   private readonly onClose = (): void => {
     this.epoch++;
+    this.birth = undefined;
     this.checking = false;
     this.durable = false;
     this.verified = false;
@@ -96,7 +97,12 @@ export class MasterNode {
     readonly index: number,
     readonly client: RedlockClient,
     private readonly markerKey: string,
-    private readonly quarantine: { enabled: boolean; trustAppendFsyncAlways: boolean },
+    private readonly quarantine: {
+      enabled: boolean;
+      trustAppendFsyncAlways: boolean;
+      /** ms a marker must have lived before the master's votes count (0 when not given). */
+      duration?: number;
+    },
     private readonly logger: RedlockLogger,
     /** Removes credentials (also the known passwords of the engine's clients) from texts. */
     readonly redact: Redactor = redactText,
@@ -110,6 +116,50 @@ export class MasterNode {
       client.on('close', this.onClose);
       if (client.status === 'ready') void this.verify();
     }
+  }
+
+  /** The boot marker's value as last learnt, and when (monotonic) it is older than the quarantine. */
+  private birth: string | undefined;
+  private birthOldAt = Infinity;
+  private relearning = false;
+
+  /**
+   * The boot marker's value when it is known to be older than the quarantine — learnt from this
+   * connection's post-connect check (or a re-read), and past the quarantine by the local clock
+   * since (with 1% + 10 ms of margin for clocks that run at different rates). Acquire scripts
+   * compare it instead of reading the server's clock (bootMarkerAge in scripts/lua.ts); any other
+   * marker value takes the full path. Forgotten on every disconnect.
+   */
+  get knownBirth(): string | undefined {
+    return this.birth !== undefined && monotonicNow() >= this.birthOldAt ? this.birth : undefined;
+  }
+
+  /**
+   * Called when a script checked this master's marker fully although {@link knownBirth} was
+   * given: the marker moved (a flush re-seeded by another engine, a re-seed by another process's
+   * check). Forgets the value and reads the marker again (read-only, in the background); the
+   * full check stays in place until then.
+   */
+  markerMoved(): void {
+    if (this.birth === undefined) return;
+    this.birth = undefined;
+    if (this.relearning) return;
+    this.relearning = true;
+    const epoch = this.epoch;
+    this.evalScript(MARKER_READ_SCRIPT, [this.markerKey], [])
+      .then((reply) => {
+        const [age, birth] = reply as [number, string];
+        if (epoch === this.epoch && age >= 0) this.learnBirth(birth, age);
+      })
+      .catch(() => undefined) // the full check stays in place
+      .finally(() => (this.relearning = false));
+  }
+
+  private learnBirth(birth: string, age: number): void {
+    if (!/^\d+$/.test(birth)) return;
+    const left = Math.max(0, (this.quarantine.duration ?? 0) - age);
+    this.birth = birth;
+    this.birthOldAt = monotonicNow() + left * 1.01 + 10;
   }
 
   /** Whether acquire scripts on this master must check the boot marker. */
@@ -178,8 +228,9 @@ export class MasterNode {
           MARKER_SEED_SCRIPT,
           [this.markerKey, markerRunKey(this.markerKey)],
           [String(uptimeMs), runId ?? ''],
-        )) as [number, number];
+        )) as [number, number, string];
         seeded = { age: Number(reply[0]), cause: SEED_CAUSES[Number(reply[1])] ?? 'new' };
+        if (epoch === this.epoch) this.learnBirth(String(reply[2]), seeded.age);
       }
       this.warned = false;
     } catch (err) {

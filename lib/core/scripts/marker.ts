@@ -13,8 +13,9 @@ import { script } from './lua';
  * snapshot brings back an old `run_id`, a flushed master has none: both are seeded again.
  *
  * KEYS[1]: marker, KEYS[2]: run id of the seeding process. ARGV[1]: uptime in ms, ARGV[2]: run id.
- * Returns {age, cause}: the marker's age in ms (server clock); cause 0 = same process as at the
- * last seeding (untouched), 1 = there was no marker (new data set), 2 = another process.
+ * Returns {age, cause, marker}: the marker's age in ms (server clock); cause 0 = same process as at
+ * the last seeding (untouched), 1 = there was no marker (new data set), 2 = another process; the
+ * marker's stored value (MasterNode.knownBirth compares it).
  */
 export const MARKER_SEED_SCRIPT = script(
   'marker-seed',
@@ -23,7 +24,7 @@ local t = redis.call('TIME')
 local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local birth = tonumber(redis.call('GET', KEYS[1]))
 if birth and ARGV[2] ~= '' and redis.call('GET', KEYS[2]) == ARGV[2] then
-  return {nowMs - birth, 0}
+  return {nowMs - birth, 0, redis.call('GET', KEYS[1])}
 end
 local cause = 2
 if not birth then
@@ -37,7 +38,7 @@ end
 if ARGV[2] ~= '' then
   redis.call('SET', KEYS[2], ARGV[2])
 end
-return {nowMs - birth, cause}
+return {nowMs - birth, cause, redis.call('GET', KEYS[1])}
 `,
 );
 
@@ -54,5 +55,23 @@ if not birth then
 end
 local t = redis.call('TIME')
 return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - birth
+`,
+);
+
+/**
+ * The boot marker's age in ms (server clock) and its stored value, or {-1, ''} when it is
+ * missing. Read-only: a master re-reads it after its marker moved (MasterNode.markerMoved).
+ * KEYS[1]: marker.
+ */
+export const MARKER_READ_SCRIPT = script(
+  'marker-read',
+  `
+local raw = redis.call('GET', KEYS[1])
+local birth = tonumber(raw)
+if not birth then
+  return {-1, ''}
+end
+local t = redis.call('TIME')
+return {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - birth, raw}
 `,
 );

@@ -7,12 +7,14 @@ import { bootMarkerAge, script } from './lua';
  *
  * KEYS[1..n]    lock keys
  * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
- * KEYS[last]    boot marker (only when ARGV[4] == '1')
- * ARGV: token, ttl, fencing flag, marker flag, n, fencing key ttl
+ * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
+ * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
+ *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl
  *
  * Returns {1, age} on success, followed by one fencing counter per key when fencing is on;
  * {0, age, pttl} when some key is held (pttl of the first held key).
- * `age` is how long ago (ms, server clock) this master's boot marker was born, -1 when not checked.
+ * `age` is how long ago (ms, server clock) this master's boot marker was born, -1 when not checked,
+ * -2 when the marker still holds the known old value passed in ARGV[4].
  * A missing marker means the data set is younger than any lock we may have taken: the marker is
  * born now, so the master reports age 0 and stays in quarantine (see lib/core/masters/node.ts).
  * The keys are set even on a master in quarantine: it must know about locks taken from now on.
@@ -29,7 +31,7 @@ export const ACQUIRE_SCRIPT = script(
   `
 local n = tonumber(ARGV[5])
 local age = -1
-if ARGV[4] == '1' then${bootMarkerAge('KEYS[#KEYS]')}
+if ARGV[4] ~= '0' then${bootMarkerAge('KEYS[#KEYS]', 'ARGV[4]')}
 end
 if n == 1 then
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -99,19 +101,19 @@ return 1
  * All-or-nothing against other holders: when any key holds another token, nothing is changed.
  * Fencing counters are not touched: a repair puts back the same token, it is not a new holder.
  *
- * KEYS[1..n] lock keys, KEYS[n+1] boot marker (only when ARGV[3] == '1').
- * ARGV: token, ttl, marker flag, n.
+ * KEYS[1..n] lock keys, KEYS[n+1] boot marker (only when ARGV[3] ~= '0').
+ * ARGV: token, ttl, marker (as ACQUIRE_SCRIPT's ARGV[4]), n.
  * Returns {status, age}: status 1 = every key was ours (kept), 2 = at least one missing key was
  * put back and the others were ours (repaired), 0 = some key holds another token (untouched).
  * `age` is the boot marker's age as in the acquire script (a missing marker is born now, so a
- * master that lost its data set is in quarantine), -1 when not checked.
+ * master that lost its data set is in quarantine), -1 when not checked, -2 when known old.
  */
 export const EXTEND_REPAIR_SCRIPT = script(
   'extend-repair',
   `
 local n = tonumber(ARGV[4])
 local age = -1
-if ARGV[3] == '1' then${bootMarkerAge('KEYS[n + 1]')}
+if ARGV[3] ~= '0' then${bootMarkerAge('KEYS[n + 1]', 'ARGV[3]')}
 end
 local missing = false
 for i = 1, n do
