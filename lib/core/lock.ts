@@ -90,9 +90,8 @@ export function fencingTable(
   entries: Iterable<readonly [string, number]>,
 ): Readonly<Record<string, number>> {
   const table = Object.create(null) as Record<string, number>;
-  for (const [resource, token] of entries) {
-    Object.defineProperty(table, resource, { value: token, enumerable: true });
-  }
+  // No prototype, so '__proto__' and 'constructor' are plain own properties here.
+  for (const [resource, token] of entries) table[resource] = token;
   return Object.freeze(table);
 }
 
@@ -171,11 +170,13 @@ export class Lock {
     this.value = init.value;
     this.attempts = init.attempts;
     // Copied into a prototype-free table: a plain object would turn '__proto__' into a prototype.
-    this.fencingTokens = fencingTable(
-      init.resources
-        .filter((r) => Object.prototype.hasOwnProperty.call(init.fencingTokens, r))
-        .map((r) => [r, init.fencingTokens[r]] as const),
-    );
+    const tokens: (readonly [string, number])[] = [];
+    for (const r of init.resources) {
+      if (Object.prototype.hasOwnProperty.call(init.fencingTokens, r)) {
+        tokens.push([r, init.fencingTokens[r]]);
+      }
+    }
+    this.fencingTokens = fencingTable(tokens);
     init.state.owner = owner;
     states.set(this, init.state);
     if (init.state.grant) init.state.grant.lock = this;

@@ -138,15 +138,22 @@ export class RedisStore implements LockStore {
     return this.redact(errorMessage(err));
   }
 
+  private readonly describeError = (err: unknown): string => this.describe(err);
+
   /** Runs one voting round over every master (quorum/round.ts). */
   round<T>(
     spec: Omit<RoundSpec<MasterNode, T>, 'masters' | 'quorum' | 'describeError'>,
   ): Promise<Tally<T>> {
+    // Spelled out (no spread): one object shape for every round keeps runRound monomorphic.
     return runRound({
-      ...spec,
       masters: this.nodes,
       quorum: this.quorum,
-      describeError: (err) => this.describe(err),
+      timeout: spec.timeout,
+      send: spec.send,
+      judge: spec.judge,
+      holderTtl: spec.holderTtl,
+      describeError: this.describeError,
+      waitAll: spec.waitAll,
     });
   }
 
