@@ -11,9 +11,10 @@ import { lockKey } from './keys';
 import { Lock, expire, lockState, markReleased } from './lock';
 import type { LockState, ReleaseResult } from './lock';
 import { acquireLoop } from './policy/acquire-loop';
+import { InflightAttempts } from './policy/inflight';
 import { attemptOnStore } from './policy/attempt';
 import type { AttemptContext } from './policy/attempt';
-import type { LoopContext } from './policy/acquire-loop';
+import type { AttemptResult, LoopContext } from './policy/acquire-loop';
 import { extendLock } from './policy/extension';
 import type { ExtensionContext } from './policy/extension';
 import { keepAlive } from './policy/keep-alive';
@@ -97,7 +98,12 @@ export class Redlock {
     this.loop = {
       store: this.store,
       draining: this.draining.signal,
-      attempt: (req, n, startedAt) => attemptOnStore(this.grants, req, n, startedAt),
+      attempt: (req, n, startedAt) =>
+        this.inflight.track(
+          attemptOnStore(this.grants, req, n, startedAt).then((r) =>
+            r.lock && this.isDraining ? this.refuseLate(r.lock, req, n, startedAt) : r,
+          ),
+        ),
     };
   }
 
@@ -300,6 +306,8 @@ export class Redlock {
     this.drain();
     if (this.closed) return;
     this.closed = true;
+    // Grants still on the wire are refused and released by refuseLate: wait for them first.
+    await this.inflight.settled();
     const locks = this.held.list();
     // A lock released by shutdown stops protecting its holder, who may still be running (a
     // `using()` routine, a locked call past the shutdown timeout): its signal aborts first —
@@ -328,6 +336,31 @@ export class Redlock {
       });
     }
     return lock;
+  }
+
+  private readonly inflight = new InflightAttempts();
+
+  /**
+   * A grant that arrived after {@link drain} began: never handed out (the caller gets
+   * {@link ShuttingDownError}); its keys are deleted on every master at once.
+   */
+  private refuseLate(
+    lock: Lock,
+    req: CheckedAcquire,
+    attempts: number,
+    startedAt: number,
+  ): AttemptResult {
+    const cleanup = this.releaseLock(lock, true).then(
+      () => undefined,
+      () => undefined,
+    );
+    const error = new ShuttingDownError({
+      resources: req.resources,
+      votes: [],
+      attempts,
+      elapsed: monotonicNow() - startedAt,
+    });
+    return { error, cleanup };
   }
 
   private async releaseLock(lock: Lock, waitAll: boolean): Promise<ReleaseResult> {

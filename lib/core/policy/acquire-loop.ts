@@ -18,7 +18,8 @@ export type AttemptResult =
   | {
       readonly lock?: undefined;
       readonly cleanup?: Promise<void>;
-      readonly error: LockContendedError | NoQuorumError;
+      /** ShuttingDownError: granted after the engine began to drain (released at once). */
+      readonly error: LockContendedError | NoQuorumError | ShuttingDownError;
     };
 
 /** What the acquire loop needs from the engine. */

@@ -1,0 +1,27 @@
+import type { AttemptResult } from './acquire-loop';
+
+/**
+ * Attempts on the wire, and the clean-up they started (issue 15: an acquire in flight during
+ * `close()`). The engine's `close()` waits for them, so that no grant arrives — and no key is
+ * written — after it resolved; a grant that arrives while the engine drains is refused and
+ * released by the engine (see `Redlock.refuseLate`).
+ */
+export class InflightAttempts {
+  private readonly pending = new Set<Promise<unknown>>();
+
+  /** Tracks `attempt` until it and its clean-up settled; returns it unchanged. */
+  track(attempt: Promise<AttemptResult>): Promise<AttemptResult> {
+    const settled: Promise<unknown> = attempt.then(
+      (r) => r.cleanup,
+      () => undefined,
+    );
+    this.pending.add(settled);
+    void settled.finally(() => this.pending.delete(settled));
+    return attempt;
+  }
+
+  /** Resolves once no attempt is in flight (also those started while waiting). */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * `close()` while an acquire is on the wire (issue 15): the grant that arrives after shutdown
+ * began is never handed out — the acquire rejects with ShuttingDownError — and its keys are
+ * deleted before `close()` resolves. Replies are held back by TCP delay proxies so that the
+ * attempt is really in flight (its keys already set on the masters) when `close()` starts.
+ */
+import Redis from 'ioredis';
+import { ShuttingDownError } from '../../lib/core/errors';
+import { Redlock } from '../../lib/core/redlock';
+import { DelayProxy } from '../harness/delay-proxy';
+import { RedisMasters, closeClient } from '../harness/redis-masters';
+import { uniqueResource, valuesOn, waitUntil } from '../harness/util';
+
+let masters: RedisMasters;
+let probe: Redis[];
+
+beforeAll(async () => {
+  masters = await RedisMasters.start(3);
+  probe = masters.createClients();
+  await RedisMasters.ready(probe);
+});
+
+afterAll(async () => {
+  await masters.stop();
+});
+
+it('rejects a grant that arrives during close() and deletes its keys before close() resolves', async () => {
+  const proxies = await Promise.all(masters.masters.map((m) => DelayProxy.start(m.port)));
+  const clients = proxies.map((p) => {
+    const c = new Redis({ host: '127.0.0.1', port: p.port, maxRetriesPerRequest: 0 });
+    c.on('error', () => undefined);
+    return c;
+  });
+  try {
+    await RedisMasters.ready(clients);
+    const rl = new Redlock(clients, { quarantine: false, requestTimeout: 2000, ttl: 10_000 });
+    // Warm up (scripts loaded), then hold every reply back for a while.
+    await (await rl.acquire(uniqueResource('warm'))).release();
+    for (const p of proxies) p.setDelays({ down: 300 });
+    const resource = uniqueResource('inflight');
+    const key = rl.keyOf(resource);
+    const acquiring = rl.acquire(resource).then(
+      () => 'granted',
+      (err: unknown) => err,
+    );
+    // The request reached every master (keys set); the replies are still on their way.
+    await waitUntil(async () => (await valuesOn(probe, key)).every((v) => v !== null), 5000);
+    await rl.close();
+    expect(await valuesOn(probe, key)).toEqual([null, null, null]);
+    const outcome = await acquiring;
+    expect(outcome).toBeInstanceOf(ShuttingDownError);
+    expect(rl.heldLocks).toEqual([]);
+  } finally {
+    await Promise.all(clients.map((c) => closeClient(c)));
+    await Promise.all(proxies.map((p) => p.close()));
+  }
+});
