@@ -49,28 +49,20 @@ export function evalScript(
  * marker is a time in ms, never '1'.
  */
 export function bootMarkerAge(markerKey: string, knownBirth?: string): string {
-  const full = `
+  const ageOf = (raw: string): string => `
   local t = redis.call('TIME')
   local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local birth = tonumber(redis.call('GET', ${markerKey}))
+  local birth = tonumber(${raw})
   if not birth then
     birth = nowMs
     redis.call('SET', ${markerKey}, birth)
   end
   age = nowMs - birth`;
-  if (knownBirth === undefined) return full;
+  if (knownBirth === undefined) return ageOf(`redis.call('GET', ${markerKey})`);
   return `
   local known = redis.call('GET', ${markerKey})
   if known and known == ${knownBirth} then
     age = -2
-  else
-    local t = redis.call('TIME')
-    local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    local birth = tonumber(known)
-    if not birth then
-      birth = nowMs
-      redis.call('SET', ${markerKey}, birth)
-    end
-    age = nowMs - birth
+  else${ageOf('known')}
   end`;
 }
