@@ -12,6 +12,7 @@ import type {
   Redlock,
   RedlockClient,
   ReleaseResult,
+  ResourceInspection,
   UsingOptions,
 } from './core';
 import type { LockContext, ResolvedRedlockModuleOptions } from './interfaces';
@@ -86,6 +87,19 @@ export class RedlockService
   /** Extends a lock to `ttl` ms from now (default: its current ttl). */
   extend(lock: Lock, ttl?: number): Promise<Lock> {
     return this.engine.extend(lock, ttl);
+  }
+
+  /**
+   * What a quorum of masters agrees on about `resource`, read-only (see the engine's `inspect`):
+   * `{ resource, locked, holders, ttl }`. Throws `NoQuorumError` when too few masters answered.
+   */
+  inspect(resource: string): Promise<ResourceInspection> {
+    return this.engine.inspect(resource);
+  }
+
+  /** Whether a quorum of masters agrees that `resource` is held (read-only). */
+  isLocked(resource: string): Promise<boolean> {
+    return this.engine.isLocked(resource);
   }
 
   /**

@@ -15,6 +15,7 @@ export type {
   MasterHealth,
   RedlockHealth,
   RedlockFootprint,
+  ResourceInspection,
 } from './types';
 export { DEFAULT_SETTINGS } from './settings';
 export type {

@@ -14,6 +14,7 @@ import type {
   AttemptRequest,
   ExtendOutcome,
   Grant,
+  InspectOutcome,
   LockStore,
   Refusal,
   ReleaseWaiter,
@@ -34,6 +35,7 @@ import type { RoundSpec, Tally } from './quorum/round';
 import { clientSecrets, redactorFor } from './redact';
 import type { Redactor } from './redact';
 import { extendOnMasters } from './redis-extend';
+import { inspectOnMasters } from './redis-inspect';
 import { newToken } from './request';
 import { FENCE_RAISE_SCRIPT } from './scripts/fencing';
 import { MARKER_AGE_SCRIPT } from './scripts/marker';
@@ -331,6 +333,11 @@ export class RedisStore implements LockStore {
       waitAll,
     });
     return releaseSummary(tally.votes, tally.ok);
+  }
+
+  /** Read-only: what a quorum of masters agrees on about `resource` (redis-inspect.ts). */
+  inspect(resource: string): Promise<InspectOutcome> {
+    return inspectOnMasters(this, resource);
   }
 
   /**

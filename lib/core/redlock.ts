@@ -15,6 +15,7 @@ import { attemptOnStore } from './policy/attempt';
 import type { AttemptContext } from './policy/attempt';
 import type { LoopContext } from './policy/acquire-loop';
 import { extendLock } from './policy/extension';
+import { inspectResource } from './policy/inspect';
 import type { ExtensionContext } from './policy/extension';
 import { keepAlive } from './policy/keep-alive';
 import { runUsing } from './policy/using';
@@ -31,6 +32,7 @@ import type {
   LockedRoutine,
   RedlockFootprint,
   RedlockHealth,
+  ResourceInspection,
   UsingOptions,
 } from './types';
 import { TRY_ACQUIRE_OPTION_NAMES, checkTtl } from './validate';
@@ -273,6 +275,23 @@ export class Redlock {
       draining,
       masters,
     };
+  }
+
+  /**
+   * What a quorum of masters agrees on about `resource`, read-only: `{ resource, locked,
+   * holders, ttl }` (see {@link ResourceInspection}). One script per master, in parallel, each
+   * bounded by the request timeout; no write of any kind, not an attempt (no event, no retry).
+   * A master in restart quarantine counts only where it reports holders. Throws
+   * {@link InvalidArgumentError} for a bad resource, {@link NoQuorumError} when fewer than a
+   * quorum of masters outside quarantine answered.
+   */
+  inspect(resource: string): Promise<ResourceInspection> {
+    return inspectResource(this.store, resource);
+  }
+
+  /** Whether a quorum of masters agrees that `resource` is held: `(await inspect(r)).locked`. */
+  async isLocked(resource: string): Promise<boolean> {
+    return (await this.inspect(resource)).locked;
   }
 
   /**

@@ -9,6 +9,7 @@ import type {
   AttemptRequest,
   ExtendOutcome,
   Grant,
+  InspectOutcome,
   LockStore,
   StoreFactory,
   StoreFootprint,
@@ -147,6 +148,19 @@ export class InMemoryStore implements LockStore {
     return { deleted: deleted ? 1 : 0, complete: true, votes: [vote(deleted ? 'ok' : 'held')] };
   }
 
+  /**
+   * Read-only, like the real store: the one simulated master's view (a hold made with `hold()`
+   * without ttl reports `ttl: -1`, like a key without expiry); no state during an outage.
+   */
+  async inspect(resource: string): Promise<InspectOutcome> {
+    if (!this.available) return { state: undefined, votes: [vote('error', 'simulated outage')] };
+    const e = this.peek(resource, monotonicNow());
+    if (!e) return { state: { locked: false, holders: 0, ttl: 0 }, votes: [vote('ok')] };
+    const left = e.expiresAt - monotonicNow();
+    const ttl = Number.isFinite(left) ? Math.max(1, Math.ceil(left)) : -1;
+    return { state: { locked: true, holders: 1, ttl }, votes: [vote('ok')] };
+  }
+
   /** The simulated master: reachable unless an outage is simulated, never in quarantine. */
   async health(): Promise<MasterHealth[]> {
     const base = { node: 0, name: IN_MEMORY_MASTER, quarantined: false };
@@ -261,6 +275,12 @@ export class InMemoryStore implements LockStore {
       return undefined;
     }
     return e;
+  }
+
+  /** The entry of `resource` if it has not expired, without dropping anything (read-only). */
+  private peek(resource: string, now: number): Entry | undefined {
+    const e = this.entries.get(resource);
+    return e && e.expiresAt > now ? e : undefined;
   }
 
   private wake(): void {
