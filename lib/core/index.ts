@@ -16,6 +16,7 @@ export type {
   RedlockHealth,
   RedlockFootprint,
   ResourceInspection,
+  ReleaseOptions,
 } from './types';
 export { DEFAULT_SETTINGS } from './settings';
 export type {

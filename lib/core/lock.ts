@@ -4,6 +4,7 @@ import type { NodeVote } from './errors';
 import type { Grant } from './policy/store';
 import { validUntil } from './quorum/protocol';
 import type { ReleaseResult } from './quorum/protocol';
+import type { ReleaseOptions } from './types';
 
 export type { ReleaseResult } from './quorum/protocol';
 
@@ -15,7 +16,7 @@ export type { ReleaseResult } from './quorum/protocol';
 
 /** The engine operations a {@link Lock} delegates to. */
 export interface LockOwner {
-  release(lock: Lock): Promise<ReleaseResult>;
+  release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult>;
   extend(lock: Lock, ttl?: number): Promise<Lock>;
 }
 
@@ -43,6 +44,11 @@ export interface LockState {
   owner?: LockOwner;
   /** What the store granted (told when the lock ends: see {@link Grant.ended}). */
   grant?: Grant;
+  /**
+   * `lockAtLeastFor` (ms after {@link acquiredAt}) honoured by every release of the lock: until
+   * then a release shortens the keys' TTL to the remainder instead of deleting them.
+   */
+  lockAtLeastFor?: number;
 }
 
 /** The state of a lock for `grant`: valid from the time its request was sent (protocol step 2). */
@@ -242,9 +248,12 @@ export class Lock {
     return s.controller.signal;
   }
 
-  /** Releases the lock on every master. Same as `redlock.release(lock)`. */
-  release(): Promise<ReleaseResult> {
-    return this.owner.release(this);
+  /**
+   * Releases the lock on every master. Same as `redlock.release(lock, options)` (see there for
+   * `lockAtLeastFor`).
+   */
+  release(options?: ReleaseOptions): Promise<ReleaseResult> {
+    return this.owner.release(this, options);
   }
 
   /** Extends the lock to `ttl` ms (default: its current ttl). Same as `redlock.extend(lock, ttl)`. */

@@ -296,8 +296,8 @@ export class RedisStore implements LockStore {
     return extendOnMasters(this, grant, ttl, deadline);
   }
 
-  release(grant: Grant, waitAll: boolean): Promise<ReleaseResult> {
-    return this.releaseKeys(grant.resources, grant.token, { waitAll, announce: true });
+  release(grant: Grant, waitAll: boolean, keepFor?: number): Promise<ReleaseResult> {
+    return this.releaseKeys(grant.resources, grant.token, { waitAll, announce: true, keepFor });
   }
 
   /**
@@ -309,13 +309,19 @@ export class RedisStore implements LockStore {
   async releaseKeys(
     resources: readonly string[],
     token: string,
-    options: { only?: readonly MasterNode[]; waitAll?: boolean; announce: boolean },
+    options: {
+      only?: readonly MasterNode[];
+      waitAll?: boolean;
+      announce: boolean;
+      /** lockAtLeastFor: keep the keys for this many ms instead of deleting them. */
+      keepFor?: number;
+    },
   ): Promise<ReleaseResult> {
-    const { only, waitAll = false } = options;
+    const { only, waitAll = false, keepFor } = options;
     const keys = resources.map((r) => this.keyOf(r));
     const announce = this.settings.handoff && options.announce;
     // One call for every standalone master; a Cluster master gets one per slot group.
-    const whole = this.kind.release(token, keys, announce);
+    const whole = this.kind.release(token, keys, announce, keepFor);
     const tally = await this.round<boolean>({
       timeout: this.settings.requestTimeout,
       send: (node) =>
@@ -326,7 +332,9 @@ export class RedisStore implements LockStore {
               resources,
               keys,
               (groupKeys, group) =>
-                group === resources ? whole : this.kind.release(token, groupKeys, announce),
+                group === resources
+                  ? whole
+                  : this.kind.release(token, groupKeys, announce, keepFor),
               (groups) => this.kind.readRelease(groups),
             ),
       judge: (deleted) => (deleted ? 'ok' : 'held'),

@@ -8,7 +8,7 @@ import {
 import type { RedlockObserver } from './events';
 import { HeldLocks } from './held';
 import { lockKey } from './keys';
-import { Lock, expire, lockState, markReleased } from './lock';
+import { Lock, expire, lockState } from './lock';
 import type { LockState, ReleaseResult } from './lock';
 import { acquireLoop } from './policy/acquire-loop';
 import { attemptOnStore } from './policy/attempt';
@@ -16,12 +16,14 @@ import type { AttemptContext } from './policy/attempt';
 import type { LoopContext } from './policy/acquire-loop';
 import { extendLock } from './policy/extension';
 import { inspectResource } from './policy/inspect';
+import { checkReleaseOptions, releaseLock, takeLockAtLeastFor } from './policy/release';
+import type { ReleaseContext } from './policy/release';
 import type { ExtensionContext } from './policy/extension';
 import { keepAlive } from './policy/keep-alive';
 import { runUsing } from './policy/using';
 import { Observers } from './policy/observers';
 import { isStoreFactory } from './policy/store';
-import type { Grant, LockStore, StoreFactory } from './policy/store';
+import type { LockStore, StoreFactory } from './policy/store';
 import { RedisStore } from './redis-store';
 import { checkAcquire } from './request';
 import type { CheckedAcquire } from './request';
@@ -32,6 +34,7 @@ import type {
   LockedRoutine,
   RedlockFootprint,
   RedlockHealth,
+  ReleaseOptions,
   ResourceInspection,
   UsingOptions,
 } from './types';
@@ -61,6 +64,8 @@ export class Redlock {
   private readonly grants: AttemptContext;
   /** What the extension policy (policy/extension.ts) needs. */
   private readonly policy: ExtensionContext;
+  /** What a release (policy/release.ts) needs. */
+  private readonly releasing: ReleaseContext;
   private closed = false;
   /** Aborted by {@link drain}: refuses new acquisitions and wakes the waiting ones. */
   private readonly draining = new AbortController();
@@ -96,6 +101,7 @@ export class Redlock {
       settings: this.settings,
       observers: this.observers,
     };
+    this.releasing = { ...this.policy, held: this.held };
     this.loop = {
       store: this.store,
       draining: this.draining.signal,
@@ -158,10 +164,11 @@ export class Redlock {
     resources: string | readonly string[],
     options: AcquireOptions = {},
   ): Promise<Lock> {
-    const req = this.prepare(resources, options);
+    const { rest, lockAtLeastFor } = takeLockAtLeastFor(options, this.settings);
+    const req = this.prepare(resources, rest);
     const started = monotonicNow();
     try {
-      return this.granted(await acquireLoop(this.loop, req, started), started);
+      return this.granted(await acquireLoop(this.loop, req, started), started, lockAtLeastFor);
     } catch (err) {
       this.observers.failed(req.resources, err, started);
       throw err;
@@ -177,8 +184,9 @@ export class Redlock {
     resources: string | readonly string[],
     options: Omit<AcquireOptions, 'retryCount' | 'waitTimeout'> = {},
   ): Promise<Lock | null> {
+    const { rest, lockAtLeastFor } = takeLockAtLeastFor(options, this.settings);
     const req = {
-      ...this.prepare(resources, options, TRY_ACQUIRE_OPTION_NAMES),
+      ...this.prepare(resources, rest, TRY_ACQUIRE_OPTION_NAMES),
       retryCount: 0,
       waitTimeout: undefined,
     };
@@ -190,7 +198,7 @@ export class Redlock {
     }
     const started = monotonicNow();
     const result = await attemptOnStore(this.grants, req, 1, started);
-    if (result.lock) return this.granted(result.lock, started);
+    if (result.lock) return this.granted(result.lock, started, lockAtLeastFor);
     await result.cleanup;
     this.observers.failed(req.resources, result.error, started);
     if (result.error instanceof LockContendedError) return null;
@@ -201,10 +209,15 @@ export class Redlock {
    * Releases a lock: compare-and-delete on **every** master, each bounded by the request timeout.
    * Resolves as soon as a majority answered (the lock is then free for others; the remaining
    * masters' deletes are already on their way, `pending` in the votes). Never throws because
-   * the lock expired.
+   * the lock expired. While the lock's `lockAtLeastFor` (or `options.lockAtLeastFor`, which
+   * overrides it) has not passed since the grant, the keys are kept until then instead
+   * (compare-and-pexpire to the remainder, no hand-off announcement); the lock is released on
+   * the holder's side all the same.
    */
-  release(lock: Lock): Promise<ReleaseResult> {
-    return this.releaseLock(lock, false);
+  async release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult> {
+    const s = this.stateOf(lock);
+    const { lockAtLeastFor } = checkReleaseOptions(options, this.settings);
+    return releaseLock(this.releasing, lock, s, false, lockAtLeastFor ?? s.lockAtLeastFor);
   }
 
   /**
@@ -328,14 +341,17 @@ export class Redlock {
       if (!s.released) expire(lock, s, 'the engine was closed (shutdown) while it was held');
     }
     // Wait for every master's answer (not just a majority): the caller closes the clients next.
-    await Promise.all(locks.map((l) => this.releaseLock(l, true).catch(() => undefined)));
+    await Promise.all(
+      locks.map((l) => releaseLock(this.releasing, l, lockState(l), true).catch(() => undefined)),
+    );
     this.held.stop();
     await this.store.close();
   }
 
   // ---------------------------------------------------------------------------------------------
 
-  private granted(lock: Lock, started: number): Lock {
+  private granted(lock: Lock, started: number, lockAtLeastFor?: number): Lock {
+    if (lockAtLeastFor !== undefined) lockState(lock).lockAtLeastFor = lockAtLeastFor;
     if (this.observers.active) {
       this.observers.emit({
         type: 'acquired',
@@ -347,29 +363,6 @@ export class Redlock {
       });
     }
     return lock;
-  }
-
-  private async releaseLock(lock: Lock, waitAll: boolean): Promise<ReleaseResult> {
-    const s = this.stateOf(lock);
-    if (!s.released && s.validUntil <= monotonicNow()) {
-      expire(lock, s, 'its validity ended before it was released');
-    }
-    markReleased(s);
-    this.held.delete(lock);
-    const start = monotonicNow();
-    const result = await this.store.release(grantOf(s), waitAll);
-    if (this.observers.active) {
-      const end = monotonicNow();
-      this.observers.emit({
-        type: 'released',
-        resources: lock.resources,
-        lock,
-        holdTime: end - s.acquiredAt,
-        duration: end - start,
-        result,
-      });
-    }
-    return result;
   }
 
   /**
@@ -406,11 +399,6 @@ export class Redlock {
     }
     return checked;
   }
-}
-
-function grantOf(s: LockState): Grant {
-  // Every lock is created from a grant (createLock); the field is optional only for the type.
-  return s.grant as Grant;
 }
 
 const argError = (field: string, problem: string): Error =>

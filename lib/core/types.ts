@@ -26,6 +26,16 @@ export interface AcquireOptions {
   lockAtLeastFor?: number;
 }
 
+/** Options of {@link Redlock.release}. */
+export interface ReleaseOptions {
+  /**
+   * Keep the resource locked until this many ms after the grant, overriding the lock's own
+   * `lockAtLeastFor` (see {@link AcquireOptions.lockAtLeastFor}); 0 deletes the keys at once.
+   * An integer in [0, `maxTtl`].
+   */
+  lockAtLeastFor?: number;
+}
+
 /** Options of {@link Redlock.using}: acquire options plus automatic extension control. */
 export interface UsingOptions extends AcquireOptions {
   /** Extend the lock automatically while the routine runs. Default `true`. */

@@ -131,20 +131,25 @@ export class InMemoryStore implements LockStore {
     };
   }
 
-  /** Compare-and-delete; nothing is deleted during a simulated outage (the keys expire). */
-  async release(grant: Grant): Promise<ReleaseResult> {
+  /**
+   * Compare-and-delete; nothing is deleted during a simulated outage (the keys expire). With
+   * `keepFor` (lockAtLeastFor), entries still ours expire `keepFor` ms from now instead.
+   */
+  async release(grant: Grant, _waitAll?: boolean, keepFor?: number): Promise<ReleaseResult> {
     if (!this.available) {
       return { deleted: 0, complete: false, votes: [vote('error', 'simulated outage')] };
     }
+    const now = monotonicNow();
     let deleted = false;
     for (const r of grant.resources) {
-      const e = this.entries.get(r);
+      const e = this.live(r, now);
       if (e && e.token === grant.token) {
-        this.entries.delete(r);
+        if (keepFor !== undefined && keepFor > 0) e.expiresAt = now + keepFor;
+        else this.entries.delete(r);
         deleted = true;
       }
     }
-    if (deleted) this.wake();
+    if (deleted && !(keepFor !== undefined && keepFor > 0)) this.wake();
     return { deleted: deleted ? 1 : 0, complete: true, votes: [vote(deleted ? 'ok' : 'held')] };
   }
 
