@@ -12,6 +12,7 @@ import type {
   Redlock,
   RedlockClient,
   ReleaseResult,
+  ReleaseOptions,
   ResourceInspection,
   UsingOptions,
 } from './core';
@@ -79,9 +80,22 @@ export class RedlockService
     return this.engine.tryAcquire(resources, options);
   }
 
-  /** Releases a lock on every master. */
-  release(lock: Lock): Promise<ReleaseResult> {
-    return this.engine.release(lock);
+  /**
+   * Releases a lock on every master (or, before its `lockAtLeastFor` has passed, keeps the keys
+   * until then; `options.lockAtLeastFor` overrides the lock's own value).
+   */
+  release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult> {
+    return this.engine.release(lock, options);
+  }
+
+  /**
+   * Takes over a lock serialized by another process (`JSON.stringify(lock)` there,
+   * `restore(JSON.parse(text))` here): a lock of this application's engine that can be extended
+   * and released here (see the engine's `restore`). Throws `InvalidLockDataError` for anything
+   * that is not a valid serialized lock.
+   */
+  restore(data: unknown): Lock {
+    return this.engine.restore(data);
   }
 
   /** Extends a lock to `ttl` ms from now (default: its current ttl). */

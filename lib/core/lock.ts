@@ -4,7 +4,10 @@ import type { NodeVote } from './errors';
 import type { Grant } from './policy/store';
 import { validUntil } from './quorum/protocol';
 import type { ReleaseResult } from './quorum/protocol';
+import { SERIALIZED_LOCK_VERSION } from './portable';
+import type { SerializedLock } from './portable';
 import type { ReleaseOptions } from './types';
+import { describe as describeValue } from './validate';
 
 export type { ReleaseResult } from './quorum/protocol';
 
@@ -18,6 +21,8 @@ export type { ReleaseResult } from './quorum/protocol';
 export interface LockOwner {
   release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult>;
   extend(lock: Lock, ttl?: number): Promise<Lock>;
+  /** The owner's settings (the key prefix goes into {@link Lock.toJSON}). */
+  readonly settings?: { readonly keyPrefix: string };
 }
 
 /** Mutable part of a lock, changed only by the engine. */
@@ -26,6 +31,8 @@ export interface LockState {
   validUntil: number;
   /** Wall-clock ms at which the lock stops being valid, for humans. */
   expiresAt: number;
+  /** Wall-clock ms at which the keys expire if nobody extends (ttl from the last request sent). */
+  keysExpireAt?: number;
   ttl: number;
   extensions: number;
   released: boolean;
@@ -56,6 +63,7 @@ export function grantState(grant: Grant, driftFactor: number): LockState {
   return {
     validUntil: validUntil(grant.start, grant.ttl, driftFactor),
     expiresAt: validUntil(grant.wallStart, grant.ttl, driftFactor),
+    keysExpireAt: grant.wallStart + grant.ttl,
     ttl: grant.ttl,
     extensions: 0,
     released: false,
@@ -74,6 +82,7 @@ export function applyExtension(
 ): void {
   s.validUntil = validUntil(x.start, x.ttl, driftFactor);
   s.expiresAt = validUntil(x.wallStart, x.ttl, driftFactor);
+  s.keysExpireAt = x.wallStart + x.ttl;
   s.ttl = x.ttl;
   s.extensions++;
   s.votes = x.votes;
@@ -260,6 +269,50 @@ export class Lock {
   extend(ttl?: number): Promise<Lock> {
     return this.owner.extend(this, ttl);
   }
+
+  /**
+   * The lock as plain data (also what `JSON.stringify(lock)` writes): resources, token, kind,
+   * ttl, wall-clock grant and key expiry, fencing tokens, `lockAtLeastFor`. Another process with
+   * an engine over the same masters and key prefix turns it back into a lock with
+   * `restore(data)`, then extends or releases it. Whoever has it can do so: keep it as private as
+   * the lock itself.
+   */
+  toJSON(): SerializedLock {
+    const s = lockState(this);
+    const grant = s.grant as Grant; // every lock is created from a grant
+    return {
+      version: SERIALIZED_LOCK_VERSION,
+      kind: 'mutex',
+      keyPrefix: this.owner.settings?.keyPrefix ?? '',
+      resources: [...this.resources],
+      token: this.value,
+      ttl: s.ttl,
+      acquiredAt: grant.wallStart,
+      expiresAt: s.keysExpireAt ?? s.expiresAt,
+      fencingTokens: Object.fromEntries(Object.entries(this.fencingTokens)),
+      ...(s.lockAtLeastFor === undefined ? {} : { lockAtLeastFor: s.lockAtLeastFor }),
+    };
+  }
+}
+
+/**
+ * The state of `lock` for the engine `owner`: anything that is not a `Lock` granted (or restored)
+ * by `owner` is an {@link InvalidArgumentError} — a lock of another engine is neither released
+ * nor extended there (its keys may live on other masters, under another prefix; `restore` is
+ * the explicit way to take a lock over).
+ */
+export function ownedState(lock: Lock, owner: LockOwner): LockState {
+  if (!(lock instanceof Lock)) {
+    throw new InvalidArgumentError('lock', `must be a Lock, got ${describeValue(lock)}`);
+  }
+  const state = lockState(lock);
+  if (state.owner !== owner) {
+    throw new InvalidArgumentError(
+      'lock',
+      'was acquired by another Redlock engine; release or extend it with the engine that acquired it, or take it over with restore(lock.toJSON())',
+    );
+  }
+  return state;
 }
 
 /** (Re)arms the expiry timer of a lock whose signal is in use or that observers watch. */

@@ -8,14 +8,15 @@ import {
 import type { RedlockObserver } from './events';
 import { HeldLocks } from './held';
 import { lockKey } from './keys';
-import { Lock, expire, lockState } from './lock';
-import type { LockState, ReleaseResult } from './lock';
+import { expire, lockState, ownedState } from './lock';
+import type { Lock, ReleaseResult } from './lock';
 import { acquireLoop } from './policy/acquire-loop';
 import { attemptOnStore } from './policy/attempt';
 import type { AttemptContext } from './policy/attempt';
 import type { LoopContext } from './policy/acquire-loop';
 import { extendLock } from './policy/extension';
 import { inspectResource } from './policy/inspect';
+import { restoreLock } from './policy/restore';
 import { checkReleaseOptions, releaseLock, takeLockAtLeastFor } from './policy/release';
 import type { ReleaseContext } from './policy/release';
 import type { ExtensionContext } from './policy/extension';
@@ -27,7 +28,7 @@ import type { LockStore, StoreFactory } from './policy/store';
 import { RedisStore } from './redis-store';
 import { checkAcquire } from './request';
 import type { CheckedAcquire } from './request';
-import { MAX_TIMER_MS, checkInteger, describe, resolveSettings } from './settings';
+import { MAX_TIMER_MS, checkInteger, resolveSettings } from './settings';
 import type { RedlockClient, RedlockSettings, ResolvedSettings } from './settings';
 import type {
   AcquireOptions,
@@ -215,7 +216,7 @@ export class Redlock {
    * the holder's side all the same.
    */
   async release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult> {
-    const s = this.stateOf(lock);
+    const s = ownedState(lock, this);
     const { lockAtLeastFor } = checkReleaseOptions(options, this.settings);
     return releaseLock(this.releasing, lock, s, false, lockAtLeastFor ?? s.lockAtLeastFor);
   }
@@ -230,9 +231,22 @@ export class Redlock {
    * `maxExtensions`.
    */
   async extend(lock: Lock, ttl?: number): Promise<Lock> {
-    const s = this.stateOf(lock);
+    const s = ownedState(lock, this);
     const newTtl = ttl === undefined ? s.ttl : checkTtl('ttl', ttl, this.settings, argError);
     return extendLock(this.policy, lock, s, newTtl);
+  }
+
+  /**
+   * Takes over a lock serialized by another engine over the same masters and key prefix
+   * (`lock.toJSON()`, `JSON.parse(JSON.stringify(lock))`): a {@link Lock} of this engine that
+   * can be extended and released here, with its signal. No Redis call. Its validity is
+   * conservative: the keys' wall-clock expiry − now − drift (ttl × driftFactor + 2 ms), so the
+   * processes' clocks must agree within the drift. A lock that has expired is restored as lost:
+   * `extend` throws {@link LockLostError} without touching Redis, `release` is harmless. Anything
+   * that is not a valid serialized lock is an {@link InvalidLockDataError}.
+   */
+  restore(data: unknown): Lock {
+    return restoreLock(this.grants, data);
   }
 
   /**
@@ -255,7 +269,7 @@ export class Redlock {
    * by the Nest layer.
    */
   keepAlive(lock: Lock, extendThreshold?: number): () => void {
-    const s = this.stateOf(lock);
+    const s = ownedState(lock, this);
     if (extendThreshold !== undefined) {
       checkInteger('extendThreshold', extendThreshold, 1, MAX_TIMER_MS, argError);
     }
@@ -363,24 +377,6 @@ export class Redlock {
       });
     }
     return lock;
-  }
-
-  /**
-   * The engine-side state of a lock; rejects anything that is not a `Lock` acquired by this
-   * engine (a lock of another engine is neither released nor extended here: its keys may live on
-   * other masters, under another prefix).
-   */
-  private stateOf(lock: Lock): LockState {
-    if (!(lock instanceof Lock))
-      throw new InvalidArgumentError('lock', `must be a Lock, got ${describe(lock)}`);
-    const state = lockState(lock);
-    if (state.owner !== this) {
-      throw new InvalidArgumentError(
-        'lock',
-        'was acquired by another Redlock engine; release or extend it with the engine that acquired it',
-      );
-    }
-    return state;
   }
 
   private prepare(
