@@ -62,6 +62,7 @@ const LOCKED_KEYS: readonly string[] = Object.freeze([
   'waitTimeout',
   'onLocked',
   'autoExtend',
+  'lockAtLeastFor',
 ]);
 const ON_LOCKED = new Set<string>(['throw', 'skip', 'wait']);
 
@@ -239,6 +240,11 @@ export function checkLockedOptions(
       case 'autoExtend':
         if (typeof value !== 'boolean') throw make(f, `must be a boolean, got ${describe(value)}`);
         out[key] = value;
+        break;
+      case 'lockAtLeastFor':
+        // At most maxTtl (the restart quarantine is sized from it); without the engine's limits
+        // (decoration time) the engine checks that at call time.
+        out[key] = checkInteger(f, value, 0, limits ? limits.maxTtl : MAX_TIMER_MS, make);
         break;
     }
   }

@@ -12,6 +12,8 @@ import type {
   Redlock,
   RedlockClient,
   ReleaseResult,
+  ReleaseOptions,
+  ResourceInspection,
   UsingOptions,
 } from './core';
 import type { LockContext, ResolvedRedlockModuleOptions } from './interfaces';
@@ -78,14 +80,40 @@ export class RedlockService
     return this.engine.tryAcquire(resources, options);
   }
 
-  /** Releases a lock on every master. */
-  release(lock: Lock): Promise<ReleaseResult> {
-    return this.engine.release(lock);
+  /**
+   * Releases a lock on every master (or, before its `lockAtLeastFor` has passed, keeps the keys
+   * until then; `options.lockAtLeastFor` overrides the lock's own value).
+   */
+  release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult> {
+    return this.engine.release(lock, options);
+  }
+
+  /**
+   * Takes over a lock serialized by another process (`JSON.stringify(lock)` there,
+   * `restore(JSON.parse(text))` here): a lock of this application's engine that can be extended
+   * and released here (see the engine's `restore`). Throws `InvalidLockDataError` for anything
+   * that is not a valid serialized lock.
+   */
+  restore(data: unknown): Lock {
+    return this.engine.restore(data);
   }
 
   /** Extends a lock to `ttl` ms from now (default: its current ttl). */
   extend(lock: Lock, ttl?: number): Promise<Lock> {
     return this.engine.extend(lock, ttl);
+  }
+
+  /**
+   * What a quorum of masters agrees on about `resource`, read-only (see the engine's `inspect`):
+   * `{ resource, locked, holders, ttl }`. Throws `NoQuorumError` when too few masters answered.
+   */
+  inspect(resource: string): Promise<ResourceInspection> {
+    return this.engine.inspect(resource);
+  }
+
+  /** Whether a quorum of masters agrees that `resource` is held (read-only). */
+  isLocked(resource: string): Promise<boolean> {
+    return this.engine.isLocked(resource);
   }
 
   /**

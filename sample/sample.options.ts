@@ -12,8 +12,6 @@ export interface SampleTimings {
   stockWriteMs: number;
   /** Reservations older than this are expired by the janitor. Default 15 minutes. */
   reservationTtlMs: number;
-  /** Least time a janitor run keeps its lock (see `ReservationsJanitor`). Default 500. */
-  janitorMinRunMs: number;
   /** Ttl of the report lock; the report runs {@link reportMs}, so it must be extended. Default 1000. */
   reportTtlMs: number;
   /** Duration of a report run. Default 3 × {@link reportTtlMs}. */
@@ -63,7 +61,6 @@ export function resolveSampleOptions(options: SampleOptions): ResolvedSampleOpti
       paymentMs: t.paymentMs ?? 300,
       stockWriteMs: t.stockWriteMs ?? 20,
       reservationTtlMs: t.reservationTtlMs ?? 15 * 60_000,
-      janitorMinRunMs: t.janitorMinRunMs ?? 500,
       reportTtlMs,
       reportMs: t.reportMs ?? 3 * reportTtlMs,
       fulfilmentStepMs: t.fulfilmentStepMs ?? 500,

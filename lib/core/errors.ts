@@ -234,6 +234,20 @@ export class InvalidArgumentError extends RedlockError {
   }
 }
 
+/**
+ * `restore(data)` was given something that is not a serialized lock (`lock.toJSON()`) this engine
+ * can take over: wrong types, missing or unknown fields, an unknown version or kind, a malformed
+ * token, invalid resources or fencing tokens, another key prefix, a ttl beyond this engine's
+ * limits. An {@link InvalidArgumentError} (code `INVALID_ARGUMENT`); `field` names the first bad
+ * field, e.g. `data.token`.
+ */
+export class InvalidLockDataError extends InvalidArgumentError {
+  /** `field`: the field of the data at fault; `problem`: what is wrong with it. */
+  constructor(field: string, problem: string) {
+    super(field, problem);
+  }
+}
+
 /** The engine (or module) settings are invalid. Thrown at construction / bootstrap. */
 export class InvalidConfigurationError extends RedlockError {
   /** Machine-readable kind of the error (stable across versions). */

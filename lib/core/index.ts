@@ -7,6 +7,8 @@ export * from './errors';
 export { Lock } from './lock';
 export type { ReleaseResult, LockOwner } from './lock';
 export { Redlock } from './redlock';
+export { SERIALIZED_LOCK_VERSION } from './portable';
+export type { SerializedLock } from './portable';
 export { MAX_RESOURCES, MAX_RESOURCE_LENGTH } from './request';
 export type {
   AcquireOptions,
@@ -15,6 +17,8 @@ export type {
   MasterHealth,
   RedlockHealth,
   RedlockFootprint,
+  ResourceInspection,
+  ReleaseOptions,
 } from './types';
 export { DEFAULT_SETTINGS } from './settings';
 export type {

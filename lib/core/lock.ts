@@ -4,6 +4,10 @@ import type { NodeVote } from './errors';
 import type { Grant } from './policy/store';
 import { validUntil } from './quorum/protocol';
 import type { ReleaseResult } from './quorum/protocol';
+import { SERIALIZED_LOCK_VERSION } from './portable';
+import type { SerializedLock } from './portable';
+import type { ReleaseOptions } from './types';
+import { describe as describeValue } from './validate';
 
 export type { ReleaseResult } from './quorum/protocol';
 
@@ -15,8 +19,10 @@ export type { ReleaseResult } from './quorum/protocol';
 
 /** The engine operations a {@link Lock} delegates to. */
 export interface LockOwner {
-  release(lock: Lock): Promise<ReleaseResult>;
+  release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult>;
   extend(lock: Lock, ttl?: number): Promise<Lock>;
+  /** The owner's settings (the key prefix goes into {@link Lock.toJSON}). */
+  readonly settings?: { readonly keyPrefix: string };
 }
 
 /** Mutable part of a lock, changed only by the engine. */
@@ -25,6 +31,8 @@ export interface LockState {
   validUntil: number;
   /** Wall-clock ms at which the lock stops being valid, for humans. */
   expiresAt: number;
+  /** Wall-clock ms at which the keys expire if nobody extends (ttl from the last request sent). */
+  keysExpireAt?: number;
   ttl: number;
   extensions: number;
   released: boolean;
@@ -43,6 +51,11 @@ export interface LockState {
   owner?: LockOwner;
   /** What the store granted (told when the lock ends: see {@link Grant.ended}). */
   grant?: Grant;
+  /**
+   * `lockAtLeastFor` (ms after {@link acquiredAt}) honoured by every release of the lock: until
+   * then a release shortens the keys' TTL to the remainder instead of deleting them.
+   */
+  lockAtLeastFor?: number;
 }
 
 /** The state of a lock for `grant`: valid from the time its request was sent (protocol step 2). */
@@ -50,6 +63,7 @@ export function grantState(grant: Grant, driftFactor: number): LockState {
   return {
     validUntil: validUntil(grant.start, grant.ttl, driftFactor),
     expiresAt: validUntil(grant.wallStart, grant.ttl, driftFactor),
+    keysExpireAt: grant.wallStart + grant.ttl,
     ttl: grant.ttl,
     extensions: 0,
     released: false,
@@ -68,6 +82,7 @@ export function applyExtension(
 ): void {
   s.validUntil = validUntil(x.start, x.ttl, driftFactor);
   s.expiresAt = validUntil(x.wallStart, x.ttl, driftFactor);
+  s.keysExpireAt = x.wallStart + x.ttl;
   s.ttl = x.ttl;
   s.extensions++;
   s.votes = x.votes;
@@ -243,15 +258,62 @@ export class Lock {
     return s.controller.signal;
   }
 
-  /** Releases the lock on every master. Same as `redlock.release(lock)`. */
-  release(): Promise<ReleaseResult> {
-    return this.owner.release(this);
+  /**
+   * Releases the lock on every master. Same as `redlock.release(lock, options)` (see there for
+   * `lockAtLeastFor`).
+   */
+  release(options?: ReleaseOptions): Promise<ReleaseResult> {
+    return this.owner.release(this, options);
   }
 
   /** Extends the lock to `ttl` ms (default: its current ttl). Same as `redlock.extend(lock, ttl)`. */
   extend(ttl?: number): Promise<Lock> {
     return this.owner.extend(this, ttl);
   }
+
+  /**
+   * The lock as plain data (also what `JSON.stringify(lock)` writes): resources, token, kind,
+   * ttl, wall-clock grant and key expiry, fencing tokens, `lockAtLeastFor`. Another process with
+   * an engine over the same masters and key prefix turns it back into a lock with
+   * `restore(data)`, then extends or releases it. Whoever has it can do so: keep it as private as
+   * the lock itself.
+   */
+  toJSON(): SerializedLock {
+    const s = lockState(this);
+    const grant = s.grant as Grant; // every lock is created from a grant
+    return {
+      version: SERIALIZED_LOCK_VERSION,
+      kind: 'mutex',
+      keyPrefix: this.owner.settings?.keyPrefix ?? '',
+      resources: [...this.resources],
+      token: this.value,
+      ttl: s.ttl,
+      acquiredAt: grant.wallStart,
+      expiresAt: s.keysExpireAt ?? s.expiresAt,
+      fencingTokens: Object.fromEntries(Object.entries(this.fencingTokens)),
+      ...(s.lockAtLeastFor === undefined ? {} : { lockAtLeastFor: s.lockAtLeastFor }),
+    };
+  }
+}
+
+/**
+ * The state of `lock` for the engine `owner`: anything that is not a `Lock` granted (or restored)
+ * by `owner` is an {@link InvalidArgumentError} — a lock of another engine is neither released
+ * nor extended there (its keys may live on other masters, under another prefix; `restore` is
+ * the explicit way to take a lock over).
+ */
+export function ownedState(lock: Lock, owner: LockOwner): LockState {
+  if (!(lock instanceof Lock)) {
+    throw new InvalidArgumentError('lock', `must be a Lock, got ${describeValue(lock)}`);
+  }
+  const state = lockState(lock);
+  if (state.owner !== owner) {
+    throw new InvalidArgumentError(
+      'lock',
+      'was acquired by another Redlock engine; release or extend it with the engine that acquired it, or take it over with restore(lock.toJSON())',
+    );
+  }
+  return state;
 }
 
 /** (Re)arms the expiry timer of a lock whose signal is in use or that observers watch. */

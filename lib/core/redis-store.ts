@@ -14,6 +14,7 @@ import type {
   AttemptRequest,
   ExtendOutcome,
   Grant,
+  InspectOutcome,
   LockStore,
   Refusal,
   ReleaseWaiter,
@@ -34,6 +35,7 @@ import type { RoundSpec, Tally } from './quorum/round';
 import { clientSecrets, redactorFor } from './redact';
 import type { Redactor } from './redact';
 import { extendOnMasters } from './redis-extend';
+import { inspectOnMasters } from './redis-inspect';
 import { newToken } from './request';
 import { FENCE_RAISE_SCRIPT } from './scripts/fencing';
 import { MARKER_AGE_SCRIPT } from './scripts/marker';
@@ -322,8 +324,8 @@ export class RedisStore implements LockStore {
     return extendOnMasters(this, grant, ttl, deadline);
   }
 
-  release(grant: Grant, waitAll: boolean): Promise<ReleaseResult> {
-    return this.releaseKeys(grant.resources, grant.token, { waitAll, announce: true });
+  release(grant: Grant, waitAll: boolean, keepFor?: number): Promise<ReleaseResult> {
+    return this.releaseKeys(grant.resources, grant.token, { waitAll, announce: true, keepFor });
   }
 
   /**
@@ -335,13 +337,19 @@ export class RedisStore implements LockStore {
   async releaseKeys(
     resources: readonly string[],
     token: string,
-    options: { only?: readonly MasterNode[]; waitAll?: boolean; announce: boolean },
+    options: {
+      only?: readonly MasterNode[];
+      waitAll?: boolean;
+      announce: boolean;
+      /** lockAtLeastFor: keep the keys for this many ms instead of deleting them. */
+      keepFor?: number;
+    },
   ): Promise<ReleaseResult> {
-    const { only, waitAll = false } = options;
+    const { only, waitAll = false, keepFor } = options;
     const keys = resources.map((r) => this.keyOf(r));
     const announce = this.settings.handoff && options.announce;
     // One call for every standalone master; a Cluster master gets one per slot group.
-    const whole = this.kind.release(token, keys, announce);
+    const whole = this.kind.release(token, keys, announce, keepFor);
     const tally = await this.round<boolean>({
       timeout: this.settings.requestTimeout,
       send: (node) =>
@@ -352,13 +360,20 @@ export class RedisStore implements LockStore {
               resources,
               keys,
               (groupKeys, group) =>
-                group === resources ? whole : this.kind.release(token, groupKeys, announce),
+                group === resources
+                  ? whole
+                  : this.kind.release(token, groupKeys, announce, keepFor),
               (groups) => this.kind.readRelease(groups),
             ),
       judge: (deleted) => (deleted ? 'ok' : 'held'),
       waitAll,
     });
     return releaseSummary(tally.votes, tally.ok);
+  }
+
+  /** Read-only: what a quorum of masters agrees on about `resource` (redis-inspect.ts). */
+  inspect(resource: string): Promise<InspectOutcome> {
+    return inspectOnMasters(this, resource);
   }
 
   /**

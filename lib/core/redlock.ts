@@ -8,30 +8,36 @@ import {
 import type { RedlockObserver } from './events';
 import { HeldLocks } from './held';
 import { lockKey } from './keys';
-import { Lock, expire, lockState, markReleased } from './lock';
-import type { LockState, ReleaseResult } from './lock';
+import { expire, lockState, ownedState } from './lock';
+import type { Lock, ReleaseResult } from './lock';
 import { acquireLoop } from './policy/acquire-loop';
-import { InflightAttempts } from './policy/inflight';
+import { InflightAttempts, refuseLate } from './policy/inflight';
 import { attemptOnStore } from './policy/attempt';
 import type { AttemptContext } from './policy/attempt';
-import type { AttemptResult, LoopContext } from './policy/acquire-loop';
+import type { LoopContext } from './policy/acquire-loop';
 import { extendLock } from './policy/extension';
+import { inspectResource } from './policy/inspect';
+import { restoreLock } from './policy/restore';
+import { checkReleaseOptions, releaseLock, takeLockAtLeastFor } from './policy/release';
+import type { ReleaseContext } from './policy/release';
 import type { ExtensionContext } from './policy/extension';
 import { keepAlive } from './policy/keep-alive';
 import { runUsing } from './policy/using';
 import { Observers } from './policy/observers';
 import { isStoreFactory } from './policy/store';
-import type { Grant, LockStore, StoreFactory } from './policy/store';
+import type { LockStore, StoreFactory } from './policy/store';
 import { RedisStore } from './redis-store';
 import { checkAcquire } from './request';
 import type { CheckedAcquire } from './request';
-import { MAX_TIMER_MS, checkInteger, describe, resolveSettings } from './settings';
+import { MAX_TIMER_MS, checkInteger, resolveSettings } from './settings';
 import type { RedlockClient, RedlockSettings, ResolvedSettings } from './settings';
 import type {
   AcquireOptions,
   LockedRoutine,
   RedlockFootprint,
   RedlockHealth,
+  ReleaseOptions,
+  ResourceInspection,
   UsingOptions,
 } from './types';
 import { TRY_ACQUIRE_OPTION_NAMES, checkTtl } from './validate';
@@ -60,6 +66,8 @@ export class Redlock {
   private readonly grants: AttemptContext;
   /** What the extension policy (policy/extension.ts) needs. */
   private readonly policy: ExtensionContext;
+  /** What a release (policy/release.ts) needs. */
+  private readonly releasing: ReleaseContext;
   private closed = false;
   /** Aborted by {@link drain}: refuses new acquisitions and wakes the waiting ones. */
   private readonly draining = new AbortController();
@@ -95,13 +103,14 @@ export class Redlock {
       settings: this.settings,
       observers: this.observers,
     };
+    this.releasing = { ...this.policy, held: this.held };
     this.loop = {
       store: this.store,
       draining: this.draining.signal,
       attempt: (req, n, startedAt) =>
         this.inflight.track(
           attemptOnStore(this.grants, req, n, startedAt).then((r) =>
-            r.lock && this.isDraining ? this.refuseLate(r.lock, req, n, startedAt) : r,
+            r.lock && this.isDraining ? refuseLate(this.releasing, r.lock, req, n, startedAt) : r,
           ),
         ),
     };
@@ -162,10 +171,11 @@ export class Redlock {
     resources: string | readonly string[],
     options: AcquireOptions = {},
   ): Promise<Lock> {
-    const req = this.prepare(resources, options);
+    const { rest, lockAtLeastFor } = takeLockAtLeastFor(options, this.settings);
+    const req = this.prepare(resources, rest);
     const started = monotonicNow();
     try {
-      return this.granted(await acquireLoop(this.loop, req, started), started);
+      return this.granted(await acquireLoop(this.loop, req, started), started, lockAtLeastFor);
     } catch (err) {
       this.observers.failed(req.resources, err, started);
       throw err;
@@ -181,8 +191,9 @@ export class Redlock {
     resources: string | readonly string[],
     options: Omit<AcquireOptions, 'retryCount' | 'waitTimeout'> = {},
   ): Promise<Lock | null> {
+    const { rest, lockAtLeastFor } = takeLockAtLeastFor(options, this.settings);
     const req = {
-      ...this.prepare(resources, options, TRY_ACQUIRE_OPTION_NAMES),
+      ...this.prepare(resources, rest, TRY_ACQUIRE_OPTION_NAMES),
       retryCount: 0,
       waitTimeout: undefined,
     };
@@ -194,7 +205,7 @@ export class Redlock {
     }
     const started = monotonicNow();
     const result = await attemptOnStore(this.grants, req, 1, started);
-    if (result.lock) return this.granted(result.lock, started);
+    if (result.lock) return this.granted(result.lock, started, lockAtLeastFor);
     await result.cleanup;
     this.observers.failed(req.resources, result.error, started);
     if (result.error instanceof LockContendedError) return null;
@@ -205,10 +216,15 @@ export class Redlock {
    * Releases a lock: compare-and-delete on **every** master, each bounded by the request timeout.
    * Resolves as soon as a majority answered (the lock is then free for others; the remaining
    * masters' deletes are already on their way, `pending` in the votes). Never throws because
-   * the lock expired.
+   * the lock expired. While the lock's `lockAtLeastFor` (or `options.lockAtLeastFor`, which
+   * overrides it) has not passed since the grant, the keys are kept until then instead
+   * (compare-and-pexpire to the remainder, no hand-off announcement); the lock is released on
+   * the holder's side all the same.
    */
-  release(lock: Lock): Promise<ReleaseResult> {
-    return this.releaseLock(lock, false);
+  async release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult> {
+    const s = ownedState(lock, this);
+    const { lockAtLeastFor } = checkReleaseOptions(options, this.settings);
+    return releaseLock(this.releasing, lock, s, false, lockAtLeastFor ?? s.lockAtLeastFor);
   }
 
   /**
@@ -221,9 +237,22 @@ export class Redlock {
    * `maxExtensions`.
    */
   async extend(lock: Lock, ttl?: number): Promise<Lock> {
-    const s = this.stateOf(lock);
+    const s = ownedState(lock, this);
     const newTtl = ttl === undefined ? s.ttl : checkTtl('ttl', ttl, this.settings, argError);
     return extendLock(this.policy, lock, s, newTtl);
+  }
+
+  /**
+   * Takes over a lock serialized by another engine over the same masters and key prefix
+   * (`lock.toJSON()`, `JSON.parse(JSON.stringify(lock))`): a {@link Lock} of this engine that
+   * can be extended and released here, with its signal. No Redis call. Its validity is
+   * conservative: the keys' wall-clock expiry − now − drift (ttl × driftFactor + 2 ms), so the
+   * processes' clocks must agree within the drift. A lock that has expired is restored as lost:
+   * `extend` throws {@link LockLostError} without touching Redis, `release` is harmless. Anything
+   * that is not a valid serialized lock is an {@link InvalidLockDataError}.
+   */
+  restore(data: unknown): Lock {
+    return restoreLock(this.grants, data);
   }
 
   /**
@@ -246,7 +275,7 @@ export class Redlock {
    * by the Nest layer.
    */
   keepAlive(lock: Lock, extendThreshold?: number): () => void {
-    const s = this.stateOf(lock);
+    const s = ownedState(lock, this);
     if (extendThreshold !== undefined) {
       checkInteger('extendThreshold', extendThreshold, 1, MAX_TIMER_MS, argError);
     }
@@ -279,6 +308,23 @@ export class Redlock {
       draining,
       masters,
     };
+  }
+
+  /**
+   * What a quorum of masters agrees on about `resource`, read-only: `{ resource, locked,
+   * holders, ttl }` (see {@link ResourceInspection}). One script per master, in parallel, each
+   * bounded by the request timeout; no write of any kind, not an attempt (no event, no retry).
+   * A master in restart quarantine counts only where it reports holders. Throws
+   * {@link InvalidArgumentError} for a bad resource, {@link NoQuorumError} when fewer than a
+   * quorum of masters outside quarantine answered.
+   */
+  inspect(resource: string): Promise<ResourceInspection> {
+    return inspectResource(this.store, resource);
+  }
+
+  /** Whether a quorum of masters agrees that `resource` is held: `(await inspect(r)).locked`. */
+  async isLocked(resource: string): Promise<boolean> {
+    return (await this.inspect(resource)).locked;
   }
 
   /**
@@ -317,14 +363,17 @@ export class Redlock {
       if (!s.released) expire(lock, s, 'the engine was closed (shutdown) while it was held');
     }
     // Wait for every master's answer (not just a majority): the caller closes the clients next.
-    await Promise.all(locks.map((l) => this.releaseLock(l, true).catch(() => undefined)));
+    await Promise.all(
+      locks.map((l) => releaseLock(this.releasing, l, lockState(l), true).catch(() => undefined)),
+    );
     this.held.stop();
     await this.store.close();
   }
 
   // ---------------------------------------------------------------------------------------------
 
-  private granted(lock: Lock, started: number): Lock {
+  private granted(lock: Lock, started: number, lockAtLeastFor?: number): Lock {
+    if (lockAtLeastFor !== undefined) lockState(lock).lockAtLeastFor = lockAtLeastFor;
     if (this.observers.active) {
       this.observers.emit({
         type: 'acquired',
@@ -339,70 +388,6 @@ export class Redlock {
   }
 
   private readonly inflight = new InflightAttempts();
-
-  /**
-   * A grant that arrived after {@link drain} began: never handed out (the caller gets
-   * {@link ShuttingDownError}); its keys are deleted on every master at once.
-   */
-  private refuseLate(
-    lock: Lock,
-    req: CheckedAcquire,
-    attempts: number,
-    startedAt: number,
-  ): AttemptResult {
-    const cleanup = this.releaseLock(lock, true).then(
-      () => undefined,
-      () => undefined,
-    );
-    const error = new ShuttingDownError({
-      resources: req.resources,
-      votes: [],
-      attempts,
-      elapsed: monotonicNow() - startedAt,
-    });
-    return { error, cleanup };
-  }
-
-  private async releaseLock(lock: Lock, waitAll: boolean): Promise<ReleaseResult> {
-    const s = this.stateOf(lock);
-    if (!s.released && s.validUntil <= monotonicNow()) {
-      expire(lock, s, 'its validity ended before it was released');
-    }
-    markReleased(s);
-    this.held.delete(lock);
-    const start = monotonicNow();
-    const result = await this.store.release(grantOf(s), waitAll);
-    if (this.observers.active) {
-      const end = monotonicNow();
-      this.observers.emit({
-        type: 'released',
-        resources: lock.resources,
-        lock,
-        holdTime: end - s.acquiredAt,
-        duration: end - start,
-        result,
-      });
-    }
-    return result;
-  }
-
-  /**
-   * The engine-side state of a lock; rejects anything that is not a `Lock` acquired by this
-   * engine (a lock of another engine is neither released nor extended here: its keys may live on
-   * other masters, under another prefix).
-   */
-  private stateOf(lock: Lock): LockState {
-    if (!(lock instanceof Lock))
-      throw new InvalidArgumentError('lock', `must be a Lock, got ${describe(lock)}`);
-    const state = lockState(lock);
-    if (state.owner !== this) {
-      throw new InvalidArgumentError(
-        'lock',
-        'was acquired by another Redlock engine; release or extend it with the engine that acquired it',
-      );
-    }
-    return state;
-  }
 
   private prepare(
     resources: unknown,
@@ -420,11 +405,6 @@ export class Redlock {
     }
     return checked;
   }
-}
-
-function grantOf(s: LockState): Grant {
-  // Every lock is created from a grant (createLock); the field is optional only for the type.
-  return s.grant as Grant;
 }
 
 const argError = (field: string, problem: string): Error =>

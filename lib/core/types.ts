@@ -16,6 +16,24 @@ export interface AcquireOptions {
   waitTimeout?: number;
   /** Cancels a pending acquire with {@link LockAbortedError}. */
   signal?: AbortSignal;
+  /**
+   * Keep the resource locked for at least this many ms after the grant (ShedLock's
+   * `lockAtLeastFor`, for scheduled jobs on several replicas): a release before then does not
+   * delete the keys but shortens their TTL to the remainder, so a replica whose timer fires a
+   * little later still finds the resource locked. An integer in [0, `maxTtl`]. Honoured by
+   * every release of the lock (`release()`, the end of `using()` and `@Locked()` calls).
+   */
+  lockAtLeastFor?: number;
+}
+
+/** Options of {@link Redlock.release}. */
+export interface ReleaseOptions {
+  /**
+   * Keep the resource locked until this many ms after the grant, overriding the lock's own
+   * `lockAtLeastFor` (see {@link AcquireOptions.lockAtLeastFor}); 0 deletes the keys at once.
+   * An integer in [0, `maxTtl`].
+   */
+  lockAtLeastFor?: number;
 }
 
 /** Options of {@link Redlock.using}: acquire options plus automatic extension control. */
@@ -67,6 +85,28 @@ export interface RedlockFootprint {
   readonly handoffRecent: number;
   /** Acquires registered with the hand-off notifier (retrying after contention). */
   readonly handoffWaiters: number;
+}
+
+/**
+ * What a quorum of masters agrees on about one resource (see {@link Redlock.inspect}). Only
+ * what at least `quorum` masters confirm is stated.
+ */
+export interface ResourceInspection {
+  /** The resource asked about. */
+  readonly resource: string;
+  /** A quorum of masters has a live holder of the resource (any kind of lock). */
+  readonly locked: boolean;
+  /**
+   * The largest number of holders a quorum agrees on: 0 or 1 for a mutex, the count for shared
+   * locks and semaphores.
+   */
+  readonly holders: number;
+  /**
+   * ms until a quorum no longer agrees that the resource is held, if nobody extends (the largest
+   * t such that a quorum of masters has a holder living at least t ms more); 0 when not locked,
+   * -1 when a quorum holds the key without expiry (a key this engine never writes).
+   */
+  readonly ttl: number;
 }
 
 /** The routine run by {@link Redlock.using}. */

@@ -61,6 +61,15 @@ export interface LockedOptions {
   onLocked?: OnLocked;
   /** Extend the lock automatically while the method runs. Default `true`. */
   autoExtend?: boolean;
+  /**
+   * Keep the resource locked at least this many ms after the grant, even when the method ends
+   * sooner (ShedLock's `lockAtLeastFor`): the release then shortens the keys' TTL to the
+   * remainder instead of deleting them, so a replica whose timer fires a little later finds the
+   * job locked and skips it. For scheduled jobs:
+   * `@Cron('0 3 * * *') @Locked('reports:daily', { onLocked: 'skip', lockAtLeastFor: 30_000 })`.
+   * An integer in [0, the engine's `maxTtl`].
+   */
+  lockAtLeastFor?: number;
 }
 
 /** What `@Locked()` records under the `LOCKED_METADATA` key of a method. */

@@ -238,8 +238,10 @@ function acquireOptions(
   o: LockedOptions & { onLocked: string },
   signal: AbortSignal | undefined,
 ): AcquireOptions {
-  if (o.onLocked !== 'wait') return { ttl: o.ttl, retryCount: 0, signal };
+  const keep = o.lockAtLeastFor === undefined ? {} : { lockAtLeastFor: o.lockAtLeastFor };
+  if (o.onLocked !== 'wait') return { ttl: o.ttl, retryCount: 0, signal, ...keep };
   return {
+    ...keep,
     ttl: o.ttl,
     // With a deadline and no explicit count, the deadline alone bounds the wait.
     retryCount: o.retryCount ?? (o.waitTimeout !== undefined ? 1_000_000 : undefined),

@@ -9,6 +9,7 @@ import type {
   AttemptRequest,
   ExtendOutcome,
   Grant,
+  InspectOutcome,
   LockStore,
   StoreFactory,
   StoreFootprint,
@@ -130,21 +131,39 @@ export class InMemoryStore implements LockStore {
     };
   }
 
-  /** Compare-and-delete; nothing is deleted during a simulated outage (the keys expire). */
-  async release(grant: Grant): Promise<ReleaseResult> {
+  /**
+   * Compare-and-delete; nothing is deleted during a simulated outage (the keys expire). With
+   * `keepFor` (lockAtLeastFor), entries still ours expire `keepFor` ms from now instead.
+   */
+  async release(grant: Grant, _waitAll?: boolean, keepFor?: number): Promise<ReleaseResult> {
     if (!this.available) {
       return { deleted: 0, complete: false, votes: [vote('error', 'simulated outage')] };
     }
+    const now = monotonicNow();
     let deleted = false;
     for (const r of grant.resources) {
-      const e = this.entries.get(r);
+      const e = this.live(r, now);
       if (e && e.token === grant.token) {
-        this.entries.delete(r);
+        if (keepFor !== undefined && keepFor > 0) e.expiresAt = now + keepFor;
+        else this.entries.delete(r);
         deleted = true;
       }
     }
-    if (deleted) this.wake();
+    if (deleted && !(keepFor !== undefined && keepFor > 0)) this.wake();
     return { deleted: deleted ? 1 : 0, complete: true, votes: [vote(deleted ? 'ok' : 'held')] };
+  }
+
+  /**
+   * Read-only, like the real store: the one simulated master's view (a hold made with `hold()`
+   * without ttl reports `ttl: -1`, like a key without expiry); no state during an outage.
+   */
+  async inspect(resource: string): Promise<InspectOutcome> {
+    if (!this.available) return { state: undefined, votes: [vote('error', 'simulated outage')] };
+    const e = this.peek(resource, monotonicNow());
+    if (!e) return { state: { locked: false, holders: 0, ttl: 0 }, votes: [vote('ok')] };
+    const left = e.expiresAt - monotonicNow();
+    const ttl = Number.isFinite(left) ? Math.max(1, Math.ceil(left)) : -1;
+    return { state: { locked: true, holders: 1, ttl }, votes: [vote('ok')] };
   }
 
   /** The simulated master: reachable unless an outage is simulated, never in quarantine. */
@@ -261,6 +280,12 @@ export class InMemoryStore implements LockStore {
       return undefined;
     }
     return e;
+  }
+
+  /** The entry of `resource` if it has not expired, without dropping anything (read-only). */
+  private peek(resource: string, now: number): Entry | undefined {
+    const e = this.entries.get(resource);
+    return e && e.expiresAt > now ? e : undefined;
   }
 
   private wake(): void {

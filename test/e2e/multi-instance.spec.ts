@@ -31,7 +31,7 @@ describe('two app instances on the same masters', () => {
       store: data.urls[0],
       namespace: `${uid('multi-')}:`,
       scheduler: true,
-      timings: { reservationTtlMs: 1500, janitorMinRunMs: 400 },
+      timings: { reservationTtlMs: 1500 },
     };
     [a, b] = await Promise.all([
       bootSample({ ...shared, platform: 'express', instanceId: 'a' }),

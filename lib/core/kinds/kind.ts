@@ -78,8 +78,14 @@ export interface LockKind {
     repair?: { marker: string | undefined; markerBirth?: string },
   ): ScriptCall;
   readExtend(groups: readonly GroupReply[], repair: boolean): ExtendAnswer;
-  /** Compare-and-delete of `token`; `announce` publishes the release for waiters (hand-off). */
-  release(token: string, keys: readonly string[], announce: boolean): ScriptCall;
+  /**
+   * Compare-and-delete of `token`; `announce` publishes the release for waiters (hand-off).
+   * `keepFor` (lockAtLeastFor, added for issue 14 item 4): when given (ms, > 0), the keys that
+   * hold `token` are not deleted but get the TTL `keepFor` (compare-and-pexpire; for holder sets:
+   * the membership's expiry becomes now + keepFor), keys no longer ours are untouched, nothing
+   * is published. {@link readRelease} then reads whether something of ours was kept.
+   */
+  release(token: string, keys: readonly string[], announce: boolean, keepFor?: number): ScriptCall;
   /** Whether one master deleted something of ours. */
   readRelease(groups: readonly GroupReply[]): boolean;
 }

@@ -4,6 +4,7 @@ import {
   EXTEND_SCRIPT,
   RELEASE_SCRIPT,
 } from '../scripts/mutex';
+import { KEEP_SCRIPT } from '../scripts/keep';
 import type {
   AcquireAnswer,
   AcquireInput,
@@ -116,7 +117,11 @@ export const MUTEX: LockKind = {
     return { status, markerAge };
   },
 
-  release(token, keys, announce): ScriptCall {
+  release(token, keys, announce, keepFor): ScriptCall {
+    // lockAtLeastFor (scripts/keep.ts): compare-and-pexpire to the remainder, no announcement.
+    if (keepFor !== undefined && keepFor > 0) {
+      return { script: KEEP_SCRIPT, keys, args: [token, String(keepFor)] };
+    }
     return { script: RELEASE_SCRIPT, keys, args: [token, announce ? '1' : '0'] };
   },
 

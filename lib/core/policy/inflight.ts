@@ -1,4 +1,11 @@
+import { monotonicNow } from '../clock';
+import { ShuttingDownError } from '../errors';
+import { lockState } from '../lock';
+import type { Lock } from '../lock';
+import type { CheckedAcquire } from '../request';
 import type { AttemptResult } from './acquire-loop';
+import { releaseLock } from './release';
+import type { ReleaseContext } from './release';
 
 /**
  * Attempts on the wire, and the clean-up they started (issue 15: an acquire in flight during
@@ -24,4 +31,29 @@ export class InflightAttempts {
   async settled(): Promise<void> {
     while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
+}
+
+/**
+ * A grant that arrived after the engine began to drain: never handed out (the caller gets
+ * {@link ShuttingDownError}); its keys are deleted on every master at once (no lockAtLeastFor:
+ * nobody ever held it).
+ */
+export function refuseLate(
+  ctx: ReleaseContext,
+  lock: Lock,
+  req: CheckedAcquire,
+  attempts: number,
+  startedAt: number,
+): AttemptResult {
+  const cleanup = releaseLock(ctx, lock, lockState(lock), true).then(
+    () => undefined,
+    () => undefined,
+  );
+  const error = new ShuttingDownError({
+    resources: req.resources,
+    votes: [],
+    attempts,
+    elapsed: monotonicNow() - startedAt,
+  });
+  return { error, cleanup };
 }

@@ -82,6 +82,24 @@ export interface ReleaseWaiter {
   done(): void;
 }
 
+// --- inspect and lockAtLeastFor (issue 14, items 3 and 4) ------------------------------------
+
+/** What a quorum of masters agrees on about one resource (see quorum/agreement.ts). */
+export interface InspectState {
+  readonly locked: boolean;
+  readonly holders: number;
+  readonly ttl: number;
+}
+
+/** The outcome of one read-only inspect round: the agreed state, or none when too few answered. */
+export interface InspectOutcome {
+  /** `undefined` when fewer than a quorum of usable masters answered. */
+  readonly state: InspectState | undefined;
+  readonly votes: readonly NodeVote[];
+}
+
+// ---------------------------------------------------------------------------------------------
+
 /** Sizes of a store's tables (part of the engine's footprint). */
 export interface StoreFootprint {
   readonly handoffChannels: number;
@@ -99,8 +117,17 @@ export interface LockStore {
   attempt(req: AttemptRequest): Promise<AttemptOutcome>;
   /** One extension round to `ttl`, within the lock's current validity (`deadline`, monotonic). */
   extend(grant: Grant, ttl: number, deadline: number): Promise<ExtendOutcome>;
-  /** Compare-and-delete; `waitAll` waits for every master, not just a quorum. */
-  release(grant: Grant, waitAll: boolean): Promise<ReleaseResult>;
+  /**
+   * Compare-and-delete; `waitAll` waits for every master, not just a quorum. With `keepFor`
+   * (ms, > 0: `lockAtLeastFor`), compare-and-pexpire to `keepFor` instead: keys still holding
+   * the grant's token stay, with that TTL; nothing is announced to waiters.
+   */
+  release(grant: Grant, waitAll: boolean, keepFor?: number): Promise<ReleaseResult>;
+  /**
+   * One read-only round about `resource`: no write of any kind, not an attempt (see
+   * quorum/agreement.ts for what is agreed).
+   */
+  inspect(resource: string): Promise<InspectOutcome>;
   /** Every master's health. */
   health(): Promise<MasterHealth[]>;
   /**

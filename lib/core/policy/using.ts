@@ -4,6 +4,7 @@ import { checkAcquire } from '../request';
 import { describe } from '../settings';
 import type { ResolvedSettings } from '../settings';
 import type { AcquireOptions, LockedRoutine, UsingOptions } from '../types';
+import { takeLockAtLeastFor } from './release';
 import {
   USING_OPTION_NAMES,
   checkBoolean,
@@ -35,16 +36,21 @@ export async function runUsing<T>(
   if (typeof routine !== 'function')
     throw new InvalidArgumentError('routine', `must be a function, got ${describe(routine)}`);
   checkObject('options', options, argError);
-  checkNames(options, USING_OPTION_NAMES, argError, '', 'option');
-  const { autoExtend = true, extendThreshold, ...acquireOptions } = options;
-  checkBoolean('autoExtend', autoExtend, argError);
   const { settings } = engine;
+  // lockAtLeastFor: checked here, kept on the lock, honoured by the release below.
+  const { rest, lockAtLeastFor } = takeLockAtLeastFor(options, settings);
+  checkNames(rest, USING_OPTION_NAMES, argError, '', 'option');
+  const { autoExtend = true, extendThreshold, ...acquireOptions } = rest;
+  checkBoolean('autoExtend', autoExtend, argError);
   const ttl = checkAcquire(resources, acquireOptions, settings).ttl;
   const threshold =
     extendThreshold === undefined
       ? undefined
       : checkExtendThreshold('extendThreshold', extendThreshold, ttl, argError);
-  const lock = await engine.acquire(resources, acquireOptions);
+  const lock = await engine.acquire(
+    resources,
+    lockAtLeastFor === undefined ? acquireOptions : { ...acquireOptions, lockAtLeastFor },
+  );
   const stop = autoExtend ? engine.keepAlive(lock, threshold) : () => undefined;
   try {
     return await routine(lock.signal, lock);

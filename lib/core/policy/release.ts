@@ -1,0 +1,116 @@
+import { monotonicNow } from '../clock';
+import { InvalidArgumentError } from '../errors';
+import type { HeldLocks } from '../held';
+import { expire, markReleased } from '../lock';
+import type { Lock, LockState, ReleaseResult } from '../lock';
+import type { ResolvedSettings } from '../settings';
+import type { ReleaseOptions } from '../types';
+import { checkInteger, checkNames, checkObject } from '../validate';
+import type { Observers } from './observers';
+import type { Grant, LockStore } from './store';
+
+/** What a release needs from the engine. */
+export interface ReleaseContext {
+  readonly store: LockStore;
+  readonly settings: ResolvedSettings;
+  readonly observers: Observers;
+  readonly held: HeldLocks;
+}
+
+const RELEASE_OPTION_NAMES = Object.freeze(['lockAtLeastFor'] as const);
+
+/**
+ * Checks a `lockAtLeastFor` value: an integer in [0, maxTtl]. The restart quarantine is sized
+ * from `maxTtl` (a master that restarted empty must not vote before every key it held has
+ * expired), so no key may be kept longer than that.
+ */
+export function checkLockAtLeastFor(field: string, value: unknown, s: ResolvedSettings): number {
+  return checkInteger(field, value, 0, s.maxTtl, argError);
+}
+
+/**
+ * Splits `lockAtLeastFor` off acquire (or `using`) options, checked; the rest goes to the usual
+ * checks. Anything that is not an options object is passed on unchanged (and refused there).
+ */
+export function takeLockAtLeastFor<T extends object>(
+  options: T & { lockAtLeastFor?: number },
+  s: ResolvedSettings,
+): { rest: T; lockAtLeastFor: number | undefined } {
+  if (
+    options === null ||
+    typeof options !== 'object' ||
+    Array.isArray(options) ||
+    !Object.prototype.hasOwnProperty.call(options, 'lockAtLeastFor')
+  ) {
+    return { rest: options, lockAtLeastFor: undefined };
+  }
+  const { lockAtLeastFor, ...rest } = options;
+  return {
+    rest: rest as T,
+    lockAtLeastFor:
+      lockAtLeastFor === undefined
+        ? undefined
+        : checkLockAtLeastFor('lockAtLeastFor', lockAtLeastFor, s),
+  };
+}
+
+/** Checks the options of `release` (typed errors); the `lockAtLeastFor` in force, if any. */
+export function checkReleaseOptions(
+  options: unknown,
+  s: ResolvedSettings,
+): { lockAtLeastFor?: number } {
+  if (options === undefined) return {};
+  checkNames(
+    checkObject('options', options, argError),
+    RELEASE_OPTION_NAMES,
+    argError,
+    '',
+    'option',
+  );
+  const value = (options as ReleaseOptions).lockAtLeastFor;
+  return value === undefined
+    ? {}
+    : { lockAtLeastFor: checkLockAtLeastFor('lockAtLeastFor', value, s) };
+}
+
+/**
+ * Releases `lock` (the holder's side ends now: marked released, out of the held set, its
+ * keep-alive stops at its next tick, its signal does not abort). On the masters:
+ * compare-and-delete, announced to waiters — or, while the lock's `lockAtLeastFor` has not
+ * passed since the grant, compare-and-pexpire of its keys to the remainder, not announced (the
+ * resource stays locked until then; keys no longer ours are untouched).
+ */
+export async function releaseLock(
+  ctx: ReleaseContext,
+  lock: Lock,
+  s: LockState,
+  waitAll: boolean,
+  lockAtLeastFor = s.lockAtLeastFor,
+): Promise<ReleaseResult> {
+  const now = monotonicNow();
+  if (!s.released && s.validUntil <= now) {
+    expire(lock, s, 'its validity ended before it was released');
+  }
+  markReleased(s);
+  ctx.held.delete(lock);
+  const remainder =
+    lockAtLeastFor === undefined ? 0 : Math.ceil(s.acquiredAt + lockAtLeastFor - now);
+  // Never longer than maxTtl (the restart quarantine is sized from it).
+  const keepFor = remainder > 0 ? Math.min(remainder, ctx.settings.maxTtl) : undefined;
+  const result = await ctx.store.release(s.grant as Grant, waitAll, keepFor);
+  if (ctx.observers.active) {
+    const end = monotonicNow();
+    ctx.observers.emit({
+      type: 'released',
+      resources: lock.resources,
+      lock,
+      holdTime: end - s.acquiredAt,
+      duration: end - now,
+      result,
+    });
+  }
+  return result;
+}
+
+const argError = (field: string, problem: string): Error =>
+  new InvalidArgumentError(field, problem);

@@ -1,0 +1,79 @@
+import { monotonicNow } from '../clock';
+import { expire, fencingTable, mintLock, scheduleExpiry } from '../lock';
+import type { Lock, LockState } from '../lock';
+import { checkSerializedLock } from '../portable';
+import { driftFor } from '../quorum/protocol';
+import type { AttemptContext } from './attempt';
+import type { Grant } from './store';
+
+/**
+ * `restore(data)` (issue 14 item 5): a lock serialized by another engine over the same masters
+ * and key prefix becomes a lock of this one — tracked (held locks, `lost` events, released by
+ * `close()`), with its own signal — without any Redis call.
+ *
+ * Validity, conservatively: the keys' wall-clock expiry − now − drift (ttl × driftFactor + 2 ms,
+ * as for a grant), and never more than a fresh grant of the same ttl would have. The wall clock
+ * is the only clock two processes share, so their clocks must agree within the drift. A lock whose
+ * validity has already ended is restored lost: its signal is aborted, `extend` rejects with
+ * `LockLostError` before any Redis call (also with `repairOnExtend`: nothing is re-created),
+ * `release` only deletes what is still ours.
+ */
+export function restoreLock(ctx: AttemptContext, data: unknown): Lock {
+  const d = checkSerializedLock(data, ctx.settings);
+  const mono = monotonicNow();
+  const wall = Date.now();
+  const toMono = (wallMs: number): number => mono + (wallMs - wall);
+  const drift = driftFor(d.ttl, ctx.settings.driftFactor);
+  const validUntil = Math.min(toMono(d.expiresAt - drift), mono + d.ttl - drift);
+  const grant: Grant = {
+    resources: d.resources,
+    token: d.token,
+    ttl: d.ttl,
+    start: toMono(d.acquiredAt),
+    wallStart: d.acquiredAt,
+    votes: [],
+    fencingTokens: fencingTable(Object.entries(d.fencingTokens)),
+    ended: false,
+  };
+  const state: LockState = {
+    validUntil,
+    expiresAt: wall + (validUntil - mono),
+    keysExpireAt: d.expiresAt,
+    ttl: d.ttl,
+    extensions: 0,
+    released: false,
+    votes: [],
+    acquiredAt: grant.start,
+    grant,
+    ...(d.lockAtLeastFor === undefined ? {} : { lockAtLeastFor: d.lockAtLeastFor }),
+  };
+  const lock = mintLock(ctx.owner, {
+    resources: d.resources,
+    value: d.token,
+    attempts: 0,
+    fencingTokens: grant.fencingTokens,
+    state,
+  });
+  const { observers } = ctx;
+  state.onLost = (reason) => {
+    if (observers.active) {
+      observers.emit({
+        type: 'lost',
+        resources: lock.resources,
+        lock,
+        holdTime: monotonicNow() - state.acquiredAt,
+        reason,
+      });
+    }
+  };
+  if (validUntil <= mono) {
+    expire(lock, state, 'its validity had ended when it was restored');
+    return lock;
+  }
+  ctx.held.add(lock);
+  if (observers.active) {
+    state.watched = true;
+    scheduleExpiry(lock, state);
+  }
+  return lock;
+}

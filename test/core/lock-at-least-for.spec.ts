@@ -1,0 +1,202 @@
+/**
+ * `lockAtLeastFor` (issue 14 item 4) against real redis-server masters: a release before the
+ * period has passed since the grant keeps the keys (TTL = the remainder, no hand-off message),
+ * after it deletes them; on acquire, tryAcquire, using() and as a release override; typed errors.
+ */
+import type { Redis } from 'ioredis';
+import { InvalidArgumentError } from '../../lib/core/errors';
+import { Redlock } from '../../lib/core/redlock';
+import type { RedlockSettings } from '../../lib/core/settings';
+import { InMemoryRedlock } from '../../lib/testing/in-memory-redlock';
+import { RedisMasters } from '../harness/redis-masters';
+import {
+  keyspaceOf,
+  recordingLogger,
+  sleep,
+  uniqueResource,
+  valuesOn,
+  waitUntil,
+} from '../harness/util';
+
+let masters: RedisMasters;
+let clients: Redis[];
+let probe: Redis[];
+const engines: Redlock[] = [];
+
+function engine(settings: RedlockSettings = {}): Redlock {
+  const rl = new Redlock(clients, {
+    quarantine: false,
+    logger: recordingLogger(),
+    retryDelay: 20,
+    retryJitter: 10,
+    requestTimeout: 250,
+    ...settings,
+  });
+  engines.push(rl);
+  return rl;
+}
+
+beforeAll(async () => {
+  masters = await RedisMasters.start(3);
+  clients = masters.createClients();
+  probe = masters.createClients();
+  await RedisMasters.ready([...clients, ...probe]);
+});
+
+afterAll(async () => {
+  await Promise.all(engines.map((e) => e.close()));
+  await masters.stop();
+});
+
+const pttls = (key: string): Promise<number[]> => Promise.all(probe.map((c) => c.pttl(key)));
+
+describe('lockAtLeastFor', () => {
+  it('a release before the period keeps the resource locked until it has passed since the grant', async () => {
+    const a = engine();
+    const b = engine(); // another replica
+    const r = uniqueResource('keep-early');
+    const before = Date.now();
+    const lock = await a.acquire(r, { ttl: 10_000, lockAtLeastFor: 1500 });
+    await waitUntil(async () => (await valuesOn(probe, a.keyOf(r))).every((v) => v === lock.value));
+    const result = await lock.release();
+    expect(result.deleted).toBeGreaterThanOrEqual(2); // "kept" on a majority
+    expect(lock.released).toBe(true);
+    expect(lock.isValid).toBe(false);
+    expect(lock.signal.aborted).toBe(false); // the holder's own release: no loss
+    expect(a.heldLocks).not.toContain(lock);
+    await waitUntil(async () => (await pttls(a.keyOf(r))).every((t) => t > 0 && t <= 1500));
+    expect(await valuesOn(probe, a.keyOf(r))).toEqual(Array(3).fill(lock.value));
+    // The other replica's timer fires a little later: it finds the job locked.
+    expect(await b.tryAcquire(r)).toBeNull();
+    expect(await b.isLocked(r)).toBe(true);
+    // Polled: granted only once the remainder has passed.
+    let granted = await b.tryAcquire(r);
+    while (!granted) {
+      expect(Date.now() - before).toBeLessThan(10_000);
+      await sleep(20);
+      granted = await b.tryAcquire(r);
+    }
+    expect(Date.now() - before).toBeGreaterThanOrEqual(1490);
+    await granted.release();
+  });
+
+  it('a release after the period deletes the keys at once', async () => {
+    const rl = engine();
+    const r = uniqueResource('keep-late');
+    const lock = await rl.acquire(r, { ttl: 10_000, lockAtLeastFor: 100 });
+    await sleep(150); // let the period pass inside the scenario
+    await lock.release();
+    await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r))).every((v) => v === null));
+    const again = await engine().tryAcquire(r);
+    expect(again).not.toBeNull();
+    await again?.release();
+  });
+
+  it('publishes no hand-off message when keeping, but does for a plain release', async () => {
+    const rl = engine();
+    const kept = uniqueResource('keep-quiet');
+    const plain = uniqueResource('keep-loud');
+    const [sub] = masters.createClients();
+    await RedisMasters.ready([sub]);
+    const heard: string[] = [];
+    sub.on('pmessage', (_p: string, channel: string) => heard.push(channel));
+    await sub.psubscribe(`${rl.settings.keyPrefix}*`);
+    const l1 = await rl.acquire(kept, { lockAtLeastFor: 5000 });
+    const l2 = await rl.acquire(plain);
+    await l1.release();
+    await l2.release(); // on each master's connection after l1's release
+    await waitUntil(() => heard.includes(rl.keyOf(plain)));
+    expect(heard).not.toContain(rl.keyOf(kept));
+    await sub.punsubscribe();
+    await rl.release(l1, { lockAtLeastFor: 0 }); // tidy: nothing of ours left to keep/delete
+    await Promise.all(probe.map((c) => c.del(rl.keyOf(kept))));
+  });
+
+  it('release(lock, { lockAtLeastFor }) overrides the lock’s own value', async () => {
+    const rl = engine();
+    const r1 = uniqueResource('keep-override-0');
+    const r2 = uniqueResource('keep-override-2000');
+    const l1 = await rl.acquire(r1, { lockAtLeastFor: 5000 });
+    await rl.release(l1, { lockAtLeastFor: 0 });
+    await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r1))).every((v) => v === null));
+    const l2 = await rl.acquire(r2, { ttl: 10_000 });
+    await l2.release({ lockAtLeastFor: 2000 });
+    await waitUntil(async () => (await pttls(rl.keyOf(r2))).every((t) => t > 0 && t <= 2000));
+    expect(await rl.isLocked(r2)).toBe(true);
+    await Promise.all(probe.map((c) => c.del(rl.keyOf(r2))));
+  });
+
+  it('keeps the resource after using() and tryAcquire(); multi-resource locks keep every key', async () => {
+    const rl = engine();
+    const r = uniqueResource('keep-using');
+    const ran = await rl.using(r, () => 'done', { lockAtLeastFor: 3000 });
+    expect(ran).toBe('done');
+    expect(await rl.isLocked(r)).toBe(true);
+    expect((await pttls(rl.keyOf(r))).every((t) => t > 0 && t <= 3000)).toBe(true);
+    const pair = [uniqueResource('keep-a'), uniqueResource('keep-b')];
+    const lock = await rl.tryAcquire(pair, { lockAtLeastFor: 3000 });
+    await lock?.release();
+    for (const x of pair) expect(await rl.isLocked(x)).toBe(true);
+    await Promise.all(probe.flatMap((c) => [r, ...pair].map((x) => c.del(rl.keyOf(x)))));
+  });
+
+  it('never touches keys that are no longer ours', async () => {
+    const rl = engine();
+    const r = uniqueResource('keep-foreign');
+    const lock = await rl.acquire(r, { ttl: 10_000, lockAtLeastFor: 1000 });
+    await waitUntil(async () =>
+      (await valuesOn(probe, rl.keyOf(r))).every((v) => v === lock.value),
+    );
+    await Promise.all(probe.map((c) => c.set(rl.keyOf(r), 'someone-else', 'PX', 60_000)));
+    const result = await lock.release();
+    expect(result.deleted).toBe(0);
+    expect((await pttls(rl.keyOf(r))).every((t) => t > 50_000)).toBe(true);
+    expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(3).fill('someone-else'));
+    await Promise.all(probe.map((c) => c.del(rl.keyOf(r))));
+  });
+
+  it('rejects invalid values with typed errors before any Redis call', async () => {
+    const rl = engine({ maxTtl: 20_000 });
+    const r = uniqueResource('keep-invalid');
+    const before = await keyspaceOf(probe);
+    const bad: unknown[] = [-1, 1.5, NaN, Infinity, '100', null, true, 20_001];
+    for (const value of bad) {
+      const o = { lockAtLeastFor: value as number };
+      const errors = await Promise.all([
+        rl.acquire(r, o).catch((e: unknown) => e),
+        rl.tryAcquire(r, o).catch((e: unknown) => e),
+        rl.using(r, () => undefined, o).catch((e: unknown) => e),
+      ]);
+      for (const e of errors) {
+        expect(e).toBeInstanceOf(InvalidArgumentError);
+        expect((e as InvalidArgumentError).field).toBe('lockAtLeastFor');
+      }
+    }
+    expect(await keyspaceOf(probe)).toEqual(before);
+    const lock = await rl.acquire(r);
+    for (const options of [{ lockAtLeastFor: -5 }, { lockAtLeastFor: 20_001 }, { bogus: 1 }, 7]) {
+      await expect(rl.release(lock, options as never)).rejects.toBeInstanceOf(InvalidArgumentError);
+    }
+    expect(lock.released).toBe(false);
+    await lock.release();
+  });
+});
+
+describe('lockAtLeastFor on the in-memory engine', () => {
+  it('keeps the resource held until the period has passed', async () => {
+    const rl = new InMemoryRedlock();
+    try {
+      const lock = await rl.acquire('job', { lockAtLeastFor: 300 });
+      await lock.release();
+      expect(rl.isHeld('job')).toBe(true);
+      expect(await rl.tryAcquire('job')).toBeNull();
+      await waitUntil(() => !rl.isHeld('job'), 5000);
+      const next = await rl.tryAcquire('job');
+      expect(next).not.toBeNull();
+      await next?.release();
+      expect(rl.isHeld('job')).toBe(false);
+    } finally {
+      await rl.close();
+    }
+  });
+});
