@@ -43,6 +43,11 @@ export interface LockState {
   owner?: LockOwner;
   /** What the store granted (told when the lock ends: see {@link Grant.ended}). */
   grant?: Grant;
+  /**
+   * Told once when the lock ends — released by its holder (before the release is sent) or found
+   * lost: the engine's local queue wakes the next waiter (policy/local-queue.ts).
+   */
+  onEnd?: () => void;
 }
 
 /** The state of a lock for `grant`: valid from the time its request was sent (protocol step 2). */
@@ -76,9 +81,11 @@ export function applyExtension(
 
 /** Marks a lock released (its holder's choice: the signal does not abort). */
 export function markReleased(s: LockState): void {
+  const first = !s.released && !s.lostReason;
   s.released = true;
   if (s.grant) s.grant.ended = true;
   disarm(s);
+  if (first) s.onEnd?.();
 }
 
 /**
@@ -287,6 +294,7 @@ export function expire(lock: Lock, s: LockState, why: string, cause?: unknown): 
   s.lostReason = err;
   s.controller?.abort(err);
   s.onLost?.(err);
+  s.onEnd?.();
 }
 
 /** Stops the expiry timer (after release). */

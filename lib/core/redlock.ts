@@ -11,6 +11,7 @@ import { lockKey } from './keys';
 import { Lock, expire, lockState, markReleased } from './lock';
 import type { LockState, ReleaseResult } from './lock';
 import { acquireLoop } from './policy/acquire-loop';
+import { LocalQueue } from './policy/local-queue';
 import { attemptOnStore } from './policy/attempt';
 import type { AttemptContext } from './policy/attempt';
 import type { LoopContext } from './policy/acquire-loop';
@@ -62,6 +63,8 @@ export class Redlock {
   private closed = false;
   /** Aborted by {@link drain}: refuses new acquisitions and wakes the waiting ones. */
   private readonly draining = new AbortController();
+  /** Order and wake-ups of this engine's waiting acquires (policy/local-queue.ts). */
+  private readonly queue: LocalQueue;
 
   /**
    * @param clients one ioredis client (Redis or Cluster) per independent master.
@@ -94,9 +97,12 @@ export class Redlock {
       settings: this.settings,
       observers: this.observers,
     };
+    this.queue = new LocalQueue(this.store, this.draining.signal);
     this.loop = {
       store: this.store,
+      queue: this.queue,
       draining: this.draining.signal,
+      requestTimeout: this.settings.requestTimeout,
       attempt: (req, n, startedAt) => attemptOnStore(this.grants, req, n, startedAt),
     };
   }
@@ -125,7 +131,11 @@ export class Redlock {
    * process they follow the current load and return to zero when it stops.
    */
   get footprint(): RedlockFootprint {
-    return { heldLocks: this.held.size, ...this.store.footprint };
+    return {
+      heldLocks: this.held.size,
+      ...this.store.footprint,
+      queuedAcquires: this.queue.size,
+    };
   }
 
   /**
@@ -311,12 +321,16 @@ export class Redlock {
     // Wait for every master's answer (not just a majority): the caller closes the clients next.
     await Promise.all(locks.map((l) => this.releaseLock(l, true).catch(() => undefined)));
     this.held.stop();
+    this.queue.close();
     await this.store.close();
   }
 
   // ---------------------------------------------------------------------------------------------
 
   private granted(lock: Lock, started: number): Lock {
+    // Its release (or loss) wakes the next local waiter of its resources at once.
+    const s = lockState(lock);
+    s.onEnd ??= () => this.queue.ended(lock);
     if (this.observers.active) {
       this.observers.emit({
         type: 'acquired',
