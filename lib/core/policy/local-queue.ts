@@ -33,8 +33,10 @@ import { Timeline } from './timeline';
  *   "handed" it: its next sleep returns at once (no missed wake-up).
  * - **Fair across processes.** A local release hands over locally at most
  *   {@link MAX_LOCAL_STREAK} times in a row while announcements are live; the next local head
- *   then waits for the release announcement, which every process's head receives at about the
- *   same time, so a busy process cannot keep a resource for itself while others wait.
+ *   then waits for the release announcement — which the heads of the other processes receive at
+ *   the same time — and {@link YIELD_MS} more, so that their attempts reach the masters first.
+ *   A busy process cannot keep a resource for itself while others wait; alone, it loses one
+ *   announcement's latency every {@link MAX_LOCAL_STREAK} hand-offs.
  *
  * Hook for kinds that admit several holders (shared locks, semaphores): an entry joins with
  * `exclusive: false`; it is admitted when every entry before it in each queue is non-exclusive,
@@ -42,8 +44,14 @@ import { Timeline } from './timeline';
  * local holders). The masters still decide; the queue only keeps the order.
  */
 
-/** Consecutive local hand-offs of one resource before the next waiter competes on equal terms. */
-export const MAX_LOCAL_STREAK = 4;
+/** Consecutive local hand-offs of one resource before the next local waiter yields to others. */
+export const MAX_LOCAL_STREAK = 8;
+
+/**
+ * How long (ms) a local waiter that yields lets the waiters of other processes go first after a
+ * release announcement: enough for their attempt to reach the masters before its own.
+ */
+export const YIELD_MS = 1;
 
 /** An acquire's place in the local queue. */
 export interface Ticket {
@@ -80,6 +88,8 @@ interface Line {
   watch: ReleaseWatch | undefined;
   /** Consecutive grants that came from a local hand-off. */
   streak: number;
+  /** The next local waiter yields: it waits for the release announcement, then {@link YIELD_MS}. */
+  yielding: boolean;
   /** Votes of the last contended attempt made from this queue (reported to those who give up). */
   votes: readonly NodeVote[];
 }
@@ -125,6 +135,7 @@ export class LocalQueue {
           watching: undefined,
           watch: undefined,
           streak: 0,
+          yielding: false,
           votes: [],
         };
         this.lines.set(resource, line);
@@ -196,24 +207,24 @@ export class LocalQueue {
     let fresh = false;
     let live = true;
     for (const { line } of ticket.slots) {
-      if (!line.watching) {
-        line.watching = this.store
-          .watchReleases(line.resource, () => this.handOff(line, false))
-          .then((w) => {
-            // The queue emptied meanwhile: nobody needs the watch any more.
-            if (this.lines.get(line.resource) !== line) w?.stop();
-            else line.watch = w;
-            return w;
-          });
-        const w = await line.watching;
-        fresh ||= w?.fresh ?? false;
-        live &&= w?.live ?? false;
-      } else {
-        const w = await line.watching;
-        live &&= w?.live ?? false;
-      }
+      const created = !line.watching;
+      const w = await this.watchLine(line);
+      if (created) fresh ||= w?.fresh ?? false;
+      live &&= w?.live ?? false;
     }
     return { fresh, live };
+  }
+
+  private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
+    line.watching ??= this.store
+      .watchReleases(line.resource, () => this.handOff(line, false))
+      .then((w) => {
+        // The queue emptied meanwhile: nobody needs the watch any more.
+        if (this.lines.get(line.resource) !== line) w?.stop();
+        else line.watch = w;
+        return w;
+      });
+    return line.watching;
   }
 
   /** Records a contended attempt of `ticket` (its votes are reported to those who give up). */
@@ -221,6 +232,7 @@ export class LocalQueue {
     for (const { line } of ticket.slots) {
       line.votes = votes;
       line.streak = 0;
+      line.yielding = false;
     }
   }
 
@@ -235,6 +247,8 @@ export class LocalQueue {
     for (const { line } of ticket.slots) {
       if (ticket.exclusive) line.holder = lock;
       line.streak = ticket.local ? line.streak + 1 : 0;
+      // Others wait behind it: they may have to wait for a release announcement (streak).
+      if (line.first !== line.last) void this.watchLine(line);
     }
     this.leave(ticket);
   }
@@ -287,12 +301,25 @@ export class LocalQueue {
   private handOff(line: Line, local: boolean): void {
     if (this.lines.get(line.resource) !== line) return;
     // A busy process keeps a resource for at most MAX_LOCAL_STREAK local hand-offs in a row; then
-    // its next waiter waits for the release announcement like the waiters of other processes.
-    if (local && line.streak >= MAX_LOCAL_STREAK && line.watch?.live) return;
+    // its next waiter waits for the release announcement, which the waiters of other processes
+    // receive too, and lets them go first (YIELD_MS). Without other waiters it takes the lock then.
+    if (local && line.streak >= MAX_LOCAL_STREAK && line.watch?.live) {
+      line.yielding = true;
+      return;
+    }
+    if (!local && line.yielding) {
+      line.yielding = false;
+      line.streak = 0;
+      this.timeline.add(monotonicNow() + YIELD_MS, () => this.handOff(line, false));
+      return;
+    }
     for (const t of this.front(line)) {
-      t.local = local;
-      if (t.wake) t.wake();
-      else t.handed = true;
+      if (t.wake) {
+        t.local = local;
+        t.wake();
+      } else {
+        t.handed = true; // busy with an attempt: its next sleep returns at once
+      }
     }
   }
 
