@@ -6,7 +6,7 @@
  */
 import type { Redis } from 'ioredis';
 import { getEventListeners } from 'node:events';
-import { LockAbortedError, LockContendedError } from '../../lib/core/errors';
+import { LockContendedError } from '../../lib/core/errors';
 import type { Lock } from '../../lib/core/lock';
 import { MAX_LOCAL_STREAK } from '../../lib/core/policy/local-queue';
 import { STORE_FACTORY } from '../../lib/core/policy/store';
