@@ -12,7 +12,7 @@ interface Channel {
   readonly recent: string[];
   /** Settles once the subscriptions were confirmed or failed. */
   ready?: Promise<void>;
-  /** At least one master confirmed the subscription. */
+  /** At least one master confirmed the subscription (also after the request timeout). */
   live: boolean;
 }
 
@@ -69,7 +69,13 @@ export class ReleaseNotifier {
       for (const sub of this.subscribers.values()) sub.unsubscribe(key).catch(() => undefined);
     };
     await ch.ready;
-    return { fresh, live: ch.live, stop };
+    return {
+      fresh,
+      get live() {
+        return ch.live;
+      },
+      stop,
+    };
   }
 
   private async subscribeChannel(key: string, ch: Channel): Promise<void> {
@@ -78,9 +84,17 @@ export class ReleaseNotifier {
       this.nodes.map(async (node) => {
         const sub = this.subscriberFor(node);
         if (!sub) return;
-        const reply = await node.request(() => sub.subscribe(key), this.timeout);
-        if (reply.kind === 'reply') ch.live = true;
-        else this.logger.debug?.(`Redlock: subscribe on ${node.name}: ${reply.kind}`);
+        // Waited for at most the request timeout; a subscription confirmed later (a subscriber
+        // connection still being made) makes the channel live then.
+        const confirm = (): Promise<unknown> =>
+          sub.subscribe(key).then((n) => {
+            ch.live = true;
+            return n;
+          });
+        const reply = await node.request(confirm, this.timeout);
+        if (reply.kind !== 'reply') {
+          this.logger.debug?.(`Redlock: subscribe on ${node.name}: ${reply.kind}`);
+        }
       }),
     );
   }

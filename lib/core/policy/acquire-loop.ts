@@ -104,6 +104,7 @@ export async function acquireLoop(
         continue;
       }
       attempts++;
+      const sentAt = monotonicNow();
       last = await ctx.attempt(req, attempts, start);
       if (last.lock) {
         if (ticket) queue.granted(ticket, last.lock);
@@ -117,7 +118,7 @@ export async function acquireLoop(
       let live = false;
       if (ticket && contended) {
         queue.refused(ticket, error.votes);
-        const watch = await queue.watch(ticket);
+        const watch = await queue.watch(ticket, sentAt);
         if (watch.fresh) continue; // a release may have been missed while subscribing
         live = watch.live;
       }

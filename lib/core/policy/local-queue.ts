@@ -86,6 +86,8 @@ interface Line {
   /** The release watch of this resource (created at the first contended attempt). */
   watching: Promise<ReleaseWatch | undefined> | undefined;
   watch: ReleaseWatch | undefined;
+  /** Monotonic time the watch became active (announcements before it were not seen). */
+  watchedSince: number;
   /** Consecutive grants that came from a local hand-off. */
   streak: number;
   /** The next local waiter yields: it waits for the release announcement, then {@link YIELD_MS}. */
@@ -134,6 +136,7 @@ export class LocalQueue {
           holder: undefined,
           watching: undefined,
           watch: undefined,
+          watchedSince: Infinity,
           streak: 0,
           yielding: false,
           votes: [],
@@ -199,17 +202,17 @@ export class LocalQueue {
   }
 
   /**
-   * Ensures the release watches of `ticket`'s resources (after a contended attempt). `fresh`:
-   * a watch was just created and a release may have been missed (retry at once); `live`: every
-   * resource's releases are announced (otherwise the waiter polls).
+   * Ensures the release watches of `ticket`'s resources (after a contended attempt sent at
+   * `sentAt`, monotonic ms). `fresh`: a watch became active after the attempt was sent, so a
+   * release may have been missed (retry at once); `live`: every resource's releases are
+   * announced (otherwise the waiter polls).
    */
-  async watch(ticket: Ticket): Promise<{ fresh: boolean; live: boolean }> {
+  async watch(ticket: Ticket, sentAt: number): Promise<{ fresh: boolean; live: boolean }> {
     let fresh = false;
     let live = true;
     for (const { line } of ticket.slots) {
-      const created = !line.watching;
       const w = await this.watchLine(line);
-      if (created) fresh ||= w?.fresh ?? false;
+      if (w && line.watchedSince >= sentAt) fresh = true;
       live &&= w?.live ?? false;
     }
     return { fresh, live };
@@ -222,6 +225,7 @@ export class LocalQueue {
         // The queue emptied meanwhile: nobody needs the watch any more.
         if (this.lines.get(line.resource) !== line) w?.stop();
         else line.watch = w;
+        line.watchedSince = monotonicNow();
         return w;
       });
     return line.watching;

@@ -82,8 +82,9 @@ export interface ReleaseWatch {
   /** A release may have been missed while the registration became active: retry at once. */
   readonly fresh: boolean;
   /**
-   * Announcements reach this process (at least one master confirmed the subscription). When
-   * `false`, waiters must poll: nothing would wake them before the holder's expiry.
+   * Announcements reach this process (at least one master confirmed the subscription; read it
+   * when needed, it may become true later). When `false`, waiters must poll: nothing would wake
+   * them before the holder's expiry.
    */
   readonly live: boolean;
   /** Ends the registration. Idempotent. */
