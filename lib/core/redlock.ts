@@ -131,11 +131,7 @@ export class Redlock {
    * process they follow the current load and return to zero when it stops.
    */
   get footprint(): RedlockFootprint {
-    return {
-      heldLocks: this.held.size,
-      ...this.store.footprint,
-      queuedAcquires: this.queue.size,
-    };
+    return { heldLocks: this.held.size, ...this.store.footprint, queuedAcquires: this.queue.size };
   }
 
   /**
