@@ -56,6 +56,11 @@ export interface LockState {
    * then a release shortens the keys' TTL to the remainder instead of deleting them.
    */
   lockAtLeastFor?: number;
+  /**
+   * Told once when the lock ends — released by its holder (before the release is sent) or found
+   * lost: the engine's local queue wakes the next waiter (policy/local-queue.ts).
+   */
+  onEnd?: () => void;
 }
 
 /** The state of a lock for `grant`: valid from the time its request was sent (protocol step 2). */
@@ -91,9 +96,11 @@ export function applyExtension(
 
 /** Marks a lock released (its holder's choice: the signal does not abort). */
 export function markReleased(s: LockState): void {
+  const first = !s.released && !s.lostReason;
   s.released = true;
   if (s.grant) s.grant.ended = true;
   disarm(s);
+  if (first) s.onEnd?.();
 }
 
 /**
@@ -350,6 +357,7 @@ export function expire(lock: Lock, s: LockState, why: string, cause?: unknown): 
   s.lostReason = err;
   s.controller?.abort(err);
   s.onLost?.(err);
+  s.onEnd?.();
 }
 
 /** Stops the expiry timer (after release). */

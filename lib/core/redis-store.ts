@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { delay, monotonicNow } from './clock';
+import { monotonicNow } from './clock';
 import { InvalidConfigurationError } from './errors';
 import type { AcquireAnswer, AcquireInput, ScriptCall } from './kinds/kind';
 import type { LockKind } from './kinds/kind';
@@ -17,7 +17,7 @@ import type {
   InspectOutcome,
   LockStore,
   Refusal,
-  ReleaseWaiter,
+  ReleaseWatch,
   StoreFootprint,
 } from './policy/store';
 import { settleFencingTokens } from './quorum/fencing-tokens';
@@ -125,7 +125,7 @@ export class RedisStore implements LockStore {
 
   get footprint(): StoreFootprint {
     const f = this.notifier.footprint;
-    return { handoffChannels: f.channels, handoffRecent: f.recent, handoffWaiters: f.acquirers };
+    return { handoffChannels: f.channels, handoffRecent: f.recent, handoffWaiters: f.watches };
   }
 
   keyOf(resource: string): string {
@@ -410,20 +410,10 @@ export class RedisStore implements LockStore {
     );
   }
 
-  async subscribe(
-    resources: readonly string[],
-    since: number,
-  ): Promise<{ waiter: ReleaseWaiter; fresh: boolean } | undefined> {
-    if (!this.settings.handoff) return undefined;
-    const { ticket, fresh } = await this.notifier.subscribe(
-      resources.map((r) => this.keyOf(r)),
-      since,
-    );
-    return { waiter: ticket, fresh };
-  }
-
-  pause(ms: number, signal: AbortSignal): Promise<void> {
-    return delay(ms, signal).catch(() => undefined);
+  /** Release announcements of `resource` through the masters' pub/sub (masters/handoff.ts). */
+  watchReleases(resource: string, onRelease: () => void): Promise<ReleaseWatch | undefined> {
+    if (!this.settings.handoff) return Promise.resolve(undefined);
+    return this.notifier.watch(this.keyOf(resource), onRelease);
   }
 
   async close(): Promise<void> {

@@ -12,6 +12,7 @@ import { expire, lockState, ownedState } from './lock';
 import type { Lock, ReleaseResult } from './lock';
 import { acquireLoop } from './policy/acquire-loop';
 import { InflightAttempts, refuseLate } from './policy/inflight';
+import { LocalQueue } from './policy/local-queue';
 import { attemptOnStore } from './policy/attempt';
 import type { AttemptContext } from './policy/attempt';
 import type { LoopContext } from './policy/acquire-loop';
@@ -71,6 +72,8 @@ export class Redlock {
   private closed = false;
   /** Aborted by {@link drain}: refuses new acquisitions and wakes the waiting ones. */
   private readonly draining = new AbortController();
+  /** Order and wake-ups of this engine's waiting acquires (policy/local-queue.ts). */
+  private readonly queue: LocalQueue;
 
   /**
    * @param clients one ioredis client (Redis or Cluster) per independent master.
@@ -104,9 +107,12 @@ export class Redlock {
       observers: this.observers,
     };
     this.releasing = { ...this.policy, held: this.held };
+    this.queue = new LocalQueue(this.store, this.draining.signal);
     this.loop = {
       store: this.store,
+      queue: this.queue,
       draining: this.draining.signal,
+      requestTimeout: this.settings.requestTimeout,
       attempt: (req, n, startedAt) =>
         this.inflight.track(
           attemptOnStore(this.grants, req, n, startedAt).then((r) =>
@@ -140,7 +146,7 @@ export class Redlock {
    * process they follow the current load and return to zero when it stops.
    */
   get footprint(): RedlockFootprint {
-    return { heldLocks: this.held.size, ...this.store.footprint };
+    return { heldLocks: this.held.size, ...this.store.footprint, queuedAcquires: this.queue.size };
   }
 
   /**
@@ -367,13 +373,17 @@ export class Redlock {
       locks.map((l) => releaseLock(this.releasing, l, lockState(l), true).catch(() => undefined)),
     );
     this.held.stop();
+    this.queue.close();
     await this.store.close();
   }
 
   // ---------------------------------------------------------------------------------------------
 
   private granted(lock: Lock, started: number, lockAtLeastFor?: number): Lock {
-    if (lockAtLeastFor !== undefined) lockState(lock).lockAtLeastFor = lockAtLeastFor;
+    const s = lockState(lock);
+    if (lockAtLeastFor !== undefined) s.lockAtLeastFor = lockAtLeastFor;
+    // Its release (or loss) wakes the next local waiter of its resources at once.
+    s.onEnd ??= () => this.queue.ended(lock);
     if (this.observers.active) {
       this.observers.emit({
         type: 'acquired',

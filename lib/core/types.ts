@@ -83,8 +83,10 @@ export interface RedlockFootprint {
   readonly handoffChannels: number;
   /** Channels with recently announced releases remembered for de-duplication. */
   readonly handoffRecent: number;
-  /** Acquires registered with the hand-off notifier (retrying after contention). */
+  /** Release watches of the hand-off notifier: one per contended resource with local waiters. */
   readonly handoffWaiters: number;
+  /** Acquires waiting in the engine's local queue (FIFO per resource). */
+  readonly queuedAcquires: number;
 }
 
 /**

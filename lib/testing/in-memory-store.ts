@@ -11,6 +11,7 @@ import type {
   Grant,
   InspectOutcome,
   LockStore,
+  ReleaseWatch,
   StoreFactory,
   StoreFootprint,
 } from '../core/policy/store';
@@ -18,7 +19,6 @@ import type { ReleaseResult } from '../core/quorum/protocol';
 import { errorMessage } from '../core/masters/node';
 import type { ResolvedSettings } from '../core/settings';
 import type { MasterHealth } from '../core/types';
-import { onAbort } from '../core/wake';
 
 /** Who holds a resource in an in-memory engine. */
 export type InMemoryHolder =
@@ -49,7 +49,8 @@ export class InMemoryStore implements LockStore {
   readonly footprint = NO_HANDOFF;
   private readonly entries = new Map<string, Entry>();
   private readonly fences = new Map<string, number>();
-  private readonly sleepers = new Set<() => void>();
+  /** Release watches per resource (the engine's local queue keeps one per contended resource). */
+  private readonly watchers = new Map<string, Set<() => void>>();
   private available = true;
   private settings!: ResolvedSettings;
 
@@ -149,7 +150,7 @@ export class InMemoryStore implements LockStore {
         deleted = true;
       }
     }
-    if (deleted && !(keepFor !== undefined && keepFor > 0)) this.wake();
+    if (deleted && !(keepFor !== undefined && keepFor > 0)) this.announce(grant.resources);
     return { deleted: deleted ? 1 : 0, complete: true, votes: [vote(deleted ? 'ok' : 'held')] };
   }
 
@@ -176,35 +177,35 @@ export class InMemoryStore implements LockStore {
     ];
   }
 
-  /** Releases are not announced: waiters are woken by {@link pause} instead. */
-  async subscribe(): Promise<undefined> {
-    return undefined;
-  }
-
-  /** Waits `ms`, or until a release/free in this store, or until `signal` aborts. */
-  pause(ms: number, signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        stopWatching();
-        this.sleepers.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      // One listener per shared signal, however many sleep on it (no MaxListenersExceededWarning).
-      const stopWatching = onAbort(signal, done);
-      this.sleepers.add(done);
-    });
+  /**
+   * Every change that may free a resource — release, `free()`, `loseLock()`, `reset()`, the end
+   * of a simulated outage — is announced synchronously to the watchers of that resource.
+   */
+  async watchReleases(resource: string, onRelease: () => void): Promise<ReleaseWatch> {
+    let set = this.watchers.get(resource);
+    if (!set) this.watchers.set(resource, (set = new Set()));
+    const entry = (): void => onRelease();
+    set.add(entry);
+    const watchers = set;
+    return {
+      fresh: false,
+      live: true,
+      stop: () => {
+        watchers.delete(entry);
+        if (watchers.size === 0 && this.watchers.get(resource) === watchers) {
+          this.watchers.delete(resource);
+        }
+      },
+    };
   }
 
   describe(err: unknown): string {
     return errorMessage(err);
   }
 
-  /** Wakes the waiting acquires (the engine refuses them from now on). */
+  /** The engine wakes and refuses its waiting acquires itself (it drains first). */
   async close(): Promise<void> {
-    this.wake();
+    this.watchers.clear();
   }
 
   // --- fault controls (see InMemoryRedlock) ---------------------------------------------------
@@ -230,7 +231,7 @@ export class InMemoryStore implements LockStore {
         freed = true;
       }
     }
-    if (freed) this.wake();
+    if (freed) this.announce(resources);
     return freed;
   }
 
@@ -241,13 +242,13 @@ export class InMemoryStore implements LockStore {
     if (!lock) return undefined;
     this.entries.delete(resource);
     loseNow(lock, 'it was lost (simulated by the testing module)');
-    this.wake();
+    this.announce([resource]);
     return lock;
   }
 
   setAvailable(available: boolean): void {
     this.available = available;
-    if (available) this.wake();
+    if (available) this.announce([...this.watchers.keys()]);
   }
 
   holderOf(resource: string): InMemoryHolder | undefined {
@@ -269,7 +270,7 @@ export class InMemoryStore implements LockStore {
     }
     this.entries.clear();
     this.available = true;
-    this.wake();
+    this.announce([...this.watchers.keys()]);
   }
 
   /** The entry of `resource` if it has not expired; drops it otherwise. */
@@ -288,8 +289,11 @@ export class InMemoryStore implements LockStore {
     return e && e.expiresAt > now ? e : undefined;
   }
 
-  private wake(): void {
-    for (const wake of [...this.sleepers]) wake();
+  private announce(resources: readonly string[]): void {
+    for (const r of resources) {
+      const set = this.watchers.get(r);
+      if (set) for (const w of [...set]) w();
+    }
   }
 }
 

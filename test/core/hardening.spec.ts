@@ -299,6 +299,7 @@ describe('item 10: nothing accumulates in a long-running engine', () => {
       handoffChannels: 0,
       handoffRecent: 0,
       handoffWaiters: 0,
+      queuedAcquires: 0,
     });
   });
 });

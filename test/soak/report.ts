@@ -189,7 +189,7 @@ export function formatSoak(result: SoakResult): string {
   const columns: [string, number, (s: Sample) => string][] = [
     ['at s', 6, (s) => (s.t / 1000).toFixed(0)],
     ['heap MB', 8, (s) => s.heapMb.toFixed(1)],
-    ['held/chan/recent/wait', 22, (s) => Object.values(s.footprint).join('/')],
+    ['held/chan/recent/wait/queue', 28, (s) => Object.values(s.footprint).join('/')],
     ['dbsize', 14, (s) => per(s, (k) => k.dbsize)],
     ['lock keys', 12, (s) => per(s, (k) => k.locks)],
     ['fence keys', 14, (s) => per(s, (k) => k.fences)],

@@ -14,7 +14,13 @@ const keys = (locks: number, fences = 100): KeyCounts => ({
   markers: 2,
   foreign: 0,
 });
-const idle = { heldLocks: 0, handoffChannels: 0, handoffRecent: 0, handoffWaiters: 0 };
+const idle = {
+  heldLocks: 0,
+  handoffChannels: 0,
+  handoffRecent: 0,
+  handoffWaiters: 0,
+  queuedAcquires: 0,
+};
 
 /** 30 samples over 10 minutes; `heap(i)` and `locks(i)` shape the run. */
 function samples(heap: (i: number) => number, locks = (_i: number) => 10): Sample[] {

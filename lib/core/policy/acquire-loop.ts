@@ -8,9 +8,8 @@ import {
 import type { LockErrorDetail, NoQuorumError } from '../errors';
 import type { Lock } from '../lock';
 import type { CheckedAcquire } from '../request';
-import { MAX_TIMER_MS } from '../settings';
-import { onAbort } from '../wake';
-import type { LockStore, ReleaseWaiter } from './store';
+import type { LocalQueue, Ticket } from './local-queue';
+import type { LockStore } from './store';
 
 /** The outcome of one attempt as the policy sees it: a lock, or the error and its clean-up. */
 export type AttemptResult =
@@ -25,18 +24,37 @@ export type AttemptResult =
 /** What the acquire loop needs from the engine. */
 export interface LoopContext {
   readonly store: LockStore;
+  /** The engine's local queue (policy/local-queue.ts): order, admission, wake-ups. */
+  readonly queue: LocalQueue;
   /** Aborted when the engine drains: refuses new attempts, wakes waiting ones. */
   readonly draining: AbortSignal;
+  /** The per-master request timeout (bounds one attempt; part of the retry budget). */
+  readonly requestTimeout: number;
   /** One attempt (the store's round, turned into a lock or an error). */
   attempt(req: CheckedAcquire, attemptNo: number, startedAt: number): Promise<AttemptResult>;
 }
 
 /**
- * Retries an acquire (docs/REDLOCK.md, "N masters", last paragraph): attempts until granted, until
- * `retryCount` retries were made or `waitTimeout` passed, waiting a random delay between attempts
- * — shorter when the holder's key expires sooner, and cut short by the holder's release
- * announcement (hand-off) when the store announces releases. A failed attempt's clean-up is
- * awaited before its error is surfaced.
+ * The longest an acquire may wait: what `retryCount` retries could take at most —
+ * `retryCount × (retryDelay + retryJitter)` of delays plus `retryCount + 1` attempts of at most
+ * `requestTimeout` each. Time spent queued behind local waiters or sleeping until a holder's
+ * expiry counts toward it, so that fewer attempts never mean a longer wait.
+ */
+export function retryBudget(req: CheckedAcquire, requestTimeout: number): number {
+  return (
+    req.retryCount * (req.retryDelay + req.retryJitter) + (req.retryCount + 1) * requestTimeout
+  );
+}
+
+/**
+ * Retries an acquire (docs/REDLOCK.md, "N masters", last paragraph) in the engine's local
+ * queue: it waits for its turn behind the local waiters of its resources, then attempts until
+ * granted, until `retryCount` retries were made, its {@link retryBudget} or `waitTimeout` is
+ * spent, or its signal aborts. Between attempts it sleeps — while the holder is alive (it holds
+ * a majority and releases are announced) until a release or the holder's expiry, otherwise a
+ * random `retryDelay ± retryJitter` (shorter when the holder's key expires sooner). A request
+ * that cannot retry (`retryCount: 0` or `waitTimeout: 0`) makes its one attempt at once, like
+ * `tryAcquire`. A failed attempt's clean-up is awaited before its error is surfaced.
  */
 export async function acquireLoop(
   ctx: LoopContext,
@@ -44,9 +62,11 @@ export async function acquireLoop(
   start: number,
 ): Promise<Lock> {
   const deadline = req.waitTimeout === undefined ? Infinity : start + req.waitTimeout;
+  const until = Math.min(deadline, start + retryBudget(req, ctx.requestTimeout));
+  const { queue } = ctx;
+  const ticket: Ticket | undefined =
+    req.retryCount > 0 && req.waitTimeout !== 0 ? queue.join(req.resources, true) : undefined;
   let attempts = 0;
-  let waiter: ReleaseWaiter | undefined;
-  let subscribed = false;
   let last: AttemptResult | undefined;
   const detail = (): LockErrorDetail => ({
     resources: req.resources,
@@ -54,6 +74,19 @@ export async function acquireLoop(
     attempts,
     elapsed: monotonicNow() - start,
   });
+  /** Ends the wait without a lock: after the last attempt's clean-up, with its error as cause. */
+  const giveUp = async (timedOut: boolean): Promise<never> => {
+    await last?.cleanup;
+    const base = detail();
+    const cause =
+      last && !last.lock
+        ? last.error
+        : ticket
+          ? queue.contended(ticket, base)
+          : new LockContendedError(base);
+    if (!timedOut) throw cause;
+    throw new WaitTimeoutError({ ...base, waitTimeout: req.waitTimeout ?? 0 }, { cause });
+  };
   try {
     for (;;) {
       if (req.signal?.aborted) {
@@ -64,65 +97,63 @@ export async function acquireLoop(
         await last?.cleanup;
         throw new ShuttingDownError(detail());
       }
+      if (ticket && !queue.admitted(ticket)) {
+        // Queued behind local waiters (or a local holder): sleep until the turn comes.
+        const now = monotonicNow();
+        if (now >= until) return await giveUp(now >= deadline);
+        await queue.sleep(ticket, Math.min(until, queue.holdersEnd(ticket)), req.signal);
+        continue;
+      }
       attempts++;
+      const sentAt = monotonicNow();
       last = await ctx.attempt(req, attempts, start);
-      if (last.lock) return last.lock;
-      const left = deadline - monotonicNow();
-      if (attempts > req.retryCount) break;
-      if (left <= 0) {
-        await last.cleanup;
-        throw new WaitTimeoutError(
-          { ...detail(), waitTimeout: req.waitTimeout ?? 0 },
-          { cause: last.error },
-        );
+      if (last.lock) {
+        if (ticket) queue.granted(ticket, last.lock);
+        return last.lock;
       }
-      const contended = last.error instanceof LockContendedError;
-      if (contended && !subscribed) {
-        // Listen for the holder's release, then retry at once: a release that happened before
-        // the subscription became active cannot be missed.
-        subscribed = true;
-        const subscription = await ctx.store.subscribe(req.resources, start);
-        waiter = subscription?.waiter;
-        if (subscription?.fresh) continue;
+      if (last.error instanceof ShuttingDownError) {
+        await last.cleanup; // granted while the engine drained: released, never handed out
+        throw last.error;
       }
-      let wait = req.retryDelay + (Math.random() * 2 - 1) * req.retryJitter;
-      const holderTtl = contended ? (last.error as LockContendedError).retryAfter : undefined;
-      if (holderTtl !== undefined) wait = Math.min(wait, holderTtl + 1);
-      wait = Math.max(0, Math.min(wait, left, MAX_TIMER_MS));
-      const waking = wakeSignal(req.signal, ctx.draining);
-      try {
-        if (waiter) await waiter.wait(wait, waking.signal);
-        else await ctx.store.pause(wait, waking.signal);
-      } finally {
-        waking.dispose();
+      if (attempts > req.retryCount) return await giveUp(false);
+      const now = monotonicNow();
+      if (now >= until) return await giveUp(now >= deadline);
+      const error = last.error;
+      const contended = error instanceof LockContendedError;
+      let live = false;
+      if (ticket && contended) {
+        queue.refused(ticket, error.votes);
+        const watch = await queue.watch(ticket, sentAt);
+        if (watch.fresh) continue; // a release may have been missed while subscribing
+        live = watch.live;
       }
+      const wait = waitAfter(error, req, ctx.store.quorum, live);
+      // Only queued acquires get here (the others cannot retry).
+      await queue.sleep(ticket as Ticket, Math.min(until, now + wait), req.signal);
     }
-    await last.cleanup;
-    throw last.error;
   } finally {
-    waiter?.done();
+    if (ticket) queue.leave(ticket);
   }
 }
 
 /**
- * The signal a wait between attempts listens to: the caller's (if any) or the engine's drain,
- * whichever aborts first. Allocates only when the caller passed a signal.
+ * How long to sleep after a refused attempt (a release announcement or a local release ends it
+ * sooner). While the holder is alive — a majority of the votes were `held` — and releases are
+ * announced (`live`), until the holder's key expires plus a random part of `retryJitter`: no
+ * polling. Otherwise (split votes, failed masters, no announcements) the random
+ * `retryDelay ± retryJitter` of the algorithm, at most until the holder's expiry.
  */
-function wakeSignal(
-  signal: AbortSignal | undefined,
-  drain: AbortSignal,
-): { signal: AbortSignal; dispose(): void } {
-  if (!signal) return { signal: drain, dispose: () => undefined };
-  const both = new AbortController();
-  const wake = (): void => both.abort();
-  // Both signals may be shared by many waiters: one listener each, fanned out (wake.ts).
-  const stopCaller = onAbort(signal, wake);
-  const stopDrain = onAbort(drain, wake);
-  return {
-    signal: both.signal,
-    dispose: () => {
-      stopCaller();
-      stopDrain();
-    },
-  };
+export function waitAfter(
+  error: LockContendedError | NoQuorumError,
+  req: CheckedAcquire,
+  quorum: number,
+  live: boolean,
+): number {
+  const holderTtl = error instanceof LockContendedError ? error.retryAfter : undefined;
+  const held = error.votes.filter((v) => v.outcome === 'held').length;
+  if (live && holderTtl !== undefined && held >= quorum) {
+    return holderTtl + 1 + Math.random() * req.retryJitter;
+  }
+  const wait = req.retryDelay + (Math.random() * 2 - 1) * req.retryJitter;
+  return Math.max(0, holderTtl === undefined ? wait : Math.min(wait, holderTtl + 1));
 }

@@ -74,12 +74,21 @@ export type ExtendOutcome =
       readonly afterLoss?: () => Promise<void>;
     };
 
-/** An acquire's registration for release announcements (hand-off). */
-export interface ReleaseWaiter {
-  /** Sleeps until a release is handed to it, `ms` pass, or `signal` aborts. */
-  wait(ms: number, signal?: AbortSignal): Promise<boolean>;
+/**
+ * A registration for the release announcements of one resource (hand-off), see
+ * {@link LockStore.watchReleases}.
+ */
+export interface ReleaseWatch {
+  /** A release may have been missed while the registration became active: retry at once. */
+  readonly fresh: boolean;
+  /**
+   * Announcements reach this process (at least one master confirmed the subscription; read it
+   * when needed, it may become true later). When `false`, waiters must poll: nothing would wake
+   * them before the holder's expiry.
+   */
+  readonly live: boolean;
   /** Ends the registration. Idempotent. */
-  done(): void;
+  stop(): void;
 }
 
 // --- inspect and lockAtLeastFor (issue 14, items 3 and 4) ------------------------------------
@@ -104,6 +113,7 @@ export interface InspectOutcome {
 export interface StoreFootprint {
   readonly handoffChannels: number;
   readonly handoffRecent: number;
+  /** Release watches: one per contended resource with waiters in an engine. */
   readonly handoffWaiters: number;
 }
 
@@ -131,16 +141,12 @@ export interface LockStore {
   /** Every master's health. */
   health(): Promise<MasterHealth[]>;
   /**
-   * Registers a contended acquire (started at `since`) for release announcements of `resources`;
-   * `fresh` when a release may have been missed while subscribing (retry at once). `undefined`
-   * when the store announces nothing; the policy then polls with {@link pause}.
+   * Calls `onRelease` whenever a release of `resource` is announced (by this process or any
+   * other), until the watch is stopped. The engine's local queue (policy/local-queue.ts) keeps
+   * one watch per contended resource and wakes the head of its queue. `undefined` when the store
+   * announces nothing; waiters then poll.
    */
-  subscribe(
-    resources: readonly string[],
-    since: number,
-  ): Promise<{ waiter: ReleaseWaiter; fresh: boolean } | undefined>;
-  /** Waits `ms` between attempts, or until `signal` aborts (or the store knows better). */
-  pause(ms: number, signal: AbortSignal): Promise<void>;
+  watchReleases(resource: string, onRelease: () => void): Promise<ReleaseWatch | undefined>;
   readonly footprint: StoreFootprint;
   /** An error's message without credentials (for logs). */
   describe(err: unknown): string;

@@ -1,0 +1,365 @@
+import { monotonicNow } from '../clock';
+import { LockContendedError } from '../errors';
+import type { LockErrorDetail, NodeVote } from '../errors';
+import { lockState } from '../lock';
+import type { Lock } from '../lock';
+import { onAbort } from '../wake';
+import type { LockStore, ReleaseWatch } from './store';
+import { Timeline } from './timeline';
+
+/**
+ * The engine's local queue: fairness and bounded work among the acquires of one process. It is
+ * an efficiency layer only — the masters decide who holds a lock; nothing here is needed for
+ * mutual exclusion.
+ *
+ * - **FIFO per resource.** Every retrying acquire joins the queue of each of its resources, in
+ *   one global arrival order. A new `acquire()` queues behind the local waiters of its resources
+ *   instead of barging past them.
+ * - **Only admitted entries attempt.** An exclusive entry is admitted when it is first in the
+ *   queue of every resource it asks for and no local exclusive holder of those resources is
+ *   still valid. The others sleep without a timer of their own (their deadlines sit in one
+ *   {@link Timeline}): a backlog of 10,000 waiters makes one attempt at a time, never a storm of
+ *   attempts that miss their per-node timeouts.
+ * - **No deadlock for multi-resource requests.** Entries are appended to all their queues at
+ *   once, with increasing sequence numbers, so every queue is ordered by arrival. The waiter that
+ *   arrived first of all those queued is first in every queue it is in, hence admitted: someone
+ *   can always proceed.
+ * - **Hand-off.** When a local holder releases (or loses) its lock, the head of each of its
+ *   resources' queues is woken at once — no pub/sub round-trip, no timer. Its attempt goes out
+ *   on each master's connection after the release that woke it, so it finds the key deleted.
+ *   Releases by other processes arrive through the store's release announcements
+ *   ({@link LockStore.watchReleases}: one watch per contended resource, not per waiter) and wake
+ *   the head the same way. A head that is busy with an attempt when a release is announced is
+ *   "handed" it: its next sleep returns at once (no missed wake-up).
+ * - **Fair across processes.** A local release hands over locally at most
+ *   {@link MAX_LOCAL_STREAK} times in a row while announcements are live; the next local head
+ *   then waits for the release announcement — which the heads of the other processes receive at
+ *   the same time — and {@link YIELD_MS} more, so that their attempts reach the masters first.
+ *   A busy process cannot keep a resource for itself while others wait; alone, it loses one
+ *   announcement's latency every {@link MAX_LOCAL_STREAK} hand-offs.
+ *
+ * Hook for kinds that admit several holders (shared locks, semaphores): an entry joins with
+ * `exclusive: false`; it is admitted when every entry before it in each queue is non-exclusive,
+ * and it is not held back by local non-exclusive holders (only exclusive grants are recorded as
+ * local holders). The masters still decide; the queue only keeps the order.
+ */
+
+/** Consecutive local hand-offs of one resource before the next local waiter yields to others. */
+export const MAX_LOCAL_STREAK = 8;
+
+/**
+ * How long (ms) a local waiter that yields lets the waiters of other processes go first after a
+ * release announcement: enough for their attempt to reach the masters before its own.
+ */
+export const YIELD_MS = 1;
+
+/** An acquire's place in the local queue. */
+export interface Ticket {
+  /** Global arrival order (smaller = earlier). */
+  readonly seq: number;
+  readonly exclusive: boolean;
+  /** One slot per resource, in the resource order of the request. */
+  readonly slots: Slot[];
+  /** Set while it sleeps: ends the sleep. */
+  wake: (() => void) | undefined;
+  /** A release was announced while it was busy: its next sleep returns at once. */
+  handed: boolean;
+  /** Its last wake-up was a local hand-off (counts toward {@link MAX_LOCAL_STREAK}). */
+  local: boolean;
+  left: boolean;
+}
+
+interface Slot {
+  readonly ticket: Ticket;
+  readonly line: Line;
+  prev: Slot | undefined;
+  next: Slot | undefined;
+}
+
+/** The queue of one resource. Exists while it has entries. */
+interface Line {
+  readonly resource: string;
+  first: Slot | undefined;
+  last: Slot | undefined;
+  /** The local exclusive holder granted from this queue, while it may still be valid. */
+  holder: Lock | undefined;
+  /** The release watch of this resource (created at the first contended attempt). */
+  watching: Promise<ReleaseWatch | undefined> | undefined;
+  watch: ReleaseWatch | undefined;
+  /** Monotonic time the watch became active (announcements before it were not seen). */
+  watchedSince: number;
+  /** Consecutive grants that came from a local hand-off. */
+  streak: number;
+  /** The next local waiter yields: it waits for the release announcement, then {@link YIELD_MS}. */
+  yielding: boolean;
+  /** Votes of the last contended attempt made from this queue (reported to those who give up). */
+  votes: readonly NodeVote[];
+}
+
+/** See the file comment. One per engine. */
+export class LocalQueue {
+  private readonly lines = new Map<string, Line>();
+  private readonly tickets = new Set<Ticket>();
+  private readonly timeline = new Timeline();
+  private seq = 0;
+
+  constructor(
+    private readonly store: LockStore,
+    private readonly draining: AbortSignal,
+  ) {
+    onAbort(draining, () => this.wakeAll());
+  }
+
+  /** Number of queued acquires (part of the engine's footprint). */
+  get size(): number {
+    return this.tickets.size;
+  }
+
+  /** Queues an acquire of `resources` behind the local entries already queued for them. */
+  join(resources: readonly string[], exclusive: boolean): Ticket {
+    const ticket: Ticket = {
+      seq: ++this.seq,
+      exclusive,
+      slots: [],
+      wake: undefined,
+      handed: false,
+      local: false,
+      left: false,
+    };
+    for (const resource of resources) {
+      let line = this.lines.get(resource);
+      if (!line) {
+        line = {
+          resource,
+          first: undefined,
+          last: undefined,
+          holder: undefined,
+          watching: undefined,
+          watch: undefined,
+          watchedSince: Infinity,
+          streak: 0,
+          yielding: false,
+          votes: [],
+        };
+        this.lines.set(resource, line);
+      }
+      const slot: Slot = { ticket, line, prev: line.last, next: undefined };
+      if (line.last) line.last.next = slot;
+      else line.first = slot;
+      line.last = slot;
+      ticket.slots.push(slot);
+    }
+    this.tickets.add(ticket);
+    return ticket;
+  }
+
+  /** Whether `ticket` may attempt now (see the file comment). */
+  admitted(ticket: Ticket): boolean {
+    const now = monotonicNow();
+    for (const slot of ticket.slots) {
+      if (holderUntil(slot.line, now) > now) return false;
+      if (slot === slot.line.first) continue;
+      if (ticket.exclusive) return false;
+      for (let s = slot.prev; s; s = s.prev) if (s.ticket.exclusive) return false;
+    }
+    return true;
+  }
+
+  /** When the local holders keeping `ticket` back stop being valid at the latest (ms, monotonic). */
+  holdersEnd(ticket: Ticket): number {
+    const now = monotonicNow();
+    let end = -Infinity;
+    for (const slot of ticket.slots) end = Math.max(end, holderUntil(slot.line, now));
+    return end > now ? end + 1 : Infinity;
+  }
+
+  /**
+   * Sleeps until `ticket` is woken (its turn, a release of one of its resources), `until`
+   * (monotonic ms) passes, `signal` aborts or the engine drains. Returns at once when a release
+   * was handed to it meanwhile.
+   */
+  sleep(ticket: Ticket, until: number, signal: AbortSignal | undefined): Promise<void> {
+    if (ticket.handed) {
+      ticket.handed = false;
+      return Promise.resolve();
+    }
+    if (signal?.aborted || this.draining.aborted || ticket.left) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      let done = false;
+      const finish = (): void => {
+        if (done) return;
+        done = true;
+        ticket.wake = undefined;
+        if (entry) this.timeline.remove(entry);
+        stopWatching();
+        resolve();
+      };
+      const entry = Number.isFinite(until) ? this.timeline.add(until, finish) : undefined;
+      // Shared signals get one listener for all their sleepers (wake.ts).
+      const stopWatching = signal ? onAbort(signal, finish) : noop;
+      ticket.wake = finish;
+    });
+  }
+
+  /**
+   * Ensures the release watches of `ticket`'s resources (after a contended attempt sent at
+   * `sentAt`, monotonic ms). `fresh`: a watch became active after the attempt was sent, so a
+   * release may have been missed (retry at once); `live`: every resource's releases are
+   * announced (otherwise the waiter polls).
+   */
+  async watch(ticket: Ticket, sentAt: number): Promise<{ fresh: boolean; live: boolean }> {
+    let fresh = false;
+    let live = true;
+    for (const { line } of ticket.slots) {
+      const w = await this.watchLine(line);
+      if (w && line.watchedSince >= sentAt) fresh = true;
+      live &&= w?.live ?? false;
+    }
+    return { fresh, live };
+  }
+
+  private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
+    line.watching ??= this.store
+      .watchReleases(line.resource, () => this.handOff(line, false))
+      .then((w) => {
+        // The queue emptied meanwhile: nobody needs the watch any more.
+        if (this.lines.get(line.resource) !== line) w?.stop();
+        else line.watch = w;
+        line.watchedSince = monotonicNow();
+        return w;
+      });
+    return line.watching;
+  }
+
+  /** Records a contended attempt of `ticket` (its votes are reported to those who give up). */
+  refused(ticket: Ticket, votes: readonly NodeVote[]): void {
+    for (const { line } of ticket.slots) {
+      line.votes = votes;
+      line.streak = 0;
+      line.yielding = false;
+    }
+  }
+
+  /** The contention error for a queued acquire that gives up before its turn came. */
+  contended(ticket: Ticket, detail: Omit<LockErrorDetail, 'votes'>): LockContendedError {
+    const votes = ticket.slots.find((s) => s.line.votes.length > 0)?.line.votes ?? [];
+    return new LockContendedError({ ...detail, votes });
+  }
+
+  /** `ticket` was granted `lock`: it is recorded as the local holder, then leaves the queue. */
+  granted(ticket: Ticket, lock: Lock): void {
+    for (const { line } of ticket.slots) {
+      if (ticket.exclusive) line.holder = lock;
+      line.streak = ticket.local ? line.streak + 1 : 0;
+      // Others wait behind it: they may have to wait for a release announcement (streak).
+      if (line.first !== line.last) void this.watchLine(line);
+    }
+    this.leave(ticket);
+  }
+
+  /** Removes `ticket` from its queues and wakes the entries that are admitted now. Idempotent. */
+  leave(ticket: Ticket): void {
+    if (ticket.left) return;
+    ticket.left = true;
+    this.tickets.delete(ticket);
+    ticket.wake?.();
+    for (const slot of ticket.slots) {
+      const line = slot.line;
+      if (slot.prev) slot.prev.next = slot.next;
+      else line.first = slot.next;
+      if (slot.next) slot.next.prev = slot.prev;
+      else line.last = slot.prev;
+      if (!line.first) {
+        this.lines.delete(line.resource);
+        line.watch?.stop();
+      } else {
+        this.promote(line);
+      }
+    }
+  }
+
+  /**
+   * A lock of this engine ended (released by its holder, or lost): wakes the head of each of its
+   * resources' queues at once (see {@link MAX_LOCAL_STREAK}). Called before the release is sent.
+   */
+  ended(lock: Lock): void {
+    for (const resource of lock.resources) {
+      const line = this.lines.get(resource);
+      if (!line) continue;
+      if (line.holder === lock) line.holder = undefined;
+      this.handOff(line, true);
+    }
+  }
+
+  /** Wakes every sleeper (the engine drains or closes) and stops the timer. */
+  close(): void {
+    this.wakeAll();
+    this.timeline.clear();
+  }
+
+  private wakeAll(): void {
+    for (const t of [...this.tickets]) t.wake?.();
+  }
+
+  /** Wakes the admitted entries at the front of `line` (after a release of its resource). */
+  private handOff(line: Line, local: boolean): void {
+    if (this.lines.get(line.resource) !== line) return;
+    // A busy process keeps a resource for at most MAX_LOCAL_STREAK local hand-offs in a row; then
+    // its next waiter waits for the release announcement, which the waiters of other processes
+    // receive too, and lets them go first (YIELD_MS). Without other waiters it takes the lock then.
+    if (local && line.streak >= MAX_LOCAL_STREAK && line.watch?.live) {
+      line.yielding = true;
+      return;
+    }
+    if (!local && line.yielding) {
+      line.yielding = false;
+      line.streak = 0;
+      this.timeline.add(monotonicNow() + YIELD_MS, () => this.handOff(line, false));
+      return;
+    }
+    for (const t of this.front(line)) {
+      if (t.wake) {
+        t.local = local;
+        t.wake();
+      } else {
+        t.handed = true; // busy with an attempt: its next sleep returns at once
+      }
+    }
+  }
+
+  /**
+   * Wakes the entries at the front of `line` after an entry left: admitted now, or kept back by
+   * a local holder — they go back to sleep until that holder's validity ends (a lock left to
+   * expire announces nothing).
+   */
+  private promote(line: Line): void {
+    for (let s = line.first; s; s = s.next) {
+      s.ticket.wake?.();
+      if (s.ticket.exclusive) break;
+    }
+  }
+
+  /** The entries at the front of `line` that are admitted now. */
+  private front(line: Line): Ticket[] {
+    const admitted: Ticket[] = [];
+    for (let s = line.first; s; s = s.next) {
+      if (this.admitted(s.ticket)) admitted.push(s.ticket);
+      if (s.ticket.exclusive) break;
+    }
+    return admitted;
+  }
+}
+
+/** Until when `line`'s local holder is valid (monotonic ms); -Infinity when it has none. */
+function holderUntil(line: Line, now: number): number {
+  const holder = line.holder;
+  if (!holder) return -Infinity;
+  const s = lockState(holder);
+  if (s.released || s.lostReason || s.validUntil <= now) {
+    line.holder = undefined;
+    return -Infinity;
+  }
+  return s.validUntil;
+}
+
+function noop(): void {}

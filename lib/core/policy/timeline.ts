@@ -1,0 +1,122 @@
+import { monotonicNow } from '../clock';
+import { MAX_TIMER_MS } from '../settings';
+
+/** A scheduled call on a {@link Timeline}. */
+export interface TimelineEntry {
+  /** Monotonic time (ms) at which it is due. */
+  readonly at: number;
+  /** Position in the heap; -1 once it fired or was removed. */
+  index: number;
+  readonly fire: () => void;
+}
+
+/**
+ * Many deadlines, one timer: an indexed binary min-heap of due times and a single `setTimeout`
+ * for the earliest one. Sleeping acquires (however many: 10,000 waiters on one resource) cost a
+ * heap slot each, not a timer each; removing a deadline is O(log n). No timer is left armed
+ * once the heap is empty.
+ */
+export class Timeline {
+  private readonly heap: TimelineEntry[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  /** Monotonic time the armed timer was set for (Infinity when none). */
+  private armedFor = Infinity;
+
+  /** Number of pending deadlines. */
+  get size(): number {
+    return this.heap.length;
+  }
+
+  /** Calls `fire` at monotonic time `at` (at once, from the timer, when it already passed). */
+  add(at: number, fire: () => void): TimelineEntry {
+    const entry: TimelineEntry = { at, index: this.heap.length, fire };
+    this.heap.push(entry);
+    this.up(entry.index);
+    this.arm();
+    return entry;
+  }
+
+  /** Cancels `entry` (no effect when it already fired or was removed). */
+  remove(entry: TimelineEntry): void {
+    const i = entry.index;
+    if (i < 0) return;
+    entry.index = -1;
+    const last = this.heap.pop() as TimelineEntry;
+    if (last !== entry) {
+      this.heap[i] = last;
+      last.index = i;
+      this.down(i);
+      this.up(last.index);
+    }
+    // A timer armed for a removed entry may fire early and re-arm; none stays once empty.
+    if (this.heap.length === 0) this.disarm();
+  }
+
+  /** Drops every deadline without calling it and stops the timer. */
+  clear(): void {
+    for (const e of this.heap) e.index = -1;
+    this.heap.length = 0;
+    this.disarm();
+  }
+
+  private arm(): void {
+    const first = this.heap[0];
+    if (!first) return this.disarm();
+    if (this.timer && this.armedFor <= first.at) return;
+    this.disarm();
+    this.armedFor = first.at;
+    // Rounded up: a timer never fires before the deadline it was set for.
+    const ms = Math.min(MAX_TIMER_MS, Math.max(0, Math.ceil(first.at - monotonicNow())));
+    this.timer = setTimeout(this.run, ms);
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.armedFor = Infinity;
+  }
+
+  private readonly run = (): void => {
+    this.timer = undefined;
+    this.armedFor = Infinity;
+    const now = monotonicNow();
+    while (this.heap.length > 0 && this.heap[0].at <= now) {
+      const first = this.heap[0];
+      this.remove(first);
+      first.fire();
+    }
+    this.arm();
+  };
+
+  private up(i: number): void {
+    const h = this.heap;
+    const e = h[i];
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (h[p].at <= e.at) break;
+      h[i] = h[p];
+      h[i].index = i;
+      i = p;
+    }
+    h[i] = e;
+    e.index = i;
+  }
+
+  private down(i: number): void {
+    const h = this.heap;
+    const n = h.length;
+    const e = h[i];
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= n) break;
+      const r = l + 1;
+      const c = r < n && h[r].at < h[l].at ? r : l;
+      if (h[c].at >= e.at) break;
+      h[i] = h[c];
+      h[i].index = i;
+      i = c;
+    }
+    h[i] = e;
+    e.index = i;
+  }
+}

@@ -1,0 +1,334 @@
+/**
+ * Fair hand-off (issue 13 items 3–4): the engine's local queue (lib/core/policy/local-queue.ts)
+ * against 5 real masters — FIFO grants, no barging, local hand-off without polling, waiters that
+ * sleep through a held lock, cancellation mid-queue, multi-resource requests, two engines on one
+ * resource, and 10,000 waiters.
+ */
+import type { Redis } from 'ioredis';
+import { getEventListeners } from 'node:events';
+import { LockContendedError } from '../../lib/core/errors';
+import type { Lock } from '../../lib/core/lock';
+import { MAX_LOCAL_STREAK } from '../../lib/core/policy/local-queue';
+import { STORE_FACTORY } from '../../lib/core/policy/store';
+import type { StoreFactory } from '../../lib/core/policy/store';
+import { RedisStore } from '../../lib/core/redis-store';
+import { Redlock } from '../../lib/core/redlock';
+import type { RedlockSettings } from '../../lib/core/settings';
+import { RedisMasters } from '../harness/redis-masters';
+import { sleep, uniqueResource, waitUntil } from '../harness/util';
+
+let masters: RedisMasters;
+let clients: Redis[];
+let probe: Redis[];
+const engines: Redlock[] = [];
+
+/** An engine whose store counts the attempts it makes (per resource list). */
+function counted(settings: RedlockSettings = {}): { rl: Redlock; attempts: () => number } {
+  let attempts = 0;
+  const factory: StoreFactory = {
+    [STORE_FACTORY]: true,
+    masters: clients.length,
+    open: (resolved) => {
+      const store = new RedisStore(clients, resolved);
+      const attempt = store.attempt.bind(store);
+      store.attempt = (req) => {
+        attempts++;
+        return attempt(req);
+      };
+      return store;
+    },
+  };
+  const rl = new Redlock(factory, { quarantine: false, requestTimeout: 250, ...settings });
+  engines.push(rl);
+  return { rl, attempts: () => attempts };
+}
+
+function engine(settings: RedlockSettings = {}): Redlock {
+  const rl = new Redlock(clients, { quarantine: false, requestTimeout: 250, ...settings });
+  engines.push(rl);
+  return rl;
+}
+
+beforeAll(async () => {
+  masters = await RedisMasters.start(5);
+  clients = masters.createClients();
+  probe = masters.createClients();
+  await RedisMasters.ready([...clients, ...probe]);
+});
+
+afterAll(async () => {
+  await Promise.all(engines.map((e) => e.close()));
+  await masters.stop();
+});
+
+describe('in one process', () => {
+  it('grants in arrival order, and a caller that releases and asks again queues behind the others', async () => {
+    // Short random retries: a waiter polling on its own timer, or a new acquire attempting at
+    // once, would take the lock out of turn.
+    const rl = engine({ retryDelay: 10, retryJitter: 10, retryCount: 10_000 });
+    const r = uniqueResource('fifo');
+    const first = await rl.acquire(r);
+    const order: number[] = [];
+    const callers = [0, 1, 2, 3].map(async (i) => {
+      for (let round = 0; round < 5; round++) {
+        const lock = await rl.acquire(r);
+        order.push(i);
+        await sleep(2);
+        await lock.release();
+      }
+    });
+    await sleep(50); // every caller is queued (and the head has met the holder)
+    await first.release();
+    await Promise.all(callers);
+    expect(order).toEqual(Array.from({ length: 5 }, () => [0, 1, 2, 3]).flat());
+    expect(rl.footprint.queuedAcquires).toBe(0);
+  });
+
+  it('a new acquire does not barge past a waiter', async () => {
+    const rl = engine({ retryDelay: 10, retryJitter: 10, retryCount: 10_000 });
+    const r = uniqueResource('barge');
+    const holder = await rl.acquire(r);
+    const order: string[] = [];
+    const waiter = rl.acquire(r).then((l) => (order.push('waiter'), l));
+    await sleep(30);
+    void holder.release();
+    const newcomer = rl.acquire(r).then((l) => (order.push('newcomer'), l));
+    const w = await waiter;
+    await sleep(20);
+    expect(order).toEqual(['waiter']);
+    await w.release();
+    await (await newcomer).release();
+    expect(order).toEqual(['waiter', 'newcomer']);
+  });
+
+  it('a local release wakes the head at once, without pub/sub and without polling', async () => {
+    // No release announcements, a 60 s retry delay and a 10 s holder: only the local hand-off
+    // can grant the waiter within the test's time.
+    const { rl, attempts } = counted({ handoff: false, retryDelay: 60_000, retryJitter: 0 });
+    const r = uniqueResource('local');
+    const holder = await rl.acquire(r, { ttl: 10_000 });
+    const pending = rl.acquire(r, { ttl: 10_000 });
+    await waitUntil(() => attempts() === 2); // the holder's, then the waiter's refused one
+    await holder.release();
+    const next = await pending;
+    expect(next.attempts).toBe(2);
+    expect(attempts()).toBe(3);
+    await next.release();
+  });
+
+  it('waiters make O(1) attempts per hand-off, not one per retry delay', async () => {
+    const { rl, attempts } = counted({ retryDelay: 5, retryJitter: 5, retryCount: 100_000 });
+    const r = uniqueResource('o1');
+    const holder = await rl.acquire(r);
+    const n = 20;
+    const done = Array.from({ length: n }, async () => {
+      const lock = await rl.acquire(r);
+      await sleep(20); // each hold spans several retry delays
+      await lock.release();
+    });
+    await sleep(100);
+    await holder.release();
+    await Promise.all(done);
+    // 1 for the holder, and per waiter its grant plus at most: a refused attempt as first head,
+    // the retry once its watch was new. Polling every 5–10 ms over ~20 holds of 20 ms would be
+    // thousands.
+    expect(attempts()).toBeLessThanOrEqual(1 + n + 3);
+    expect(rl.footprint).toMatchObject({ queuedAcquires: 0, heldLocks: 0 });
+  });
+
+  it('cancelled and exhausted waiters leave the queue without stalling it', async () => {
+    const rl = engine({ retryDelay: 10, retryJitter: 0, retryCount: 10_000 });
+    const r = uniqueResource('cancel');
+    // A holder in another process that never releases: its key expires after 1.5 s.
+    await Promise.all(probe.map((c) => c.set(rl.keyOf(r), 'someone', 'PX', 1500)));
+    const abort = new AbortController();
+    const outcome = (p: Promise<Lock>): Promise<string> =>
+      p.then(
+        async (l) => {
+          await l.release();
+          return 'granted';
+        },
+        (e: unknown) => (e as Error).name,
+      );
+    const results = [
+      // The head of the queue is cancelled: the next one must take its place.
+      outcome(rl.acquire(r, { signal: abort.signal })),
+      outcome(rl.acquire(r)),
+      // A small retry budget: gives up while queued, before its turn comes.
+      outcome(rl.acquire(r, { retryCount: 2 })),
+      outcome(rl.acquire(r)),
+      outcome(rl.acquire(r, { waitTimeout: 150 })),
+      outcome(rl.acquire(r)),
+    ];
+    await sleep(30);
+    abort.abort();
+    await sleep(1000); // the budgets and the wait timeout end while the holder still holds
+    expect(rl.footprint.queuedAcquires).toBe(3);
+    expect(await Promise.all(results)).toEqual([
+      'LockAbortedError',
+      'granted',
+      'LockContendedError',
+      'granted',
+      'WaitTimeoutError',
+      'granted',
+    ]);
+    expect(rl.footprint.queuedAcquires).toBe(0);
+  });
+
+  it('a waiter that gives up while queued reports the contention its queue met', async () => {
+    const rl = engine({ retryDelay: 10, retryJitter: 0 });
+    const r = uniqueResource('queued-error');
+    await Promise.all(probe.map((c) => c.set(rl.keyOf(r), 'someone', 'PX', 10_000)));
+    const head = rl.acquire(r, { retryCount: 10_000, waitTimeout: 2000 });
+    const queued = rl.acquire(r, { retryCount: 3 }).catch((e: unknown) => e);
+    const error = (await queued) as LockContendedError;
+    expect(error).toBeInstanceOf(LockContendedError);
+    expect(error.attempts).toBe(0);
+    expect(error.votes.filter((v) => v.outcome === 'held').length).toBeGreaterThanOrEqual(3);
+    expect(error.retryAfter).toBeGreaterThan(0);
+    await expect(head).rejects.toThrow(/Gave up waiting/);
+  });
+
+  it('multi-resource requests never deadlock', async () => {
+    const rl = engine({ retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
+    const [a, b, c] = ['a', 'b', 'c'].map((x) => uniqueResource(`multi-${x}`));
+    const sets = [[a, b], [b, c], [c, a], [a], [c, b, a], [b], [a, c], [c]];
+    const held = new Set<string>();
+    let overlaps = 0;
+    await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => {
+        const lock = await rl.acquire(sets[i % sets.length]);
+        if (lock.resources.some((x) => held.has(x))) overlaps++;
+        for (const x of lock.resources) held.add(x);
+        await sleep(1);
+        for (const x of lock.resources) held.delete(x);
+        await lock.release();
+      }),
+    );
+    expect(overlaps).toBe(0);
+    expect(rl.footprint.queuedAcquires).toBe(0);
+  });
+});
+
+describe('across processes', () => {
+  it('a waiter sleeps through a held lock (no polling) and wakes on its release', async () => {
+    const holderEngine = engine();
+    const { rl, attempts } = counted({ retryDelay: 10, retryJitter: 5, retryCount: 10_000 });
+    const r = uniqueResource('sleep');
+    const holder = await holderEngine.acquire(r, { ttl: 10_000 });
+    const pending = rl.acquire(r, { ttl: 10_000 });
+    await sleep(1000); // polling every 5–15 ms would make ~100 attempts meanwhile
+    expect(attempts()).toBeLessThanOrEqual(2); // refused, then the retry once subscribed
+    await holder.release();
+    const next = await pending;
+    expect(attempts()).toBeLessThanOrEqual(3);
+    await next.release();
+  });
+
+  it('a waiter wakes at the expiry of a holder that never releases', async () => {
+    const { rl, attempts } = counted({ retryDelay: 10, retryJitter: 5, retryCount: 10_000 });
+    const r = uniqueResource('expiry');
+    await Promise.all(probe.map((c) => c.set(rl.keyOf(r), 'crashed', 'PX', 700)));
+    const lock = await rl.acquire(r);
+    expect(lock.attempts).toBeLessThanOrEqual(3);
+    expect(attempts()).toBeLessThanOrEqual(3);
+    await lock.release();
+  });
+
+  it('two engines on one resource: every caller gets its turns, neither engine keeps the lock', async () => {
+    const a = engine({ retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
+    const b = engine({ retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
+    const r = uniqueResource('two');
+    const grants: string[] = [];
+    const rounds = 8;
+    const caller = async (rl: Redlock, name: string): Promise<void> => {
+      for (let i = 0; i < rounds; i++) {
+        const lock = await rl.acquire(r);
+        grants.push(name);
+        await sleep(1);
+        await lock.release();
+      }
+    };
+    await Promise.all([
+      ...[0, 1, 2, 3].map((i) => caller(a, `a${i}`)),
+      ...[0, 1, 2, 3].map((i) => caller(b, `b${i}`)),
+    ]);
+    expect(grants).toHaveLength(8 * rounds);
+    // While both engines still had callers, one engine never kept the lock for long: the local
+    // streak is bounded, then the waiters of both compete for each release.
+    const lastOf = (p: string): number => grants.reduce((m, g, i) => (g[0] === p ? i : m), -1);
+    const both = grants.slice(0, Math.min(lastOf('a'), lastOf('b')));
+    let run = 0;
+    let longest = 0;
+    both.forEach((g, i) => {
+      run = i > 0 && g[0] === both[i - 1][0] ? run + 1 : 1;
+      longest = Math.max(longest, run);
+    });
+    expect(longest).toBeLessThanOrEqual(2 * (MAX_LOCAL_STREAK + 1));
+    expect(a.footprint.queuedAcquires + b.footprint.queuedAcquires).toBe(0);
+  });
+});
+
+describe('a failed attempt', () => {
+  it('is cleaned up only on the masters that may hold its token (not where it was refused)', async () => {
+    const rl = engine();
+    const r = uniqueResource('cleanup');
+    await (await rl.acquire(uniqueResource('warm-up'))).release(); // connection checks done
+    // Another holder owns the key on masters 0–2: the attempt is refused there, set on 3–4.
+    await Promise.all(probe.slice(0, 3).map((c) => c.set(rl.keyOf(r), 'someone', 'PX', 10_000)));
+    await Promise.all(probe.map((c) => c.config('RESETSTAT')));
+    expect(await rl.tryAcquire(r)).toBeNull(); // resolves after the clean-up
+    const scriptCalls = await Promise.all(
+      probe.map(async (c) => {
+        const info = await c.info('commandstats');
+        const calls = (name: string): number =>
+          Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+        return calls('evalsha') + calls('eval');
+      }),
+    );
+    // Refused masters: the attempt only. The others: the attempt and its clean-up.
+    expect(scriptCalls).toEqual([1, 1, 1, 2, 2]);
+    expect(await Promise.all(probe.map((c) => c.get(rl.keyOf(r))))).toEqual([
+      'someone',
+      'someone',
+      'someone',
+      null,
+      null,
+    ]);
+  });
+});
+
+describe('10,000 waiters on one resource in one process', () => {
+  it('all are served, one attempt at a time, without a timer or listener each, and nothing is left', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const { rl, attempts } = counted({ retryCount: 1_000_000 });
+      const r = uniqueResource('many');
+      const shared = new AbortController(); // one signal for all: one listener, not 10,000
+      const n = 10_000;
+      const holder = await rl.acquire(r);
+      let granted = 0;
+      const all = Array.from({ length: n }, async () => {
+        const lock = await rl.acquire(r, { signal: shared.signal });
+        granted++;
+        await lock.release();
+      });
+      await waitUntil(() => attempts() >= 2); // the head met the holder
+      expect(rl.footprint.queuedAcquires).toBe(n);
+      const timers = process.getActiveResourcesInfo().filter((t) => t === 'Timeout').length;
+      expect(timers).toBeLessThan(50);
+      expect(getEventListeners(shared.signal, 'abort').length).toBeLessThanOrEqual(1);
+      await holder.release();
+      await Promise.all(all);
+      expect(granted).toBe(n);
+      // One attempt per grant, plus the head's refusal(s) while the first holder held.
+      expect(attempts()).toBeLessThanOrEqual(n + 4);
+      await waitUntil(() => Object.values(rl.footprint).every((v) => v === 0));
+      expect(warnings.map((w) => w.name)).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  }, 120_000);
+});
