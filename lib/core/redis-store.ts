@@ -226,12 +226,15 @@ export class RedisStore implements LockStore {
       state.failed = true; // from here on, no late EVAL fallback may follow the clean-up
       const maybeSet = this.nodes.filter((n, i) => mayHoldToken(tally.votes[i], n.cluster));
       // Sent now, in order on each master's connection, so it runs before any later attempt;
-      // awaited only before the failure is surfaced to the caller.
+      // awaited only before the failure is surfaced to the caller — and then every master it went
+      // to has answered (or timed out): a refused caller finds no key of its attempt left.
       const cleanup =
         maybeSet.length > 0
-          ? this.releaseKeys(resources, token, { only: maybeSet, announce: false }).then(
-              () => undefined,
-            )
+          ? this.releaseKeys(resources, token, {
+              only: maybeSet,
+              announce: false,
+              waitAll: true,
+            }).then(() => undefined)
           : undefined;
       return { refusal, votes: tally.votes, cleanup };
     };
