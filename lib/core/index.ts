@@ -7,7 +7,10 @@ export * from './errors';
 export { Lock } from './lock';
 export type { ReleaseResult, LockOwner } from './lock';
 export { Redlock } from './redlock';
-export { MAX_RESOURCES, MAX_RESOURCE_LENGTH } from './request';
+export { MAX_RESOURCES, MAX_RESOURCE_LENGTH, MAX_LIMIT } from './request';
+export type { LockKindName, LockKindSpec } from './kinds/kind-spec';
+export type { FoundKind } from './kinds/kind-replies';
+export { semaphoreQuorum } from './kinds/quorum-rule';
 export type {
   AcquireOptions,
   UsingOptions,

@@ -3,7 +3,9 @@ import { delay, monotonicNow } from './clock';
 import { InvalidConfigurationError } from './errors';
 import type { AcquireAnswer, ScriptCall } from './kinds/kind';
 import type { LockKind } from './kinds/kind';
-import { MUTEX } from './kinds/mutex';
+import { lockKindFor } from './kinds/holders';
+import type { LockKindSpec } from './kinds/kind-spec';
+import { mismatchIn, waitInput } from './kinds/store-kinds';
 import { fenceKey, lockKey, markerKey } from './keys';
 import { Dispatch } from './masters/dispatch';
 import { ReleaseNotifier } from './masters/handoff';
@@ -51,7 +53,6 @@ export class RedisStore implements LockStore {
   readonly quorum: number;
   readonly nodes: readonly MasterNode[];
   readonly dispatch: Dispatch;
-  readonly kind: LockKind = MUTEX;
   /** The boot marker's key (restart quarantine). */
   readonly markerKey: string;
   /** Tells the logger, once per master, why it is in restart quarantine and for how long. */
@@ -138,14 +139,26 @@ export class RedisStore implements LockStore {
     return this.redact(errorMessage(err));
   }
 
-  /** Runs one voting round over every master (quorum/round.ts). */
+  /** The {@link LockKind} of a request or grant (kinds/holders.ts; the mutex by default). */
+  kindOf(spec: LockKindSpec | undefined): LockKind {
+    return lockKindFor(spec);
+  }
+
+  /** Votes a lock of `kind` needs: its kind's rule over the configured quorum (kinds/). */
+  quorumFor(spec: LockKindSpec | undefined): number {
+    return spec ? lockKindFor(spec).quorum(this.nodes.length, this.quorum) : this.quorum;
+  }
+
+  /** Runs one voting round over every master (quorum/round.ts); `quorum` defaults to the store's. */
   round<T>(
-    spec: Omit<RoundSpec<MasterNode, T>, 'masters' | 'quorum' | 'describeError'>,
+    spec: Omit<RoundSpec<MasterNode, T>, 'masters' | 'quorum' | 'describeError'> & {
+      readonly quorum?: number;
+    },
   ): Promise<Tally<T>> {
     return runRound({
       ...spec,
       masters: this.nodes,
-      quorum: this.quorum,
+      quorum: spec.quorum ?? this.quorum,
       describeError: (err) => this.describe(err),
     });
   }
@@ -156,8 +169,9 @@ export class RedisStore implements LockStore {
    */
   async attempt(req: AttemptRequest): Promise<AttemptOutcome> {
     const { resources, ttl } = req;
-    const { driftFactor, fencing, quarantine } = this.settings;
-    const kind = this.kind;
+    const { driftFactor, fencing, quarantine, keyPrefix } = this.settings;
+    const kind = this.kindOf(req.kind);
+    const quorum = kind.quorum(this.nodes.length, this.quorum);
     const token = newToken();
     const start = monotonicNow();
     const wallStart = Date.now();
@@ -169,6 +183,7 @@ export class RedisStore implements LockStore {
       fenceKeys: fencing ? resources.map((r) => this.fenceKeyOf(r)) : undefined,
       marker: undefined,
       fenceTtl: this.settings.fencingKeyTtl,
+      ...waitInput(kind, req.writerWait, keyPrefix, resources), // writer-waiting flags
     };
     // Built once per attempt; a Cluster master gets one call per slot group instead.
     const plain = kind.acquire(input);
@@ -179,6 +194,7 @@ export class RedisStore implements LockStore {
     const state: { failed: boolean; grant?: Grant } = { failed: false };
     const wanted = (): boolean => !state.failed && !state.grant?.ended;
     const tally = await this.round<AcquireAnswer>({
+      quorum,
       timeout: attemptTimeout(this.settings.requestTimeout, ttl, driftFactor),
       send: (node) =>
         this.dispatch.afterCheck(node, wanted, () =>
@@ -195,6 +211,7 @@ export class RedisStore implements LockStore {
                     ...input,
                     keys: groupKeys,
                     fenceKeys: fencing ? group.map((r) => this.fenceKeyOf(r)) : undefined,
+                    waitKeys: input.waitKeys && waitInput(kind, 1, keyPrefix, group).waitKeys,
                   }),
             (groups) => kind.readAcquire(groups, resources),
             wanted,
@@ -208,20 +225,25 @@ export class RedisStore implements LockStore {
       holderTtl: (a) => a.holderTtl,
     });
     this.noteQuarantined(tally);
-    const fail = (refusal: Refusal): AttemptOutcome => {
+    const fail = (refusal: Refusal, found?: AcquireAnswer['mismatch']): AttemptOutcome => {
       state.failed = true; // from here on, no late EVAL fallback may follow the clean-up
       const maybeSet = this.nodes.filter((n, i) => mayHoldToken(tally.votes[i], n.cluster));
       // Sent now, in order on each master's connection, so it runs before any later attempt;
       // awaited only before the failure is surfaced to the caller.
       const cleanup =
         maybeSet.length > 0
-          ? this.releaseKeys(resources, token, { only: maybeSet, announce: false }).then(
-              () => undefined,
-            )
+          ? this.releaseKeys(resources, token, {
+              only: maybeSet,
+              announce: false,
+              kind: req.kind,
+            }).then(() => undefined)
           : undefined;
-      return { refusal, votes: tally.votes, cleanup };
+      return { refusal, votes: tally.votes, cleanup, quorum, ...(found ? { found } : {}) };
     };
-    const verdict = acquireVerdict(tally.votes, tally.ok, this.quorum);
+    // Another kind at a key on any master: an error, whatever the other votes (kinds never mix).
+    const found = mismatchIn(tally);
+    if (found) return fail('kind-mismatch', found);
+    const verdict = acquireVerdict(tally.votes, tally.ok, quorum);
     if (verdict !== 'quorum') return fail(verdict);
     const exhausted = (): boolean => validityAfter(ttl, start, monotonicNow(), driftFactor) <= 0;
     let fencingTokens: Record<string, number> = {};
@@ -230,7 +252,7 @@ export class RedisStore implements LockStore {
         r?.kind === 'reply' ? r.value.counters : undefined,
       );
       const deadline = validUntil(start, ttl, driftFactor);
-      const tokens = await settleFencingTokens(counters, resources, this.quorum, (t, needs) =>
+      const tokens = await settleFencingTokens(counters, resources, quorum, (t, needs) =>
         this.raiseFences(resources, t, needs, deadline),
       );
       if (!tokens && !exhausted()) return fail('unavailable');
@@ -246,6 +268,7 @@ export class RedisStore implements LockStore {
       votes: tally.votes,
       fencingTokens,
       ended: false,
+      ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
     });
     return { grant };
   }
@@ -295,7 +318,7 @@ export class RedisStore implements LockStore {
   }
 
   release(grant: Grant, waitAll: boolean): Promise<ReleaseResult> {
-    return this.releaseKeys(grant.resources, grant.token, { waitAll, announce: true });
+    return this.releaseKeys(grant.resources, grant.token, { waitAll, announce: true, kind: grant.kind });
   }
 
   /**
@@ -307,14 +330,18 @@ export class RedisStore implements LockStore {
   async releaseKeys(
     resources: readonly string[],
     token: string,
-    options: { only?: readonly MasterNode[]; waitAll?: boolean; announce: boolean },
+    options: { only?: readonly MasterNode[]; waitAll?: boolean; announce: boolean } & {
+      kind?: LockKindSpec;
+    },
   ): Promise<ReleaseResult> {
     const { only, waitAll = false } = options;
+    const kind = this.kindOf(options.kind);
     const keys = resources.map((r) => this.keyOf(r));
     const announce = this.settings.handoff && options.announce;
     // One call for every standalone master; a Cluster master gets one per slot group.
-    const whole = this.kind.release(token, keys, announce);
+    const whole = kind.release(token, keys, announce);
     const tally = await this.round<boolean>({
+      quorum: this.quorumFor(options.kind),
       timeout: this.settings.requestTimeout,
       send: (node) =>
         only && !only.includes(node)
@@ -324,8 +351,8 @@ export class RedisStore implements LockStore {
               resources,
               keys,
               (groupKeys, group) =>
-                group === resources ? whole : this.kind.release(token, groupKeys, announce),
-              (groups) => this.kind.readRelease(groups),
+                group === resources ? whole : kind.release(token, groupKeys, announce),
+              (groups) => kind.readRelease(groups),
             ),
       judge: (deleted) => (deleted ? 'ok' : 'held'),
       waitAll,

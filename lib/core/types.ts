@@ -16,6 +16,18 @@ export interface AcquireOptions {
   waitTimeout?: number;
   /** Cancels a pending acquire with {@link LockAbortedError}. */
   signal?: AbortSignal;
+  /**
+   * A shared (read) lock: any number of shared holders at once, never together with a plain
+   * lock of the same resource (the exclusive, write side). Waiting plain locks are not starved
+   * by a stream of readers (README, "Shared locks"). Not together with `limit`.
+   */
+  shared?: boolean;
+  /**
+   * A counting semaphore: at most `limit` (integer ≥ 1) holders at once. Every holder of a
+   * resource must use the same limit. Each holder needs more than N·limit/(limit+1) masters
+   * (README, "Semaphores"). Not together with `shared`.
+   */
+  limit?: number;
 }
 
 /** Options of {@link Redlock.using}: acquire options plus automatic extension control. */
