@@ -18,6 +18,9 @@ import { errorMessage } from '../core/masters/node';
 import type { ResolvedSettings } from '../core/settings';
 import type { MasterHealth } from '../core/types';
 import { onAbort } from '../core/wake';
+import { MUTEX_SPEC } from '../core/kinds/kind-spec';
+import { admission, pruneSlot } from './in-memory-kinds';
+import type { Admission, Holding, Slot } from './in-memory-kinds';
 
 /** Who holds a resource in an in-memory engine. */
 export type InMemoryHolder =
@@ -25,13 +28,6 @@ export type InMemoryHolder =
   | { readonly kind: 'lock'; readonly lock: Lock }
   /** A hold made with `hold()`: "someone else" (another instance, a stale process). */
   | { readonly kind: 'external' };
-
-interface Entry {
-  readonly token: string;
-  /** Monotonic ms at which the key would expire in Redis; `Infinity` for an open-ended hold. */
-  expiresAt: number;
-  readonly grant?: Grant;
-}
 
 /** The name of the one simulated master. */
 export const IN_MEMORY_MASTER = 'in-memory';
@@ -46,7 +42,8 @@ const NO_HANDOFF: StoreFootprint = { handoffChannels: 0, handoffRecent: 0, hando
 export class InMemoryStore implements LockStore {
   readonly masterNames = [IN_MEMORY_MASTER];
   readonly footprint = NO_HANDOFF;
-  private readonly entries = new Map<string, Entry>();
+  /** One slot per resource: its holders (one for a plain lock) and their kind. */
+  private readonly entries = new Map<string, Slot>();
   private readonly fences = new Map<string, number>();
   private readonly sleepers = new Set<() => void>();
   private available = true;
@@ -74,13 +71,20 @@ export class InMemoryStore implements LockStore {
     if (!this.available) {
       return { refusal: 'unavailable', votes: [vote('error', 'simulated outage')] };
     }
-    const holders = resources.map((r) => this.live(r, now)).filter((e) => e !== undefined);
-    if (holders.length > 0) {
-      const finite = holders.map((e) => e.expiresAt - now).filter((t) => Number.isFinite(t));
-      const held: NodeVote =
-        finite.length === holders.length
-          ? { ...vote('held'), holderTtl: Math.ceil(Math.max(...finite)) }
-          : vote('held');
+    const kind = req.kind ?? MUTEX_SPEC;
+    const answers = resources.map((r) =>
+      admission(this.live(r, now), kind, now, req.writerWait ?? 0),
+    );
+    const mismatch = answers.find((a) => a.status === 'mismatch');
+    if (mismatch) return { refusal: 'kind-mismatch', votes: [vote('held')], found: mismatch.found };
+    const refused = answers.filter(
+      (a): a is Extract<Admission, { status: 'held' }> => a.status === 'held',
+    );
+    if (refused.length > 0) {
+      const ttls = refused.map((a) => a.ttl);
+      const held: NodeVote = ttls.every(Number.isFinite)
+        ? { ...vote('held'), holderTtl: Math.max(...ttls) }
+        : vote('held');
       return { refusal: 'contended', votes: [held] };
     }
     const token = randomBytes(20).toString('base64url');
@@ -101,8 +105,14 @@ export class InMemoryStore implements LockStore {
       votes: [vote('ok')],
       fencingTokens,
       ended: false,
+      ...(kind.name !== 'mutex' ? { kind } : {}),
     };
-    for (const r of resources) this.entries.set(r, { token, expiresAt: now + ttl, grant });
+    for (const r of resources) {
+      const slot = this.entries.get(r) ?? { kind, holders: new Map(), writerWaitUntil: 0 };
+      if (slot.holders.size === 0) slot.kind = kind;
+      slot.holders.set(token, { token, expiresAt: now + ttl, grant });
+      this.entries.set(r, slot);
+    }
     return { grant };
   }
 
@@ -116,11 +126,11 @@ export class InMemoryStore implements LockStore {
     if (!this.available) {
       return { verdict: 'unavailable', votes: [vote('error', 'simulated outage')], elapsed: 0 };
     }
-    const mine = grant.resources.map((r) => this.live(r, now));
-    if (!mine.every((e) => e?.token === grant.token)) {
+    const mine = grant.resources.map((r) => this.live(r, now)?.holders.get(grant.token));
+    if (!mine.every((e) => e !== undefined)) {
       return { verdict: 'lost', votes: [vote('held')], elapsed: 0 };
     }
-    for (const e of mine) if (e) e.expiresAt = now + ttl;
+    for (const e of mine) e.expiresAt = now + ttl;
     return {
       verdict: 'extended',
       start: now,
@@ -137,10 +147,10 @@ export class InMemoryStore implements LockStore {
     }
     let deleted = false;
     for (const r of grant.resources) {
-      const e = this.entries.get(r);
-      if (e && e.token === grant.token) {
-        this.entries.delete(r);
+      const slot = this.entries.get(r);
+      if (slot?.holders.delete(grant.token)) {
         deleted = true;
+        this.dropIfEmpty(r, slot);
       }
     }
     if (deleted) this.wake();
@@ -193,37 +203,45 @@ export class InMemoryStore implements LockStore {
   /** Makes `resources` look held by another process until `until` (monotonic ms). */
   hold(resources: readonly string[], until: number): void {
     const now = monotonicNow();
-    const busy = resources.filter((r) => this.live(r, now));
+    const busy = resources.filter((r) => (this.live(r, now)?.holders.size ?? 0) > 0);
     if (busy.length > 0) {
       throw new Error(`InMemoryRedlock.hold: ${busy.join(', ')} already held`);
     }
     const token = `external:${randomBytes(8).toString('hex')}`;
-    for (const r of resources) this.entries.set(r, { token, expiresAt: until });
+    for (const r of resources) {
+      const holders = new Map<string, Holding>([[token, { token, expiresAt: until }]]);
+      this.entries.set(r, { kind: MUTEX_SPEC, holders, writerWaitUntil: 0 });
+    }
   }
 
   /** Ends holds made with {@link hold}. */
   free(resources: readonly string[]): boolean {
     let freed = false;
     for (const r of resources) {
-      const e = this.entries.get(r);
-      if (e && !e.grant) {
-        this.entries.delete(r);
-        freed = true;
+      const slot = this.entries.get(r);
+      for (const h of slot?.holders.values() ?? []) {
+        if (!h.grant) {
+          slot?.holders.delete(h.token);
+          freed = true;
+        }
       }
+      if (slot) this.dropIfEmpty(r, slot);
     }
     if (freed) this.wake();
     return freed;
   }
 
-  /** The resource's key vanishes; its holder learns it at once. */
+  /** The resource's key vanishes; its holders (all readers / semaphore holders) learn it at once. */
   loseLock(resource: string): Lock | undefined {
-    const e = this.live(resource, monotonicNow());
-    const lock = e?.grant && lockOfGrant(e.grant);
-    if (!lock) return undefined;
+    const slot = this.live(resource, monotonicNow());
+    const locks = [...(slot?.holders.values() ?? [])]
+      .map((h) => h.grant && lockOfGrant(h.grant))
+      .filter((l): l is Lock => l !== undefined);
+    if (locks.length === 0) return undefined;
     this.entries.delete(resource);
-    loseNow(lock, 'it was lost (simulated by the testing module)');
+    for (const lock of locks) loseNow(lock, 'it was lost (simulated by the testing module)');
     this.wake();
-    return lock;
+    return locks[0];
   }
 
   setAvailable(available: boolean): void {
@@ -232,35 +250,53 @@ export class InMemoryStore implements LockStore {
   }
 
   holderOf(resource: string): InMemoryHolder | undefined {
-    const e = this.live(resource, monotonicNow());
-    if (!e) return undefined;
-    const lock = e.grant && lockOfGrant(e.grant);
-    return lock ? { kind: 'lock', lock } : { kind: 'external' };
+    return this.holdersOf(resource)[0];
+  }
+
+  /** Every live holder of `resource` (several for shared locks and semaphores). */
+  holdersOf(resource: string): InMemoryHolder[] {
+    const slot = this.live(resource, monotonicNow());
+    return [...(slot?.holders.values() ?? [])].map((h) => {
+      const lock = h.grant && lockOfGrant(h.grant);
+      return lock ? { kind: 'lock', lock } : { kind: 'external' };
+    });
   }
 
   heldResources(): string[] {
     const now = monotonicNow();
-    return [...this.entries.keys()].filter((r) => this.live(r, now)).sort();
+    return [...this.entries.keys()]
+      .filter((r) => (this.live(r, now)?.holders.size ?? 0) > 0)
+      .sort();
   }
 
   reset(): void {
-    for (const e of this.entries.values()) {
-      const lock = e.grant && lockOfGrant(e.grant);
-      if (lock) loseNow(lock, 'the in-memory engine was reset');
+    for (const slot of this.entries.values()) {
+      for (const h of slot.holders.values()) {
+        const lock = h.grant && lockOfGrant(h.grant);
+        if (lock) loseNow(lock, 'the in-memory engine was reset');
+      }
     }
     this.entries.clear();
     this.available = true;
     this.wake();
   }
 
-  /** The entry of `resource` if it has not expired; drops it otherwise. */
-  private live(resource: string, now: number): Entry | undefined {
-    const e = this.entries.get(resource);
-    if (e && e.expiresAt <= now) {
+  /**
+   * The slot of `resource` with its live holders only; `undefined` when nobody holds it (the slot
+   * stays while a writer-waiting flag lives).
+   */
+  private live(resource: string, now: number): Slot | undefined {
+    const slot = this.entries.get(resource);
+    if (!slot) return undefined;
+    if (pruneSlot(slot, now) > 0) return slot;
+    if (slot.writerWaitUntil <= now) this.entries.delete(resource);
+    return slot.writerWaitUntil > now ? slot : undefined;
+  }
+
+  private dropIfEmpty(resource: string, slot: Slot): void {
+    if (slot.holders.size === 0 && slot.writerWaitUntil <= monotonicNow()) {
       this.entries.delete(resource);
-      return undefined;
     }
-    return e;
   }
 
   private wake(): void {
