@@ -318,7 +318,11 @@ export class RedisStore implements LockStore {
   }
 
   release(grant: Grant, waitAll: boolean): Promise<ReleaseResult> {
-    return this.releaseKeys(grant.resources, grant.token, { waitAll, announce: true, kind: grant.kind });
+    return this.releaseKeys(grant.resources, grant.token, {
+      waitAll,
+      announce: true,
+      kind: grant.kind,
+    });
   }
 
   /**

@@ -54,7 +54,8 @@ async function stateOf(key: string): Promise<string[]> {
     probe.map(async (c) => {
       const type = await c.type(key);
       if (type === 'string') return `string:${await c.get(key)}`;
-      if (type === 'zset') return `zset:${(await c.zrange(key, '0', '-1', 'WITHSCORES')).join(',')}`;
+      if (type === 'zset')
+        return `zset:${(await c.zrange(key, '0', '-1', 'WITHSCORES')).join(',')}`;
       return type;
     }),
   );
