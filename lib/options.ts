@@ -9,6 +9,7 @@ import {
   resolveSettings,
 } from './core/settings';
 import { checkRetryWait, checkTtl } from './core/validate';
+import { MAX_LIMIT } from './core/request';
 import type { TtlLimits } from './core/validate';
 import { isClientInstance, normalizeRedisUrl, redactUrl } from './clients';
 import { checkTelemetryOptions } from './telemetry/opentelemetry';
@@ -63,6 +64,8 @@ const LOCKED_KEYS: readonly string[] = Object.freeze([
   'onLocked',
   'autoExtend',
   'lockAtLeastFor',
+  'shared',
+  'limit',
 ]);
 const ON_LOCKED = new Set<string>(['throw', 'skip', 'wait']);
 
@@ -136,6 +139,11 @@ function resolveModuleOptions(
     engine,
     fail,
   );
+  for (const key of ['shared', 'limit'] as const) {
+    if (lockedDefaults[key] !== undefined) {
+      throw fail(`lockedDefaults.${key}`, 'the kind of lock is chosen per @Locked(), not for all');
+    }
+  }
   const telemetry =
     options.telemetry === undefined
       ? 'auto'
@@ -238,6 +246,7 @@ export function checkLockedOptions(
         out[key] = value;
         break;
       case 'autoExtend':
+      case 'shared':
         if (typeof value !== 'boolean') throw make(f, `must be a boolean, got ${describe(value)}`);
         out[key] = value;
         break;
@@ -246,7 +255,13 @@ export function checkLockedOptions(
         // (decoration time) the engine checks that at call time.
         out[key] = checkInteger(f, value, 0, limits ? limits.maxTtl : MAX_TIMER_MS, make);
         break;
+      case 'limit':
+        out[key] = checkInteger(f, value, 1, MAX_LIMIT, make);
+        break;
     }
+  }
+  if (out.shared === true && out.limit !== undefined) {
+    throw make(`${field}.limit`, 'a lock is either shared or a semaphore with a limit, not both');
   }
   if (out.retryDelay !== undefined && out.retryJitter !== undefined) {
     checkRetryWait(out.retryDelay as number, out.retryJitter as number, make, `${field}.`);

@@ -17,6 +17,13 @@ export const LOCK_LOST_MESSAGE = 'The lock protecting this operation was lost';
 export const SHUTTING_DOWN_MESSAGE =
   'The service is shutting down and takes no new locks; retry on another instance';
 
+/**
+ * Message of the 409 / RPC / WS error when the resource is locked with another kind of lock
+ * (plain, shared, or a semaphore with another limit): a programming error, retrying does not help.
+ */
+export const KIND_MISMATCH_MESSAGE =
+  'The resource is locked with another kind of lock (plain, shared or another semaphore limit)';
+
 /** Message of a RPC/WebSocket error for a resource template that could not be resolved. */
 export const INVALID_LOCK_RESOURCE_MESSAGE = 'The lock resource could not be resolved';
 

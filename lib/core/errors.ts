@@ -4,6 +4,8 @@
  * callers and logs can tell *why* a lock was not granted.
  */
 import { formatMs } from './clock';
+import type { FoundKind } from './kinds/kind-replies';
+import type { LockKindSpec } from './kinds/kind-spec';
 
 /** How one master answered one request. */
 export type NodeOutcome =
@@ -53,6 +55,7 @@ export type RedlockErrorCode =
   | 'ABORTED'
   | 'EXTENSION_LIMIT'
   | 'SHUTTING_DOWN'
+  | 'KIND_MISMATCH'
   | 'INVALID_ARGUMENT'
   | 'INVALID_CONFIGURATION';
 
@@ -217,6 +220,54 @@ export class ShuttingDownError extends LockOperationError {
       `No new lock on ${formatResources(detail.resources)}: the lock service is shutting down`,
       detail,
     );
+  }
+}
+
+/** What a master found at a resource's key that another kind of lock holds. */
+export type FoundLockKind = Exclude<FoundKind, { kind: 'none' }>;
+
+/**
+ * The resource is held with another kind of lock than the one requested: a plain lock, shared
+ * (read) locks or a semaphore with another `limit` — or a key the engine did not write. Kinds never
+ * mix on one resource; this is a programming error, not contention: it is thrown at once (never
+ * retried, whatever `retryCount` or `waitTimeout` say), after the attempt's own keys — if any
+ * master had granted — were deleted again. One master reporting the other kind is enough: the keys
+ * are the engine's own, and a kind that is there on one master was requested by someone.
+ */
+export class KindMismatchError extends LockOperationError {
+  /** Machine-readable kind of the error (stable across versions). */
+  readonly code = 'KIND_MISMATCH' as const;
+  /** The kind that was requested. */
+  readonly requested: LockKindSpec;
+  /** The kind a master found at the key (`foreign`: something the engine did not write). */
+  readonly found: FoundLockKind;
+
+  /** Built by the engine with the details of the operation. */
+  constructor(detail: LockErrorDetail & { requested: LockKindSpec; found: FoundLockKind }) {
+    super(
+      `Resource ${formatResources(detail.resources)} is held as ${foundText(detail.found)}; a ${kindText(detail.requested)} lock cannot be taken on it (kinds never mix on one resource)`,
+      detail,
+    );
+    this.requested = detail.requested;
+    this.found = detail.found;
+  }
+}
+
+function kindText(k: { kind?: string; name?: string; limit?: number }): string {
+  const name = k.kind ?? k.name;
+  return name === 'semaphore' ? `semaphore (limit ${k.limit})` : String(name);
+}
+
+function foundText(found: FoundLockKind): string {
+  switch (found.kind) {
+    case 'mutex':
+      return 'a plain (exclusive) lock';
+    case 'shared':
+      return 'shared (read) locks';
+    case 'semaphore':
+      return `a semaphore with limit ${found.limit}`;
+    default:
+      return `a foreign Redis ${found.redisType} key`;
   }
 }
 

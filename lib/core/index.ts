@@ -9,7 +9,10 @@ export type { ReleaseResult, LockOwner } from './lock';
 export { Redlock } from './redlock';
 export { SERIALIZED_LOCK_VERSION } from './portable';
 export type { SerializedLock } from './portable';
-export { MAX_RESOURCES, MAX_RESOURCE_LENGTH } from './request';
+export { MAX_RESOURCES, MAX_RESOURCE_LENGTH, MAX_LIMIT } from './request';
+export type { LockKindName, LockKindSpec } from './kinds/kind-spec';
+export type { FoundKind } from './kinds/kind-replies';
+export { semaphoreQuorum } from './kinds/quorum-rule';
 export type {
   AcquireOptions,
   UsingOptions,

@@ -1,6 +1,7 @@
 import { monotonicNow } from './clock';
 import { InvalidArgumentError, LockLostError } from './errors';
 import type { NodeVote } from './errors';
+import type { LockKindName, LockKindSpec } from './kinds/kind-spec';
 import type { Grant } from './policy/store';
 import { validUntil } from './quorum/protocol';
 import type { ReleaseResult } from './quorum/protocol';
@@ -165,6 +166,13 @@ export class Lock {
    * Empty when fencing is disabled.
    */
   readonly fencingTokens: Readonly<Record<string, number>>;
+  /**
+   * The kind of lock: `mutex` (a plain, exclusive lock), `shared` (a shared read lock,
+   * `shared: true`) or `semaphore` (`limit: n`).
+   */
+  readonly kind: LockKindName;
+  /** A semaphore's limit; `undefined` for the other kinds. */
+  readonly limit: number | undefined;
 
   /**
    * Locks are created by the engine only (`acquire`, `tryAcquire`, `using`): constructing one
@@ -180,6 +188,8 @@ export class Lock {
       attempts: number;
       fencingTokens: Readonly<Record<string, number>>;
       state: LockState;
+      /** The kind of lock; a plain lock when absent. */
+      kind?: LockKindSpec;
     },
   ) {
     if (!minting) {
@@ -191,6 +201,8 @@ export class Lock {
     this.resources = init.resources;
     this.value = init.value;
     this.attempts = init.attempts;
+    this.kind = init.kind?.name ?? 'mutex';
+    this.limit = this.kind === 'semaphore' ? init.kind?.limit : undefined;
     // Copied into a prototype-free table: a plain object would turn '__proto__' into a prototype.
     const tokens: (readonly [string, number])[] = [];
     for (const r of init.resources) {

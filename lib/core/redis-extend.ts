@@ -23,7 +23,10 @@ export async function extendOnMasters(
   const start = monotonicNow();
   const wallStart = Date.now();
   const timeout = Math.min(settings.requestTimeout, deadline - start);
-  const ledger = settings.repairOnExtend ? ledgerOf(grant, store.nodes.length) : undefined;
+  // Only a mutex key can be put back; a holder set (shared, semaphore) is never re-created.
+  const kind = store.kindOf(grant.kind);
+  const ledger =
+    settings.repairOnExtend && kind.repairs ? ledgerOf(grant, store.nodes.length) : undefined;
   const tally = ledger
     ? await repairingRound(store, grant, ledger, ttl, timeout)
     : await plainRound(store, grant, ttl, timeout);
@@ -34,7 +37,7 @@ export async function extendOnMasters(
     // key, or ours put back since the last one (repair.ts, rule 2).
     blocked: tally.votes.filter((v) => v.outcome === 'held' || v.outcome === 'repaired').length,
     masters: store.nodes.length,
-    quorum: store.quorum,
+    quorum: store.quorumFor(grant.kind),
     end,
     deadline,
     validity: validityAfter(ttl, start, end, settings.driftFactor),
@@ -59,8 +62,10 @@ function plainRound(
   timeout: number,
 ): Promise<Tally<ExtendAnswer>> {
   const keys = grant.resources.map((r) => store.keyOf(r));
-  const whole = store.kind.extend(grant.token, ttl, keys); // every standalone master's call
+  const kind = store.kindOf(grant.kind);
+  const whole = kind.extend(grant.token, ttl, keys); // every standalone master's call
   return store.round<ExtendAnswer>({
+    quorum: store.quorumFor(grant.kind),
     timeout,
     send: (node) =>
       store.dispatch.read(
@@ -68,8 +73,8 @@ function plainRound(
         grant.resources,
         keys,
         (groupKeys, group) =>
-          group === grant.resources ? whole : store.kind.extend(grant.token, ttl, groupKeys),
-        (groups) => store.kind.readExtend(groups, false),
+          group === grant.resources ? whole : kind.extend(grant.token, ttl, groupKeys),
+        (groups) => kind.readExtend(groups, false),
       ),
     judge: (a) => (a.status === 'kept' ? 'ok' : 'held'),
   });
@@ -91,6 +96,7 @@ async function repairingRound(
   const keys = grant.resources.map((r) => store.keyOf(r));
   const duration = store.settings.quarantine.duration;
   const wanted = (): boolean => !grant.ended;
+  const kind = store.kindOf(grant.kind); // the mutex: only its keys are repaired
   const tally = await store.round<ExtendAnswer>({
     timeout,
     send: (node) =>
@@ -103,14 +109,14 @@ async function repairingRound(
               grant.resources,
               keys,
               (groupKeys) =>
-                store.kind.extend(grant.token, ttl, groupKeys, {
+                kind.extend(grant.token, ttl, groupKeys, {
                   marker: node.checksMarker ? store.markerKey : undefined,
                   markerBirth: node.checksMarker ? node.knownBirth : undefined,
                 }),
               wanted,
             ),
           )
-          .then((groups) => store.kind.readExtend(groups, true)),
+          .then((groups) => kind.readExtend(groups, true)),
         (a) => a.status,
       ),
     judge: (a, node) => {

@@ -3,7 +3,9 @@ import { monotonicNow } from './clock';
 import { InvalidConfigurationError } from './errors';
 import type { AcquireAnswer, AcquireInput, ScriptCall } from './kinds/kind';
 import type { LockKind } from './kinds/kind';
-import { MUTEX } from './kinds/mutex';
+import { lockKindFor } from './kinds/holders';
+import type { LockKindSpec } from './kinds/kind-spec';
+import { mismatchIn, waitInput } from './kinds/store-kinds';
 import { fenceKey, lockKey, markerKey } from './keys';
 import { Dispatch } from './masters/dispatch';
 import { ReleaseNotifier } from './masters/handoff';
@@ -53,7 +55,6 @@ export class RedisStore implements LockStore {
   readonly quorum: number;
   readonly nodes: readonly MasterNode[];
   readonly dispatch: Dispatch;
-  readonly kind: LockKind = MUTEX;
   /** The boot marker's key (restart quarantine). */
   readonly markerKey: string;
   /** Tells the logger, once per master, why it is in restart quarantine and for how long. */
@@ -142,14 +143,26 @@ export class RedisStore implements LockStore {
 
   private readonly describeError = (err: unknown): string => this.describe(err);
 
-  /** Runs one voting round over every master (quorum/round.ts). */
+  /** The {@link LockKind} of a request or grant (kinds/holders.ts; the mutex by default). */
+  kindOf(spec: LockKindSpec | undefined): LockKind {
+    return lockKindFor(spec);
+  }
+
+  /** Votes a lock of `kind` needs: its kind's rule over the configured quorum (kinds/). */
+  quorumFor(spec: LockKindSpec | undefined): number {
+    return spec ? lockKindFor(spec).quorum(this.nodes.length, this.quorum) : this.quorum;
+  }
+
+  /** Runs one voting round over every master (quorum/round.ts); `quorum` defaults to the store's. */
   round<T>(
-    spec: Omit<RoundSpec<MasterNode, T>, 'masters' | 'quorum' | 'describeError'>,
+    spec: Omit<RoundSpec<MasterNode, T>, 'masters' | 'quorum' | 'describeError'> & {
+      readonly quorum?: number;
+    },
   ): Promise<Tally<T>> {
     // Spelled out (no spread): one object shape for every round keeps runRound monomorphic.
     return runRound({
       masters: this.nodes,
-      quorum: this.quorum,
+      quorum: spec.quorum ?? this.quorum,
       timeout: spec.timeout,
       send: spec.send,
       judge: spec.judge,
@@ -165,8 +178,9 @@ export class RedisStore implements LockStore {
    */
   async attempt(req: AttemptRequest): Promise<AttemptOutcome> {
     const { resources, ttl } = req;
-    const { driftFactor, fencing, quarantine } = this.settings;
-    const kind = this.kind;
+    const { driftFactor, fencing, quarantine, keyPrefix } = this.settings;
+    const kind = this.kindOf(req.kind);
+    const quorum = kind.quorum(this.nodes.length, this.quorum);
     const token = newToken();
     const start = monotonicNow();
     const wallStart = Date.now();
@@ -178,6 +192,7 @@ export class RedisStore implements LockStore {
       fenceKeys: fencing ? resources.map((r) => this.fenceKeyOf(r)) : undefined,
       marker: undefined,
       fenceTtl: this.settings.fencingKeyTtl,
+      ...waitInput(kind, req.writerWait, keyPrefix, resources), // writer-waiting flags
     };
     // Built once per attempt; a Cluster master gets one call per slot group instead.
     const plain = kind.acquire(input);
@@ -188,6 +203,7 @@ export class RedisStore implements LockStore {
     const state: { failed: boolean; grant?: Grant } = { failed: false };
     const wanted = (): boolean => !state.failed && !state.grant?.ended;
     const tally = await this.round<AcquireAnswer>({
+      quorum,
       timeout: attemptTimeout(this.settings.requestTimeout, ttl, driftFactor),
       send: (node) =>
         this.dispatch.afterCheck(node, wanted, () =>
@@ -199,6 +215,7 @@ export class RedisStore implements LockStore {
               group === resources
                 ? node.checksMarker
                   ? this.markerCall(
+                      kind,
                       node,
                       input,
                       () => (withMarker ??= kind.acquire({ ...input, marker: this.markerKey })),
@@ -208,6 +225,7 @@ export class RedisStore implements LockStore {
                     ...input,
                     keys: groupKeys,
                     fenceKeys: fencing ? group.map((r) => this.fenceKeyOf(r)) : undefined,
+                    waitKeys: input.waitKeys && waitInput(kind, 1, keyPrefix, group).waitKeys,
                   }),
             (groups) => kind.readAcquire(groups, resources),
             wanted,
@@ -222,7 +240,7 @@ export class RedisStore implements LockStore {
       holderTtl: (a) => a.holderTtl,
     });
     this.noteQuarantined(tally);
-    const fail = (refusal: Refusal): AttemptOutcome => {
+    const fail = (refusal: Refusal, found?: AcquireAnswer['mismatch']): AttemptOutcome => {
       state.failed = true; // from here on, no late EVAL fallback may follow the clean-up
       const maybeSet = this.nodes.filter((n, i) => mayHoldToken(tally.votes[i], n.cluster));
       // Sent now, in order on each master's connection, so it runs before any later attempt;
@@ -234,11 +252,15 @@ export class RedisStore implements LockStore {
               only: maybeSet,
               announce: false,
               waitAll: true,
+              kind: req.kind,
             }).then(() => undefined)
           : undefined;
-      return { refusal, votes: tally.votes, cleanup };
+      return { refusal, votes: tally.votes, cleanup, quorum, ...(found ? { found } : {}) };
     };
-    const verdict = acquireVerdict(tally.votes, tally.ok, this.quorum);
+    // Another kind at a key on any master: an error, whatever the other votes (kinds never mix).
+    const found = mismatchIn(tally);
+    if (found) return fail('kind-mismatch', found);
+    const verdict = acquireVerdict(tally.votes, tally.ok, quorum);
     if (verdict !== 'quorum') return fail(verdict);
     const exhausted = (): boolean => validityAfter(ttl, start, monotonicNow(), driftFactor) <= 0;
     let fencingTokens: Record<string, number> = {};
@@ -247,7 +269,7 @@ export class RedisStore implements LockStore {
         r?.kind === 'reply' ? r.value.counters : undefined,
       );
       const deadline = validUntil(start, ttl, driftFactor);
-      const tokens = await settleFencingTokens(counters, resources, this.quorum, (t, needs) =>
+      const tokens = await settleFencingTokens(counters, resources, quorum, (t, needs) =>
         this.raiseFences(resources, t, needs, deadline),
       );
       if (!tokens && !exhausted()) return fail('unavailable');
@@ -263,6 +285,7 @@ export class RedisStore implements LockStore {
       votes: tally.votes,
       fencingTokens,
       ended: false,
+      ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
     });
     return { grant };
   }
@@ -271,11 +294,16 @@ export class RedisStore implements LockStore {
    * The acquire call for a master whose boot marker is checked: with the marker value it is known
    * to hold (no clock read on the master, see MasterNode.knownBirth), or the shared full check.
    */
-  private markerCall(node: MasterNode, input: AcquireInput, full: () => ScriptCall): ScriptCall {
+  private markerCall(
+    kind: LockKind,
+    node: MasterNode,
+    input: AcquireInput,
+    full: () => ScriptCall,
+  ): ScriptCall {
     const markerBirth = node.knownBirth;
     return markerBirth === undefined
       ? full()
-      : this.kind.acquire({ ...input, marker: this.markerKey, markerBirth });
+      : kind.acquire({ ...input, marker: this.markerKey, markerBirth });
   }
 
   /** A master answered with a fully checked marker age: if it was given a known value, it moved. */
@@ -328,7 +356,12 @@ export class RedisStore implements LockStore {
   }
 
   release(grant: Grant, waitAll: boolean, keepFor?: number): Promise<ReleaseResult> {
-    return this.releaseKeys(grant.resources, grant.token, { waitAll, announce: true, keepFor });
+    return this.releaseKeys(grant.resources, grant.token, {
+      waitAll,
+      announce: true,
+      kind: grant.kind,
+      keepFor,
+    });
   }
 
   /**
@@ -344,16 +377,19 @@ export class RedisStore implements LockStore {
       only?: readonly MasterNode[];
       waitAll?: boolean;
       announce: boolean;
+      kind?: LockKindSpec;
       /** lockAtLeastFor: keep the keys for this many ms instead of deleting them. */
       keepFor?: number;
     },
   ): Promise<ReleaseResult> {
     const { only, waitAll = false, keepFor } = options;
+    const kind = this.kindOf(options.kind);
     const keys = resources.map((r) => this.keyOf(r));
     const announce = this.settings.handoff && options.announce;
     // One call for every standalone master; a Cluster master gets one per slot group.
-    const whole = this.kind.release(token, keys, announce, keepFor);
+    const whole = kind.release(token, keys, announce, keepFor);
     const tally = await this.round<boolean>({
+      quorum: this.quorumFor(options.kind),
       timeout: this.settings.requestTimeout,
       send: (node) =>
         only && !only.includes(node)
@@ -363,10 +399,8 @@ export class RedisStore implements LockStore {
               resources,
               keys,
               (groupKeys, group) =>
-                group === resources
-                  ? whole
-                  : this.kind.release(token, groupKeys, announce, keepFor),
-              (groups) => this.kind.readRelease(groups),
+                group === resources ? whole : kind.release(token, groupKeys, announce, keepFor),
+              (groups) => kind.readRelease(groups),
             ),
       judge: (deleted) => (deleted ? 'ok' : 'held'),
       waitAll,

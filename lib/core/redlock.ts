@@ -202,6 +202,7 @@ export class Redlock {
       ...this.prepare(resources, rest, TRY_ACQUIRE_OPTION_NAMES),
       retryCount: 0,
       waitTimeout: undefined,
+      writerWait: 0, // one attempt: a plain lock refused by readers raises no writer-waiting flag
     };
     if (req.signal?.aborted) {
       throw new LockAbortedError(
@@ -210,7 +211,10 @@ export class Redlock {
       );
     }
     const started = monotonicNow();
-    const result = await attemptOnStore(this.grants, req, 1, started);
+    const result = await attemptOnStore(this.grants, req, 1, started).catch((err: unknown) => {
+      this.observers.failed(req.resources, err, started); // a kind mismatch
+      throw err;
+    });
     if (result.lock) return this.granted(result.lock, started, lockAtLeastFor);
     await result.cleanup;
     this.observers.failed(req.resources, result.error, started);

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError } from './errors';
+import { MUTEX_SPEC, SHARED_SPEC } from './kinds/kind-spec';
+import type { LockKindSpec } from './kinds/kind-spec';
 import { MAX_TIMER_MS, checkInteger, describe } from './settings';
 import type { ResolvedSettings } from './settings';
 import type { AcquireOptions } from './types';
@@ -45,6 +47,33 @@ export interface CheckedAcquire {
   readonly retryJitter: number;
   readonly waitTimeout: number | undefined;
   readonly signal: AbortSignal | undefined;
+  /** The kind of lock requested (`shared`, `limit`; a plain lock by default). */
+  readonly kind: LockKindSpec;
+  /**
+   * How long (ms) a plain lock refused by shared readers keeps their writer-waiting flag up: a
+   * retry interval (retryDelay + retryJitter + two request timeouts), so that a retrying writer's
+   * flag does not lapse between attempts; 0 when the request does not retry.
+   */
+  readonly writerWait: number;
+}
+
+/** Largest semaphore `limit` accepted. */
+export const MAX_LIMIT = 1_000_000;
+
+/** The kind of lock of `shared` / `limit` options (typed errors naming the field). */
+export function checkKind(shared: unknown, limit: unknown, prefix = ''): LockKindSpec {
+  if (shared !== undefined && typeof shared !== 'boolean') {
+    throw new InvalidArgumentError(`${prefix}shared`, `must be a boolean, got ${describe(shared)}`);
+  }
+  if (limit === undefined) return shared ? SHARED_SPEC : MUTEX_SPEC;
+  const n = checkInteger(`${prefix}limit`, limit, 1, MAX_LIMIT, argError);
+  if (shared) {
+    throw new InvalidArgumentError(
+      `${prefix}limit`,
+      'a lock is either shared or a semaphore with a limit, not both',
+    );
+  }
+  return { name: 'semaphore', limit: n };
 }
 
 /**
@@ -75,18 +104,25 @@ export function checkAcquire(
     checkDelay('retryJitter', v, argError),
   ) as number;
   checkRetryWait(retryDelay, retryJitter, argError);
+  const kind = checkKind(options.shared, options.limit);
+  const retryCount = opt('retryCount', s.retryCount, (v) =>
+    checkInteger('retryCount', v, 0, 1_000_000, argError),
+  ) as number;
   return {
     resources: list,
     ttl: opt('ttl', s.ttl, (v) => checkTtl('ttl', v, s, argError)) as number,
-    retryCount: opt('retryCount', s.retryCount, (v) =>
-      checkInteger('retryCount', v, 0, 1_000_000, argError),
-    ) as number,
+    retryCount,
     retryDelay,
     retryJitter,
     waitTimeout: opt('waitTimeout', undefined, (v) =>
       checkInteger('waitTimeout', v, 0, MAX_TIMER_MS, argError),
     ),
     signal: options.signal,
+    kind,
+    writerWait:
+      retryCount > 0 && kind.name === 'mutex'
+        ? Math.min(MAX_TIMER_MS, retryDelay + retryJitter + 2 * s.requestTimeout)
+        : 0,
   };
 }
 

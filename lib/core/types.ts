@@ -17,6 +17,18 @@ export interface AcquireOptions {
   /** Cancels a pending acquire with {@link LockAbortedError}. */
   signal?: AbortSignal;
   /**
+   * A shared (read) lock: any number of shared holders at once, never together with a plain
+   * lock of the same resource (the exclusive, write side). Waiting plain locks are not starved
+   * by a stream of readers (README, "Shared locks"). Not together with `limit`.
+   */
+  shared?: boolean;
+  /**
+   * A counting semaphore: at most `limit` (integer ≥ 1) holders at once. Every holder of a
+   * resource must use the same limit. Each holder needs more than N·limit/(limit+1) masters
+   * (README, "Semaphores"). Not together with `shared`.
+   */
+  limit?: number;
+  /**
    * Keep the resource locked for at least this many ms after the grant (ShedLock's
    * `lockAtLeastFor`, for scheduled jobs on several replicas): a release before then does not
    * delete the keys but shortens their TTL to the remainder, so a replica whose timer fires a

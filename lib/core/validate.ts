@@ -30,6 +30,8 @@ export const ACQUIRE_OPTION_NAMES = Object.freeze([
   'retryJitter',
   'waitTimeout',
   'signal',
+  'shared',
+  'limit',
 ] as const);
 /** Option names of `Redlock.tryAcquire` (one attempt: no retry count, no deadline). */
 export const TRY_ACQUIRE_OPTION_NAMES = Object.freeze([
@@ -37,6 +39,8 @@ export const TRY_ACQUIRE_OPTION_NAMES = Object.freeze([
   'retryDelay',
   'retryJitter',
   'signal',
+  'shared',
+  'limit',
 ] as const);
 /** Option names of `Redlock.using`. */
 export const USING_OPTION_NAMES = Object.freeze([

@@ -3,6 +3,7 @@ import type { ArgumentsHost } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
 import {
   InvalidArgumentError,
+  KindMismatchError,
   LockContendedError,
   LockLostError,
   NoQuorumError,
@@ -24,7 +25,8 @@ import { answerTransportLockError } from './transport.error';
  * `RedlockService.acquire()` / `using()` called in a handler, a lock lost mid-request — exactly
  * as `@Locked()` answers on a handler: contention → 423 (or the configured `contentionStatus`)
  * with `Retry-After`; no quorum, a wait timeout, a lost lock, shutdown → 503 with `Retry-After`
- * (and `Connection: close` during shutdown); invalid resource input → 400. Over RPC and
+ * (and `Connection: close` during shutdown); invalid resource input → 400; a kind mismatch → 409
+ * (no `Retry-After`). Over RPC and
  * WebSockets the same `LockErrorPayload` as `@Locked()` handlers send.
  *
  * `RedlockModule` registers it globally (`APP_FILTER`); opt out with
@@ -39,6 +41,7 @@ import { answerTransportLockError } from './transport.error';
   LockLostError,
   ShuttingDownError,
   InvalidArgumentError,
+  KindMismatchError,
 )
 export class LockErrorFilter extends BaseExceptionFilter {
   constructor(

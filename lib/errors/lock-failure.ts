@@ -1,7 +1,8 @@
-import { BadRequestException } from '@nestjs/common';
+import { BadRequestException, ConflictException } from '@nestjs/common';
 import type { HttpException } from '@nestjs/common';
 import {
   InvalidArgumentError,
+  KindMismatchError,
   LockContendedError,
   LockLostError,
   NoQuorumError,
@@ -11,6 +12,7 @@ import {
 import type { ContentionStatus } from '../interfaces/redlock-module-options.interface';
 import {
   LOCK_LOST_MESSAGE,
+  KIND_MISMATCH_MESSAGE,
   LOCK_UNAVAILABLE_MESSAGE,
   RESOURCE_LOCKED_MESSAGE,
   SHUTTING_DOWN_MESSAGE,
@@ -65,6 +67,11 @@ export function classifyLockError(error: unknown): LockFailure | undefined {
   if (error instanceof InvalidArgumentError) {
     return { code: 'INVALID_ARGUMENT', resources: [], error };
   }
+  if (error instanceof KindMismatchError) {
+    // A programming error (two code paths lock one resource with different kinds): retrying
+    // cannot help, so no Retry-After.
+    return { code: 'KIND_MISMATCH', resources: error.resources, error };
+  }
   return undefined;
 }
 
@@ -79,6 +86,8 @@ export function lockFailureMessage(failure: LockFailure): string {
       return SHUTTING_DOWN_MESSAGE;
     case 'INVALID_ARGUMENT':
       return failure.error.message;
+    case 'KIND_MISMATCH':
+      return KIND_MISMATCH_MESSAGE;
     default:
       return LOCK_UNAVAILABLE_MESSAGE;
   }
@@ -106,7 +115,9 @@ export interface HttpLockAnswer {
  * `Retry-After`; no quorum, a wait timeout, a lost lock, or a lock refused during shutdown →
  * {@link LockUnavailableException} (503) with `Retry-After` (and `Connection: close` during
  * shutdown, so that keep-alive clients reconnect to an instance that is not going away);
- * invalid resource input → `BadRequestException` (400).
+ * invalid resource input → `BadRequestException` (400); a kind mismatch (the resource is locked
+ * with another kind: plain, shared, another semaphore limit) → `ConflictException` (409), without
+ * `Retry-After`: waiting does not help.
  */
 export function httpLockAnswer(
   failure: LockFailure,
@@ -124,6 +135,11 @@ export function httpLockAnswer(
     case 'INVALID_ARGUMENT':
       return {
         exception: new BadRequestException(failure.error.message, { cause: failure.error }),
+        headers: {},
+      };
+    case 'KIND_MISMATCH':
+      return {
+        exception: new ConflictException(KIND_MISMATCH_MESSAGE, { cause: failure.error }),
         headers: {},
       };
     default: {

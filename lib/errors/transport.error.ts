@@ -3,7 +3,12 @@ import { importOptional } from '../optional-peer';
 
 /** Error codes sent to RPC and WebSocket clients. */
 export type LockErrorCode =
-  'LOCK_CONTENDED' | 'NO_QUORUM' | 'LOCK_LOST' | 'SHUTTING_DOWN' | 'INVALID_ARGUMENT';
+  | 'LOCK_CONTENDED'
+  | 'NO_QUORUM'
+  | 'LOCK_LOST'
+  | 'SHUTTING_DOWN'
+  | 'INVALID_ARGUMENT'
+  | 'KIND_MISMATCH';
 
 /**
  * Payload of the `RpcException` / `WsException` raised by `@Locked()` handlers over

@@ -70,6 +70,17 @@ export interface LockedOptions {
    * An integer in [0, the engine's `maxTtl`].
    */
   lockAtLeastFor?: number;
+  /**
+   * Take a shared (read) lock: calls holding it run together, never together with a plain
+   * `@Locked()` (or `acquire`) of the same resource. Not in `lockedDefaults`; not with `limit`.
+   */
+  shared?: boolean;
+  /**
+   * Take one of `limit` slots of a counting semaphore: at most `limit` calls hold the resource at
+   * once. Every holder of the resource must use the same limit. Not in `lockedDefaults`; not with
+   * `shared`.
+   */
+  limit?: number;
 }
 
 /** What `@Locked()` records under the `LOCKED_METADATA` key of a method. */

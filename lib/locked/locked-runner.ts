@@ -1,11 +1,13 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   InvalidArgumentError,
+  KindMismatchError,
   LockContendedError,
   LockLostError,
   ShuttingDownError,
 } from '../core';
-import { normalizeResources } from '../core/request';
+import { checkKind, normalizeResources } from '../core/request';
+import type { LockKindSpec } from '../core/kinds/kind-spec';
 import type { AcquireOptions, Lock, LockedRoutine, UsingOptions } from '../core';
 import { errorMessage } from '../core/masters/node';
 import { describe } from '../core/validate';
@@ -125,11 +127,13 @@ export class LockedRunner implements LockedMethodRunner {
     const engine = this.backend.engine;
     const o = { ...this.options.lockedDefaults, ...definedOnly(options) };
     const wanted = normalizeResources([...resources]);
+    const kind = checkKind(o.shared, o.limit, 'options.');
     const parent = lockStorage.getStore();
     const held = new Set<string>();
     for (const frame of framesOf(this, parent)) {
       const ctx = frame.context;
       if (!ctx || !ctx.resources.some((r) => wanted.includes(r))) continue;
+      reentrantKind(ctx.lock, kind, wanted);
       if (ctx.signal.aborted) {
         throw ctx.signal.reason instanceof Error
           ? ctx.signal.reason
@@ -234,14 +238,37 @@ function definedOnly<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
+/**
+ * Reentrancy across kinds: a call chain re-enters a lock it holds when the nested call asks for
+ * the same kind (same limit), or for a shared lock inside a plain one (a writer may read). Anything
+ * else — a plain lock inside a shared one (an upgrade), a semaphore inside another kind — would
+ * wait for itself: a {@link KindMismatchError} at once.
+ */
+function reentrantKind(held: Lock, asked: LockKindSpec, resources: readonly string[]): void {
+  const same = held.kind === asked.name && held.limit === asked.limit;
+  if (same || (held.kind === 'mutex' && asked.name === 'shared')) return;
+  throw new KindMismatchError({
+    resources,
+    votes: [],
+    attempts: 0,
+    elapsed: 0,
+    requested: asked,
+    found:
+      held.kind === 'semaphore'
+        ? { kind: 'semaphore', limit: held.limit ?? 1 }
+        : { kind: held.kind },
+  });
+}
+
 function acquireOptions(
   o: LockedOptions & { onLocked: string },
   signal: AbortSignal | undefined,
 ): AcquireOptions {
   const keep = o.lockAtLeastFor === undefined ? {} : { lockAtLeastFor: o.lockAtLeastFor };
-  if (o.onLocked !== 'wait') return { ttl: o.ttl, retryCount: 0, signal, ...keep };
+  const kind = { shared: o.shared, limit: o.limit, ...keep };
+  if (o.onLocked !== 'wait') return { ttl: o.ttl, retryCount: 0, signal, ...kind };
   return {
-    ...keep,
+    ...kind,
     ttl: o.ttl,
     // With a deadline and no explicit count, the deadline alone bounds the wait.
     retryCount: o.retryCount ?? (o.waitTimeout !== undefined ? 1_000_000 : undefined),

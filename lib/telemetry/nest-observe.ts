@@ -77,6 +77,7 @@ const OUTCOMES: Record<'acquired' | RedlockErrorCode, true> = {
   ABORTED: true,
   EXTENSION_LIMIT: true,
   SHUTTING_DOWN: true,
+  KIND_MISMATCH: true,
   INVALID_ARGUMENT: true,
   INVALID_CONFIGURATION: true,
 };

@@ -31,6 +31,10 @@ export type InMemoryRedlockSettings = Omit<
  * process held it, {@link loseLock} (the holder's signal aborts with a `LockLostError`),
  * {@link setAvailable} (every operation fails with `NoQuorumError`, as when a majority of
  * masters is down).
+ *
+ * Shared locks (`shared: true`) and semaphores (`limit: n`) follow the Redis engine's rules:
+ * readers together, a plain lock excluded (and not starved: a waiting plain lock holds back new
+ * readers), at most `n` semaphore holders, and `KindMismatchError` when kinds are mixed.
  */
 export class InMemoryRedlock extends Redlock {
   private readonly memory: InMemoryStore;
@@ -88,6 +92,11 @@ export class InMemoryRedlock extends Redlock {
   /** Who holds `resource` now (expired holds are dropped), or `undefined` when it is free. */
   holderOf(resource: string): InMemoryHolder | undefined {
     return this.memory.holderOf(resource);
+  }
+
+  /** Every holder of `resource` now: several for shared locks and semaphores, none when free. */
+  holdersOf(resource: string): InMemoryHolder[] {
+    return this.memory.holdersOf(resource);
   }
 
   /** Whether `resource` is held (by a lock of this engine or by {@link hold}). */

@@ -19,6 +19,9 @@ import type { ReleaseResult } from '../core/quorum/protocol';
 import { errorMessage } from '../core/masters/node';
 import type { ResolvedSettings } from '../core/settings';
 import type { MasterHealth } from '../core/types';
+import { MUTEX_SPEC } from '../core/kinds/kind-spec';
+import { admission, pruneSlot } from './in-memory-kinds';
+import type { Admission, Holding, Slot } from './in-memory-kinds';
 
 /** Who holds a resource in an in-memory engine. */
 export type InMemoryHolder =
@@ -26,13 +29,6 @@ export type InMemoryHolder =
   | { readonly kind: 'lock'; readonly lock: Lock }
   /** A hold made with `hold()`: "someone else" (another instance, a stale process). */
   | { readonly kind: 'external' };
-
-interface Entry {
-  readonly token: string;
-  /** Monotonic ms at which the key would expire in Redis; `Infinity` for an open-ended hold. */
-  expiresAt: number;
-  readonly grant?: Grant;
-}
 
 /** The name of the one simulated master. */
 export const IN_MEMORY_MASTER = 'in-memory';
@@ -47,7 +43,8 @@ const NO_HANDOFF: StoreFootprint = { handoffChannels: 0, handoffRecent: 0, hando
 export class InMemoryStore implements LockStore {
   readonly masterNames = [IN_MEMORY_MASTER];
   readonly footprint = NO_HANDOFF;
-  private readonly entries = new Map<string, Entry>();
+  /** One slot per resource: its holders (one for a plain lock) and their kind. */
+  private readonly entries = new Map<string, Slot>();
   private readonly fences = new Map<string, number>();
   /** Release watches per resource (the engine's local queue keeps one per contended resource). */
   private readonly watchers = new Map<string, Set<() => void>>();
@@ -76,13 +73,20 @@ export class InMemoryStore implements LockStore {
     if (!this.available) {
       return { refusal: 'unavailable', votes: [vote('error', 'simulated outage')] };
     }
-    const holders = resources.map((r) => this.live(r, now)).filter((e) => e !== undefined);
-    if (holders.length > 0) {
-      const finite = holders.map((e) => e.expiresAt - now).filter((t) => Number.isFinite(t));
-      const held: NodeVote =
-        finite.length === holders.length
-          ? { ...vote('held'), holderTtl: Math.ceil(Math.max(...finite)) }
-          : vote('held');
+    const kind = req.kind ?? MUTEX_SPEC;
+    const answers = resources.map((r) =>
+      admission(this.live(r, now), kind, now, req.writerWait ?? 0),
+    );
+    const mismatch = answers.find((a) => a.status === 'mismatch');
+    if (mismatch) return { refusal: 'kind-mismatch', votes: [vote('held')], found: mismatch.found };
+    const refused = answers.filter(
+      (a): a is Extract<Admission, { status: 'held' }> => a.status === 'held',
+    );
+    if (refused.length > 0) {
+      const ttls = refused.map((a) => a.ttl);
+      const held: NodeVote = ttls.every(Number.isFinite)
+        ? { ...vote('held'), holderTtl: Math.max(...ttls) }
+        : vote('held');
       return { refusal: 'contended', votes: [held] };
     }
     const token = randomBytes(20).toString('base64url');
@@ -103,8 +107,14 @@ export class InMemoryStore implements LockStore {
       votes: [vote('ok')],
       fencingTokens,
       ended: false,
+      ...(kind.name !== 'mutex' ? { kind } : {}),
     };
-    for (const r of resources) this.entries.set(r, { token, expiresAt: now + ttl, grant });
+    for (const r of resources) {
+      const slot = this.entries.get(r) ?? { kind, holders: new Map(), writerWaitUntil: 0 };
+      if (slot.holders.size === 0) slot.kind = kind;
+      slot.holders.set(token, { token, expiresAt: now + ttl, grant });
+      this.entries.set(r, slot);
+    }
     return { grant };
   }
 
@@ -118,11 +128,11 @@ export class InMemoryStore implements LockStore {
     if (!this.available) {
       return { verdict: 'unavailable', votes: [vote('error', 'simulated outage')], elapsed: 0 };
     }
-    const mine = grant.resources.map((r) => this.live(r, now));
-    if (!mine.every((e) => e?.token === grant.token)) {
+    const mine = grant.resources.map((r) => this.live(r, now)?.holders.get(grant.token));
+    if (!mine.every((e) => e !== undefined)) {
       return { verdict: 'lost', votes: [vote('held')], elapsed: 0 };
     }
-    for (const e of mine) if (e) e.expiresAt = now + ttl;
+    for (const e of mine) e.expiresAt = now + ttl;
     return {
       verdict: 'extended',
       start: now,
@@ -143,11 +153,13 @@ export class InMemoryStore implements LockStore {
     const now = monotonicNow();
     let deleted = false;
     for (const r of grant.resources) {
-      const e = this.live(r, now);
-      if (e && e.token === grant.token) {
-        if (keepFor !== undefined && keepFor > 0) e.expiresAt = now + keepFor;
-        else this.entries.delete(r);
+      const slot = this.entries.get(r);
+      const mine = slot?.holders.get(grant.token);
+      if (slot && mine && mine.expiresAt > now) {
+        if (keepFor !== undefined && keepFor > 0) mine.expiresAt = now + keepFor;
+        else slot.holders.delete(grant.token);
         deleted = true;
+        this.dropIfEmpty(r, slot);
       }
     }
     if (deleted && !(keepFor !== undefined && keepFor > 0)) this.announce(grant.resources);
@@ -160,11 +172,16 @@ export class InMemoryStore implements LockStore {
    */
   async inspect(resource: string): Promise<InspectOutcome> {
     if (!this.available) return { state: undefined, votes: [vote('error', 'simulated outage')] };
-    const e = this.peek(resource, monotonicNow());
-    if (!e) return { state: { locked: false, holders: 0, ttl: 0 }, votes: [vote('ok')] };
-    const left = e.expiresAt - monotonicNow();
+    const now = monotonicNow();
+    const live = [...(this.entries.get(resource)?.holders.values() ?? [])].filter(
+      (h) => h.expiresAt > now,
+    );
+    if (live.length === 0) {
+      return { state: { locked: false, holders: 0, ttl: 0 }, votes: [vote('ok')] };
+    }
+    const left = Math.max(...live.map((h) => h.expiresAt)) - now;
     const ttl = Number.isFinite(left) ? Math.max(1, Math.ceil(left)) : -1;
-    return { state: { locked: true, holders: 1, ttl }, votes: [vote('ok')] };
+    return { state: { locked: true, holders: live.length, ttl }, votes: [vote('ok')] };
   }
 
   /** The simulated master: reachable unless an outage is simulated, never in quarantine. */
@@ -213,37 +230,45 @@ export class InMemoryStore implements LockStore {
   /** Makes `resources` look held by another process until `until` (monotonic ms). */
   hold(resources: readonly string[], until: number): void {
     const now = monotonicNow();
-    const busy = resources.filter((r) => this.live(r, now));
+    const busy = resources.filter((r) => (this.live(r, now)?.holders.size ?? 0) > 0);
     if (busy.length > 0) {
       throw new Error(`InMemoryRedlock.hold: ${busy.join(', ')} already held`);
     }
     const token = `external:${randomBytes(8).toString('hex')}`;
-    for (const r of resources) this.entries.set(r, { token, expiresAt: until });
+    for (const r of resources) {
+      const holders = new Map<string, Holding>([[token, { token, expiresAt: until }]]);
+      this.entries.set(r, { kind: MUTEX_SPEC, holders, writerWaitUntil: 0 });
+    }
   }
 
   /** Ends holds made with {@link hold}. */
   free(resources: readonly string[]): boolean {
     let freed = false;
     for (const r of resources) {
-      const e = this.entries.get(r);
-      if (e && !e.grant) {
-        this.entries.delete(r);
-        freed = true;
+      const slot = this.entries.get(r);
+      for (const h of slot?.holders.values() ?? []) {
+        if (!h.grant) {
+          slot?.holders.delete(h.token);
+          freed = true;
+        }
       }
+      if (slot) this.dropIfEmpty(r, slot);
     }
     if (freed) this.announce(resources);
     return freed;
   }
 
-  /** The resource's key vanishes; its holder learns it at once. */
+  /** The resource's key vanishes; its holders (all readers / semaphore holders) learn it at once. */
   loseLock(resource: string): Lock | undefined {
-    const e = this.live(resource, monotonicNow());
-    const lock = e?.grant && lockOfGrant(e.grant);
-    if (!lock) return undefined;
+    const slot = this.live(resource, monotonicNow());
+    const locks = [...(slot?.holders.values() ?? [])]
+      .map((h) => h.grant && lockOfGrant(h.grant))
+      .filter((l): l is Lock => l !== undefined);
+    if (locks.length === 0) return undefined;
     this.entries.delete(resource);
-    loseNow(lock, 'it was lost (simulated by the testing module)');
+    for (const lock of locks) loseNow(lock, 'it was lost (simulated by the testing module)');
     this.announce([resource]);
-    return lock;
+    return locks[0];
   }
 
   setAvailable(available: boolean): void {
@@ -252,41 +277,53 @@ export class InMemoryStore implements LockStore {
   }
 
   holderOf(resource: string): InMemoryHolder | undefined {
-    const e = this.live(resource, monotonicNow());
-    if (!e) return undefined;
-    const lock = e.grant && lockOfGrant(e.grant);
-    return lock ? { kind: 'lock', lock } : { kind: 'external' };
+    return this.holdersOf(resource)[0];
+  }
+
+  /** Every live holder of `resource` (several for shared locks and semaphores). */
+  holdersOf(resource: string): InMemoryHolder[] {
+    const slot = this.live(resource, monotonicNow());
+    return [...(slot?.holders.values() ?? [])].map((h) => {
+      const lock = h.grant && lockOfGrant(h.grant);
+      return lock ? { kind: 'lock', lock } : { kind: 'external' };
+    });
   }
 
   heldResources(): string[] {
     const now = monotonicNow();
-    return [...this.entries.keys()].filter((r) => this.live(r, now)).sort();
+    return [...this.entries.keys()]
+      .filter((r) => (this.live(r, now)?.holders.size ?? 0) > 0)
+      .sort();
   }
 
   reset(): void {
-    for (const e of this.entries.values()) {
-      const lock = e.grant && lockOfGrant(e.grant);
-      if (lock) loseNow(lock, 'the in-memory engine was reset');
+    for (const slot of this.entries.values()) {
+      for (const h of slot.holders.values()) {
+        const lock = h.grant && lockOfGrant(h.grant);
+        if (lock) loseNow(lock, 'the in-memory engine was reset');
+      }
     }
     this.entries.clear();
     this.available = true;
     this.announce([...this.watchers.keys()]);
   }
 
-  /** The entry of `resource` if it has not expired; drops it otherwise. */
-  private live(resource: string, now: number): Entry | undefined {
-    const e = this.entries.get(resource);
-    if (e && e.expiresAt <= now) {
-      this.entries.delete(resource);
-      return undefined;
-    }
-    return e;
+  /**
+   * The slot of `resource` with its live holders only; `undefined` when nobody holds it (the slot
+   * stays while a writer-waiting flag lives).
+   */
+  private live(resource: string, now: number): Slot | undefined {
+    const slot = this.entries.get(resource);
+    if (!slot) return undefined;
+    if (pruneSlot(slot, now) > 0) return slot;
+    if (slot.writerWaitUntil <= now) this.entries.delete(resource);
+    return slot.writerWaitUntil > now ? slot : undefined;
   }
 
-  /** The entry of `resource` if it has not expired, without dropping anything (read-only). */
-  private peek(resource: string, now: number): Entry | undefined {
-    const e = this.entries.get(resource);
-    return e && e.expiresAt > now ? e : undefined;
+  private dropIfEmpty(resource: string, slot: Slot): void {
+    if (slot.holders.size === 0 && slot.writerWaitUntil <= monotonicNow()) {
+      this.entries.delete(resource);
+    }
   }
 
   private announce(resources: readonly string[]): void {

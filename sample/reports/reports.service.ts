@@ -24,6 +24,11 @@ export interface ReportResult {
  */
 @Injectable()
 export class ReportsService {
+  /** The last result of each report (in process memory: a stand-in for a report store). */
+  private readonly results = new Map<string, ReportResult>();
+  /** Exports running in this process now (the semaphore bounds them across instances). */
+  exportsRunning = 0;
+
   constructor(
     private readonly redlock: RedlockService,
     @Inject(SAMPLE_OPTIONS) private readonly options: ResolvedSampleOptions,
@@ -42,7 +47,7 @@ export class ReportsService {
         `report:${report}`,
         async (signal, lock) => {
           for (let i = 0; i < steps; i++) await pause(reportMs / steps, signal);
-          return {
+          const result = {
             report,
             steps,
             durationMs: Date.now() - started,
@@ -51,6 +56,8 @@ export class ReportsService {
             signalAborted: signal.aborted,
             fencingToken: lock.fencingToken,
           };
+          this.results.set(report, result);
+          return result;
         },
         { ttl: reportTtlMs, retryCount: 0 },
       );
@@ -63,6 +70,22 @@ export class ReportsService {
         throw new ServiceUnavailableException(`report ${report} stopped: its lock was lost`);
       }
       throw err;
+    }
+  }
+
+  /** The last result of `report`, if it was generated (read under a shared lock). */
+  lastResult(report: string): ReportResult | undefined {
+    return this.results.get(report);
+  }
+
+  /** One export: an expensive job the semaphore lets run at most twice at once (all instances). */
+  async export(report: string, signal?: AbortSignal): Promise<{ report: string; exported: true }> {
+    this.exportsRunning++;
+    try {
+      await pause(this.options.timings.reportMs / 3, signal);
+      return { report, exported: true };
+    } finally {
+      this.exportsRunning--;
     }
   }
 }

@@ -51,6 +51,39 @@ afterAll(async () => {
 const pttls = (key: string): Promise<number[]> => Promise.all(probe.map((c) => c.pttl(key)));
 
 describe('lockAtLeastFor', () => {
+  it.each([
+    ['a shared lock', { shared: true }],
+    ['a semaphore slot', { limit: 2 }],
+  ] as const)(
+    '%s released early keeps its membership until the period has passed',
+    async (_, kind) => {
+      const a = engine();
+      const b = engine();
+      const r = uniqueResource('keep-holders');
+      const before = Date.now();
+      const lock = await a.acquire(r, { ttl: 10_000, lockAtLeastFor: 1500, ...kind });
+      const result = await lock.release();
+      expect(result.deleted).toBeGreaterThanOrEqual(2); // kept on a majority
+      expect((await a.inspect(r)).holders).toBe(1); // still counted as a holder
+      await waitUntil(async () => (await pttls(a.keyOf(r))).every((t) => t > 0 && t <= 1500));
+      // A plain lock (another kind would be a mismatch: use the same kind's exclusive side only
+      // for shared locks) is refused until the period has passed.
+      if ('shared' in kind) {
+        let granted = await b.tryAcquire(r);
+        while (!granted) {
+          expect(Date.now() - before).toBeLessThan(10_000);
+          await sleep(20);
+          granted = await b.tryAcquire(r);
+        }
+        expect(Date.now() - before).toBeGreaterThanOrEqual(1490);
+        await granted.release();
+      } else {
+        await waitUntil(async () => (await a.inspect(r)).holders === 0, 10_000);
+        expect(Date.now() - before).toBeGreaterThanOrEqual(1490);
+      }
+    },
+  );
+
   it('a release before the period keeps the resource locked until it has passed since the grant', async () => {
     const a = engine();
     const b = engine(); // another replica

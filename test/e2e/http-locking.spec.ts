@@ -6,7 +6,7 @@ import type { SampleApp } from '../../sample/app.module';
 import type { Order } from '../../sample/orders/order.model';
 import type { Charge } from '../../sample/orders/payment.gateway';
 import type { RedisMasters } from '../harness/redis-masters';
-import { PLATFORMS, bootSample, holdersOf, startMasters, uid, waitUntil } from './helpers';
+import { PLATFORMS, bootSample, holdersOf, lockKey, startMasters, uid, waitUntil } from './helpers';
 
 /**
  * The sample shop's HTTP locks on 5 real masters, over Express and Fastify. Mutual exclusion
@@ -156,6 +156,44 @@ describe.each(PLATFORMS)('sample shop over HTTP (%s)', (platform) => {
     expect(first.body.signalAborted).toBe(false);
     expect(second.status).toBe(409);
     expect(await holdersOf(clients, `report:${name}`)).toBe(0);
+  });
+
+  it('reads a report under a shared lock: readers together, 423 while it is being generated', async () => {
+    const name = uid('report-');
+    await http().get(`/reports/${name}`).expect(404);
+    const generating = http()
+      .post(`/reports/${name}`)
+      .then((r) => r); // sent now (supertest sends on then)
+    await waitUntil(async () => (await holdersOf(clients, `report:${name}`)) >= 3, 2000);
+    await http().get(`/reports/${name}`).expect(423); // the generator holds the plain lock
+    expect((await generating).status).toBe(201);
+    const reads = await Promise.all(
+      Array.from({ length: 5 }, () => http().get(`/reports/${name}`)),
+    );
+    expect(reads.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(reads[0].body.report).toBe(name);
+    expect(await holdersOf(clients, `report:${name}`)).toBe(0);
+  });
+
+  it('exports under a semaphore of 2: never more than 2 at once, the others wait their turn', async () => {
+    const key = lockKey('reports:exports');
+    let most = 0;
+    let polling = true;
+    const poll = (async () => {
+      while (polling) {
+        const sizes = await Promise.all(clients.map((c) => c.zcard(key).catch(() => 0)));
+        most = Math.max(most, ...sizes.map((n) => Math.max(0, n - 1))); // minus the kind marker
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    const results = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => http().post(`/reports/${uid('x-')}${i}/export`)),
+    );
+    polling = false;
+    await poll;
+    expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
+    expect(most).toBe(2);
+    expect(await holdersOf(clients, 'reports:exports')).toBe(0);
   });
 });
 

@@ -1,10 +1,10 @@
 /**
  * Extend, release and inspect for the holder-set kinds (shared readers, semaphore holders); the
  * inspect script reads any kind, the mutex string included. Layout and reply shapes:
- * docs/lock-kinds.md. Helpers (`kindOf`, `prune`, `expiry`, ...): KIND_LUA in lua.ts.
+ * docs/lock-kinds.md. Helpers (`kindOf`, `prune`, `expiry`, ...): lua.ts (inlined templates).
  */
 import type { LuaScript } from '../scripts/lua';
-import { KIND_LUA, script } from './lua';
+import { CHECK_TOKEN_LUA, NOW_LUA, expiry, kindOf, num, prune, pttl, script } from './lua';
 
 /**
  * Extend: all-or-nothing compare-and-pexpire of one holder. Every key must be a holder zset in
@@ -16,18 +16,16 @@ import { KIND_LUA, script } from './lua';
  */
 export const HOLDERS_EXTEND_SCRIPT = script(
   'holders-extend',
-  `${KIND_LUA}
-local bad = checkToken(ARGV[1])
-if bad then return bad end
-local now = nowMs()
+  `${CHECK_TOKEN_LUA}${NOW_LUA}
 for i = 1, #KEYS do
   if redis.call('TYPE', KEYS[i])['ok'] ~= 'zset' then return 0 end
   local s = tonumber(redis.call('ZSCORE', KEYS[i], ARGV[1]))
   if (not s) or s <= now then return 0 end
 end
+local exp = ${num('now + tonumber(ARGV[2])')}
 for i = 1, #KEYS do
-  redis.call('ZADD', KEYS[i], 'XX', num(now + tonumber(ARGV[2])), ARGV[1])
-  redis.call('PEXPIREAT', KEYS[i], num(expiry(KEYS[i], true)))
+  redis.call('ZADD', KEYS[i], 'XX', exp, ARGV[1])
+  redis.call('PEXPIREAT', KEYS[i], ${num(expiry('KEYS[i]', true))})
 end
 return 1
 `,
@@ -40,22 +38,30 @@ return 1
  * counts and, with the publish flag, publishes the token on the key's channel (named like the
  * key, as RELEASE_SCRIPT does): a slot of a semaphore is free, or a reader left.
  *
- * KEYS: lock keys. ARGV: token, publish flag ('1' = publish). Returns the number of keys where a
- * live membership was removed.
+ * With ARGV[3] (`keepFor`, ms > 0: lockAtLeastFor), a live membership is not removed: its expiry
+ * becomes now + keepFor and the key's TTL the latest member's; nothing is published. Expired
+ * memberships and keys of other kinds are left alone, each key on its own.
+ *
+ * KEYS: lock keys. ARGV: token, publish flag ('1' = publish), [keepFor]. Returns the number of keys
+ * where a live membership was removed (or kept for `keepFor`).
  */
 export const HOLDERS_RELEASE_SCRIPT = script(
   'holders-release',
-  `${KIND_LUA}
-local bad = checkToken(ARGV[1])
-if bad then return bad end
-local now = nowMs()
+  `${CHECK_TOKEN_LUA}${NOW_LUA}
 local removed = 0
+local keep = tonumber(ARGV[3] or '0')
 for i = 1, #KEYS do
   if redis.call('TYPE', KEYS[i])['ok'] == 'zset' then
     local s = tonumber(redis.call('ZSCORE', KEYS[i], ARGV[1]))
-    if s then
-      redis.call('ZREM', KEYS[i], ARGV[1])
-      prune(KEYS[i], now)
+    if s and keep > 0 then
+      if s > now then
+        redis.call('ZADD', KEYS[i], 'XX', ${num('now + keep')}, ARGV[1])
+        redis.call('PEXPIREAT', KEYS[i], ${num(expiry('KEYS[i]', true))})
+        removed = removed + 1
+      end
+    elseif s then
+      -- The one place a membership ends.
+      redis.call('ZREM', KEYS[i], ARGV[1])${prune('KEYS[i]')}
       if s > now then
         removed = removed + 1
         if ARGV[2] == '1' then
@@ -82,18 +88,17 @@ return removed
  */
 export const INSPECT_SCRIPT = script(
   'inspect',
-  `${KIND_LUA}
+  `
 local waiting = 0
-if KEYS[2] then waiting = pttl(KEYS[2]) end
-local kind, limit, t = kindOf(KEYS[1])
+if KEYS[2] then waiting = ${pttl('KEYS[2]')} end${kindOf('KEYS[1]')}
 if kind == 'none' then return {'none', 0, 0, 0, waiting} end
 if kind == 'mutex' then return {'mutex', 1, redis.call('PTTL', KEYS[1]), 0, waiting} end
-if kind == 'foreign' then return {'foreign:' .. t, 0, pttl(KEYS[1]), 0, waiting} end
-local now = nowMs()
-local holders = redis.call('ZCOUNT', KEYS[1], '(' .. num(now), '(+inf')
+if kind == 'foreign' then return {'foreign:' .. t, 0, ${pttl('KEYS[1]')}, 0, waiting} end
+${NOW_LUA}
+local holders = redis.call('ZCOUNT', KEYS[1], '(' .. ${num('now')}, '(+inf')
 local ttl = 0
-if holders > 0 then ttl = expiry(KEYS[1], true) - now end
-return {kind, holders, ttl, limit, waiting}
+if holders > 0 then ttl = ${expiry('KEYS[1]', true)} - now end
+return {kind, holders, ttl, l, waiting}
 `,
 );
 

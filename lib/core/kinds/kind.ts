@@ -1,4 +1,5 @@
 import type { LuaScript } from '../scripts/lua';
+import type { FoundKind } from './kind-replies';
 
 /**
  * A kind of lock (docs/lock-kinds.md): what it writes on one master and how a master's answer
@@ -31,6 +32,13 @@ export interface AcquireInput {
   readonly markerBirth?: string;
   /** Lifetime of a new fencing counter key (ms). */
   readonly fenceTtl: number;
+  /**
+   * Writer-waiting flag keys of the resources (shared locks' writer policy, docs/lock-kinds.md),
+   * when flags may be read or raised: readers always, plain locks when `waitTtl` > 0.
+   */
+  readonly waitKeys?: readonly string[];
+  /** How long a plain lock refused by readers keeps their writer-waiting flag up (ms; 0 = none). */
+  readonly waitTtl?: number;
 }
 
 /** One master's answer to an acquire, over all of its slot groups. */
@@ -43,6 +51,12 @@ export interface AcquireAnswer {
   readonly holderTtl: number | undefined;
   /** Granted with fencing: the counter per resource (order of the lock's resources). */
   readonly counters: readonly number[] | undefined;
+  /**
+   * Another kind of lock at one of the keys (`{-1, age, keyTtl, kind, limit}`): the request's
+   * kind cannot be granted there whatever the timing — a `KindMismatchError` (errors.ts), never
+   * contention. Never set together with `granted`.
+   */
+  readonly mismatch?: Exclude<FoundKind, { kind: 'none' }>;
 }
 
 /** One master's answer to an extension. */
@@ -61,7 +75,9 @@ export interface GroupReply {
 
 /** A kind of lock. */
 export interface LockKind {
-  readonly name: string;
+  readonly name: 'mutex' | 'shared' | 'semaphore';
+  /** A semaphore's limit (`undefined` for the other kinds). */
+  readonly limit: number | undefined;
   /**
    * Votes a holder needs on `masters` masters, given the configured quorum (a majority by
    * default). Stated and proved per kind (docs/lock-kinds.md).
@@ -78,6 +94,11 @@ export interface LockKind {
     repair?: { marker: string | undefined; markerBirth?: string },
   ): ScriptCall;
   readExtend(groups: readonly GroupReply[], repair: boolean): ExtendAnswer;
+  /**
+   * Whether an extension may put back a missing key (`repairOnExtend`). Only the mutex: a holder
+   * set is never re-created, its extension is a plain compare-and-pexpire of the membership.
+   */
+  readonly repairs: boolean;
   /**
    * Compare-and-delete of `token`; `announce` publishes the release for waiters (hand-off).
    * `keepFor` (lockAtLeastFor, added for issue 14 item 4): when given (ms, > 0), the keys that

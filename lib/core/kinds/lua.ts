@@ -3,7 +3,8 @@ import { FENCE_COUNTERS_LUA } from '../scripts/fencing';
 import { bootMarkerAge } from '../scripts/lua';
 
 /**
- * Lua helpers shared by the scripts of the lock kinds (semaphore, shared). A resource is one key:
+ * Lua building blocks of the lock kinds' scripts (semaphore, shared, holder sets). A resource is
+ * one key:
  *
  * - a mutex (or the writer of a shared lock) holds it as a STRING: `SET key token NX PX ttl`;
  * - readers of a shared lock and holders of a semaphore hold it as a ZSET: member = token,
@@ -12,67 +13,80 @@ import { bootMarkerAge } from '../scripts/lua';
  *
  * Tokens never start with `#` (the engine's tokens are base64url), so a token is never taken for
  * the marker; the scripts refuse such a token with an error.
+ *
+ * Every helper is a template that inlines its Lua where it is used (like `bootMarkerAge()` in
+ * scripts/lua.ts), never a Lua `function`: a function definition at the top of a script is a
+ * closure created on every call of the script — a measured cost on the mutex's hot path.
  */
-export const KIND_LUA = `
-local function nowMs()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function num(x)
-  return string.format('%.0f', x)
-end
--- Kind held at a key: 'none', 'mutex' (a string), 'shared', 'semaphore' (with its limit), or
--- 'foreign' with the Redis type for anything else (e.g. a zset without our marker).
-local function kindOf(key)
-  local t = redis.call('TYPE', key)['ok']
-  if t == 'none' then return 'none', 0, t end
-  if t == 'string' then return 'mutex', 0, t end
-  if t == 'zset' then
-    local m = redis.call('ZRANGEBYSCORE', key, '+inf', '+inf', 'LIMIT', 0, 1)[1]
-    if m == '#shared' then return 'shared', 0, t end
-    if m then
-      local l = string.match(m, '^#semaphore:(%d+)$')
-      if l then return 'semaphore', tonumber(l), t end
+
+/** Statement: `local now` = the server time in ms. */
+export const NOW_LUA = `
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`;
+
+/** Expression: a Lua number as an integer string (no exponent) for scores and PEXPIREAT. */
+export function num(x: string): string {
+  return `string.format('%.0f', ${x})`;
+}
+
+/** Expression: ms until `key` expires, 0 when it has no TTL or does not exist. */
+export function pttl(key: string): string {
+  return `math.max(redis.call('PTTL', ${key}), 0)`;
+}
+
+/**
+ * Expression: the latest (`last`) or earliest member expiry of a holder zset, nil when it has no
+ * holder (the +inf kind marker is excluded).
+ */
+export function expiry(key: string, last: boolean): string {
+  return last
+    ? `tonumber(redis.call('ZREVRANGEBYSCORE', ${key}, '(+inf', '-inf', 'WITHSCORES', 'LIMIT', 0, 1)[2])`
+    : `tonumber(redis.call('ZRANGEBYSCORE', ${key}, '-inf', '(+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2])`;
+}
+
+/**
+ * Statements: the kind held at `key`, in the locals `kind` ('none', 'mutex' for a string,
+ * 'shared', 'semaphore', or 'foreign' for anything else, e.g. a zset without our marker),
+ * `l` (the semaphore's limit, else 0) and `t` (the Redis type).
+ */
+export function kindOf(key: string): string {
+  return `
+  local t = redis.call('TYPE', ${key})['ok']
+  local kind, l = 'foreign', 0
+  if t == 'none' then kind = 'none'
+  elseif t == 'string' then kind = 'mutex'
+  elseif t == 'zset' then
+    local m = redis.call('ZRANGEBYSCORE', ${key}, '+inf', '+inf', 'LIMIT', 0, 1)[1]
+    if m == '#shared' then kind = 'shared'
+    elseif m then
+      local x = string.match(m, '^#semaphore:(%d+)$')
+      if x then kind = 'semaphore'; l = tonumber(x) end
     end
-  end
-  return 'foreign', 0, t
-end
--- Latest (last = true) or earliest member expiry of a holder zset, nil when it has no holder.
-local function expiry(key, last)
-  local r
-  if last then
-    r = redis.call('ZREVRANGEBYSCORE', key, '(+inf', '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
-  else
-    r = redis.call('ZRANGEBYSCORE', key, '-inf', '(+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-  end
-  if r[2] then return tonumber(r[2]) end
-  return nil
-end
--- Removes expired holders (score <= now); deletes the key when no holder is left, otherwise sets
--- its TTL to the latest expiry. Returns the number of live holders.
-local function prune(key, now)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now))
-  local live = redis.call('ZCARD', key) - 1
+  end`;
+}
+
+/**
+ * Statements: removes the expired holders of `key` (score <= now); deletes the key when no holder
+ * is left, otherwise sets its TTL to the latest expiry. Sets the local `live` to the number of
+ * live holders. Needs `now`.
+ */
+export function prune(key: string): string {
+  return `
+  redis.call('ZREMRANGEBYSCORE', ${key}, '-inf', ${num('now')})
+  local live = redis.call('ZCARD', ${key}) - 1
   if live <= 0 then
-    redis.call('DEL', key)
-    return 0
-  end
-  redis.call('PEXPIREAT', key, num(expiry(key, true)))
-  return live
-end
--- ms until the key expires (0 when it has no TTL or does not exist).
-local function pttl(key)
-  local p = redis.call('PTTL', key)
-  if p < 0 then return 0 end
-  return p
-end
-local function checkToken(token)
-  if token == '' or string.sub(token, 1, 1) == '#' then
-    return redis.error_reply('ERR lock token must be non-empty and must not start with #')
-  end
-  return nil
-end
-`;
+    redis.call('DEL', ${key})
+    live = 0
+  else
+    redis.call('PEXPIREAT', ${key}, ${num(expiry(key, true))})
+  end`;
+}
+
+/** Statements: refuses (error reply) a token that is empty or could be taken for the kind marker. */
+export const CHECK_TOKEN_LUA = `
+if ARGV[1] == '' or string.sub(ARGV[1], 1, 1) == '#' then
+  return redis.error_reply('ERR lock token must be non-empty and must not start with #')
+end`;
 
 /**
  * The boot marker and fencing parts of an acquire script: the same Lua as ACQUIRE_SCRIPT

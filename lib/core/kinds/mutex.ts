@@ -14,6 +14,7 @@ import type {
   ScriptCall,
 } from './kind';
 import { ReplyFormatError } from './kind';
+import { decodeKindAcquire } from './kind-replies';
 
 /**
  * The mutex: one holder at a time, one string key per resource (`SET key token NX PX ttl`).
@@ -25,29 +26,32 @@ import { ReplyFormatError } from './kind';
  */
 export const MUTEX: LockKind = {
   name: 'mutex',
+  limit: undefined,
+  repairs: true,
 
   quorum: (_masters, configured) => configured,
 
   acquire(input: AcquireInput): ScriptCall {
     const { keys, fenceKeys, marker } = input;
+    // The writer-waiting flags go along only when this plain lock will retry (waitTtl > 0).
+    const waitKeys = input.waitTtl ? input.waitKeys : undefined;
     let scriptKeys: readonly string[] = keys;
-    if (fenceKeys || marker) {
+    if (fenceKeys || marker || waitKeys) {
       const all = fenceKeys ? [...keys, ...fenceKeys] : [...keys];
+      if (waitKeys) all.push(...waitKeys);
       if (marker) all.push(marker);
       scriptKeys = all;
     }
-    return {
-      script: ACQUIRE_SCRIPT,
-      keys: scriptKeys,
-      args: [
-        input.token,
-        String(input.ttl),
-        fenceKeys ? '1' : '0',
-        marker ? (input.markerBirth ?? '1') : '0',
-        String(keys.length),
-        String(input.fenceTtl),
-      ],
-    };
+    const args = [
+      input.token,
+      String(input.ttl),
+      fenceKeys ? '1' : '0',
+      marker ? (input.markerBirth ?? '1') : '0',
+      String(keys.length),
+      String(input.fenceTtl),
+    ];
+    if (waitKeys) args.push(String(input.waitTtl));
+    return { script: ACQUIRE_SCRIPT, keys: scriptKeys, args };
   },
 
   readAcquire(groups: readonly GroupReply[], resources: readonly string[]): AcquireAnswer {
@@ -55,6 +59,7 @@ export const MUTEX: LockKind = {
       // The hot path: a standalone master, one reply for every resource.
       const v = checked(groups[0].value);
       const age = v[1] >= 0 ? v[1] : undefined;
+      if (v[0] === -1) return mismatchAnswer(v, age);
       if (v[0] === 0) {
         const ttl = typeof v[2] === 'number' && v[2] >= 0 ? v[2] : undefined;
         return { granted: false, markerAge: age, holderTtl: ttl, counters: undefined };
@@ -69,11 +74,15 @@ export const MUTEX: LockKind = {
     let granted = true;
     let markerAge: number | undefined;
     let holderTtl: number | undefined;
+    let mismatch: AcquireAnswer['mismatch'];
     const counted = new Map<string, number>();
     for (const group of groups) {
       const v = checked(group.value);
       if (v[1] >= 0 && (markerAge === undefined || v[1] < markerAge)) markerAge = v[1];
-      if (v[0] === 0) {
+      if (v[0] === -1) {
+        mismatch ??= mismatchAnswer(v, undefined).mismatch;
+        granted = false;
+      } else if (v[0] === 0) {
         if (granted && typeof v[2] === 'number' && v[2] >= 0) holderTtl = v[2];
         granted = false;
       } else if (v.length === group.resources.length + 2) {
@@ -85,7 +94,8 @@ export const MUTEX: LockKind = {
       counters = resources.map((r) => counted.get(r) ?? NaN);
       if (!counters.every(Number.isFinite)) counters = undefined;
     }
-    return { granted, markerAge, holderTtl: granted ? undefined : holderTtl, counters };
+    const answer = { granted, markerAge, holderTtl: granted ? undefined : holderTtl, counters };
+    return mismatch ? { ...answer, mismatch } : answer;
   },
 
   extend(token, ttl, keys, repair): ScriptCall {
@@ -130,10 +140,23 @@ export const MUTEX: LockKind = {
   },
 };
 
-/** An acquire reply `{0|1, age, ...}`, or a {@link ReplyFormatError}. */
-function checked(v: unknown): [0 | 1, number, ...unknown[]] {
-  if (!Array.isArray(v) || (v[0] !== 0 && v[0] !== 1) || typeof v[1] !== 'number') {
+/** An acquire reply `{1|0|-1, age, ...}`, or a {@link ReplyFormatError}. */
+function checked(v: unknown): [-1 | 0 | 1, number, ...unknown[]] {
+  if (!Array.isArray(v) || (v[0] !== 0 && v[0] !== 1 && v[0] !== -1) || typeof v[1] !== 'number') {
     throw new ReplyFormatError('acquire', v);
   }
-  return v as [0 | 1, number, ...unknown[]];
+  return v as [-1 | 0 | 1, number, ...unknown[]];
+}
+
+/** The answer to a `{-1, age, keyTtl, kind, limit}` reply (decoded completely, or an error). */
+function mismatchAnswer(v: unknown[], age: number | undefined): AcquireAnswer {
+  const d = decodeKindAcquire(v, 0);
+  if (d.status !== 'mismatch') throw new ReplyFormatError('acquire', v);
+  return {
+    granted: false,
+    markerAge: age,
+    holderTtl: d.holderTtl,
+    counters: undefined,
+    mismatch: d.found,
+  };
 }

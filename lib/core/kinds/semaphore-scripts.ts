@@ -5,7 +5,18 @@
  */
 import type { LuaScript } from '../scripts/lua';
 import { HOLDERS_EXTEND_SCRIPT, HOLDERS_RELEASE_SCRIPT, INSPECT_SCRIPT } from './holder-scripts';
-import { FENCING_LUA, KIND_LUA, MARKER_LUA, script } from './lua';
+import {
+  CHECK_TOKEN_LUA,
+  FENCING_LUA,
+  MARKER_LUA,
+  NOW_LUA,
+  expiry,
+  kindOf,
+  num,
+  prune,
+  pttl,
+  script,
+} from './lua';
 
 /**
  * Acquire: all-or-nothing over several resources, like ACQUIRE_SCRIPT (same keys, same first six
@@ -27,33 +38,28 @@ import { FENCING_LUA, KIND_LUA, MARKER_LUA, script } from './lua';
  */
 export const SEMAPHORE_ACQUIRE_SCRIPT = script(
   'semaphore-acquire',
-  `${KIND_LUA}
-local bad = checkToken(ARGV[1])
-if bad then return bad end
+  `${CHECK_TOKEN_LUA}
 local n = tonumber(ARGV[5])
 local limit = tonumber(ARGV[7])
 if (not limit) or limit < 1 or limit ~= math.floor(limit) then
   return redis.error_reply('ERR semaphore limit must be a positive integer')
 end
-${MARKER_LUA}
-local now = nowMs()
-for i = 1, n do
-  local kind, l, t = kindOf(KEYS[i])
-  if kind == 'semaphore' and l == limit then
-    local live = prune(KEYS[i], now)
+${MARKER_LUA}${NOW_LUA}
+for i = 1, n do${kindOf('KEYS[i]')}
+  if kind == 'semaphore' and l == limit then${prune('KEYS[i]')}
     if live >= limit and not redis.call('ZSCORE', KEYS[i], ARGV[1]) then
-      return {0, age, expiry(KEYS[i], false) - now}
+      return {0, age, ${expiry('KEYS[i]', false)} - now}
     end
   elseif kind ~= 'none' then
     if kind == 'foreign' then kind = 'foreign:' .. t end
-    return {-1, age, pttl(KEYS[i]), kind, l}
+    return {-1, age, ${pttl('KEYS[i]')}, kind, l}
   end
 end
-local exp = num(now + tonumber(ARGV[2]))
+local exp = ${num('now + tonumber(ARGV[2])')}
 for i = 1, n do
   redis.call('ZADD', KEYS[i], '+inf', '#semaphore:' .. limit)
   redis.call('ZADD', KEYS[i], exp, ARGV[1])
-  redis.call('PEXPIREAT', KEYS[i], num(expiry(KEYS[i], true)))
+  redis.call('PEXPIREAT', KEYS[i], ${num(expiry('KEYS[i]', true))})
 end
 local res = {1, age}
 ${FENCING_LUA}

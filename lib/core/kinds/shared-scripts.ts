@@ -17,15 +17,24 @@
  */
 import type { LuaScript } from '../scripts/lua';
 import { HOLDERS_EXTEND_SCRIPT, HOLDERS_RELEASE_SCRIPT, INSPECT_SCRIPT } from './holder-scripts';
-import { FENCING_LUA, KIND_LUA, MARKER_LUA, script } from './lua';
+import { ACQUIRE_SCRIPT } from '../scripts/mutex';
+import {
+  CHECK_TOKEN_LUA,
+  FENCING_LUA,
+  MARKER_LUA,
+  NOW_LUA,
+  expiry,
+  kindOf,
+  num,
+  prune,
+  pttl,
+  script,
+} from './lua';
 
-/** Lua: index of the i-th writer-waiting flag (after the lock keys and the fencing counters). */
+/** Lua: `w0`, the index before the first writer-waiting flag (after lock keys and counters). */
 const WAIT_INDEX_LUA = `
-local function waitAt(i)
-  if ARGV[3] == '1' then return KEYS[2 * n + i] end
-  return KEYS[n + i]
-end
-`;
+local w0 = n
+if ARGV[3] == '1' then w0 = 2 * n end`;
 
 /**
  * Reader acquire: all-or-nothing over several resources.
@@ -43,33 +52,30 @@ end
  */
 export const SHARED_ACQUIRE_SCRIPT = script(
   'shared-acquire',
-  `${KIND_LUA}
-local bad = checkToken(ARGV[1])
-if bad then return bad end
+  `${CHECK_TOKEN_LUA}
 local n = tonumber(ARGV[5])
 ${WAIT_INDEX_LUA}
-${MARKER_LUA}
-local now = nowMs()
-for i = 1, n do
-  local kind, l, t = kindOf(KEYS[i])
+${MARKER_LUA}${NOW_LUA}
+for i = 1, n do${kindOf('KEYS[i]')}
   if kind == 'mutex' then
-    return {0, age, pttl(KEYS[i])}
+    return {0, age, ${pttl('KEYS[i]')}}
   elseif kind == 'shared' or kind == 'none' then
     local mine = kind == 'shared' and redis.call('ZSCORE', KEYS[i], ARGV[1])
-    if kind == 'shared' then prune(KEYS[i], now) end
-    if (not mine) and redis.call('EXISTS', waitAt(i)) == 1 then
-      return {0, age, pttl(waitAt(i))}
+    if kind == 'shared' then${prune('KEYS[i]')}
+    end
+    if (not mine) and redis.call('EXISTS', KEYS[w0 + i]) == 1 then
+      return {0, age, ${pttl('KEYS[w0 + i]')}}
     end
   else
     if kind == 'foreign' then kind = 'foreign:' .. t end
-    return {-1, age, pttl(KEYS[i]), kind, l}
+    return {-1, age, ${pttl('KEYS[i]')}, kind, l}
   end
 end
-local exp = num(now + tonumber(ARGV[2]))
+local exp = ${num('now + tonumber(ARGV[2])')}
 for i = 1, n do
   redis.call('ZADD', KEYS[i], '+inf', '#shared')
   redis.call('ZADD', KEYS[i], exp, ARGV[1])
-  redis.call('PEXPIREAT', KEYS[i], num(expiry(KEYS[i], true)))
+  redis.call('PEXPIREAT', KEYS[i], ${num(expiry('KEYS[i]', true))})
 end
 local res = {1, age}
 ${FENCING_LUA}
@@ -78,66 +84,22 @@ return res
 );
 
 /**
- * Writer (exclusive) acquire: ACQUIRE_SCRIPT made aware of the other kinds. Meant to replace
- * ACQUIRE_SCRIPT for every plain lock once shared locks exist (any plain lock may be the writer
- * of a resource that others read); for strings and free keys it behaves exactly like it.
+ * Writer (exclusive) acquire: the mutex's own ACQUIRE_SCRIPT (lib/core/scripts/mutex.ts), which
+ * is aware of the other kinds on its refused path only — every plain lock may be the writer of a
+ * resource that others read, and its granted path stays a single `SET NX`.
  *
  * KEYS as SHARED_ACQUIRE_SCRIPT (lock keys, fencing counters, writer-waiting flags, marker).
- * ARGV: token, ttl, fencing flag, marker flag, n, fencing key ttl, waitTtl (ms; '0' = never
- * leave a writer-waiting flag).
+ * ARGV: token, ttl, fencing flag, marker flag, n, fencing key ttl, waitTtl (ms; '0' or absent =
+ * never leave a writer-waiting flag; the flag keys may then be left out).
  *
- * First every key's kind is checked: a semaphore or a foreign type anywhere gives
- * {-1, age, pttl, found kind, found limit} and nothing is written. Then per key (expired readers
- * pruned): held by a writer (string) or by live readers → refused. On every key with live readers
- * the writer-waiting flag is raised: created with this token and `waitTtl`, or, when another
- * writer's flag is there, only lengthened to `waitTtl` (its token is kept, it is never
- * shortened). When refused: {0, age, pttl} with the pttl of the first refusing key (for readers:
- * until the last of them expires). Otherwise `SET key token PX ttl` on every key and
- * {1, age, ...fencing counters}, as ACQUIRE_SCRIPT.
+ * Refused: a semaphore or a foreign type at any key gives {-1, age, pttl, found kind, found limit}
+ * (nothing is written); otherwise, on every key held by live readers, the writer-waiting flag is
+ * raised — created with this token and `waitTtl`, or, when another writer's flag is there, only
+ * lengthened to `waitTtl` (its token is kept, it is never shortened) — and the reply is
+ * {0, age, pttl} with the pttl of the first refusing key (for readers: until the last of them
+ * expires). Granted: `SET key token PX ttl` on every key and {1, age, ...fencing counters}.
  */
-export const WRITE_ACQUIRE_SCRIPT = script(
-  'write-acquire',
-  `${KIND_LUA}
-local bad = checkToken(ARGV[1])
-if bad then return bad end
-local n = tonumber(ARGV[5])
-local waitTtl = tonumber(ARGV[7]) or 0
-${WAIT_INDEX_LUA}
-${MARKER_LUA}
-for i = 1, n do
-  local kind, l, t = kindOf(KEYS[i])
-  if kind ~= 'none' and kind ~= 'mutex' and kind ~= 'shared' then
-    if kind == 'foreign' then kind = 'foreign:' .. t end
-    return {-1, age, pttl(KEYS[i]), kind, l}
-  end
-end
-local now = nowMs()
-local refused = nil
-for i = 1, n do
-  local kind = kindOf(KEYS[i])
-  if kind == 'mutex' then
-    refused = refused or pttl(KEYS[i])
-  elseif kind == 'shared' and prune(KEYS[i], now) > 0 then
-    refused = refused or pttl(KEYS[i])
-    if waitTtl > 0 then
-      local w = waitAt(i)
-      if redis.call('SET', w, ARGV[1], 'NX', 'PX', ARGV[7]) == false then
-        if redis.call('PTTL', w) < waitTtl then redis.call('PEXPIRE', w, ARGV[7]) end
-      end
-    end
-  end
-end
-if refused then
-  return {0, age, refused}
-end
-for i = 1, n do
-  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-end
-local res = {1, age}
-${FENCING_LUA}
-return res
-`,
-);
+export const WRITE_ACQUIRE_SCRIPT = ACQUIRE_SCRIPT;
 
 /** Extend a reader (compare-and-pexpire of its membership; see HOLDERS_EXTEND_SCRIPT). */
 export const SHARED_EXTEND_SCRIPT = HOLDERS_EXTEND_SCRIPT;

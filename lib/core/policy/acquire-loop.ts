@@ -65,7 +65,9 @@ export async function acquireLoop(
   const until = Math.min(deadline, start + retryBudget(req, ctx.requestTimeout));
   const { queue } = ctx;
   const ticket: Ticket | undefined =
-    req.retryCount > 0 && req.waitTimeout !== 0 ? queue.join(req.resources, true) : undefined;
+    req.retryCount > 0 && req.waitTimeout !== 0
+      ? queue.join(req.resources, req.kind.name === 'mutex')
+      : undefined;
   let attempts = 0;
   let last: AttemptResult | undefined;
   const detail = (): LockErrorDetail => ({

@@ -1,5 +1,6 @@
 import { monotonicNow } from '../clock';
-import { LockContendedError, NoQuorumError } from '../errors';
+import { KindMismatchError, LockContendedError, NoQuorumError } from '../errors';
+import { MUTEX_SPEC } from '../kinds/kind-spec';
 import type { LockErrorDetail } from '../errors';
 import type { HeldLocks } from '../held';
 import { grantState, mintLock, scheduleExpiry } from '../lock';
@@ -20,7 +21,11 @@ export interface AttemptContext {
   readonly held: HeldLocks;
 }
 
-/** One attempt on the store: a tracked lock, or the typed reason it was not granted. */
+/**
+ * One attempt on the store: a tracked lock, or the typed reason it was not granted. Another kind
+ * of lock at a resource rejects with {@link KindMismatchError} once the attempt's clean-up is
+ * done: an error the acquire loop does not retry.
+ */
 export function attemptOnStore(
   ctx: AttemptContext,
   req: CheckedAcquire,
@@ -29,7 +34,13 @@ export function attemptOnStore(
 ): Promise<AttemptResult> {
   return ctx.store
     .attempt(req)
-    .then((outcome) => resultOf(ctx, outcome, req, attemptNo, startedAt));
+    .then((outcome) =>
+      outcome.grant || outcome.refusal !== 'kind-mismatch'
+        ? resultOf(ctx, outcome, req, attemptNo, startedAt)
+        : Promise.resolve(outcome.cleanup).then(() =>
+            resultOf(ctx, outcome, req, attemptNo, startedAt),
+          ),
+    );
 }
 
 function resultOf(
@@ -46,10 +57,19 @@ function resultOf(
     attempts: attemptNo,
     elapsed: monotonicNow() - startedAt,
   };
+  if (outcome.refusal === 'kind-mismatch') {
+    const requested = req.kind ?? MUTEX_SPEC;
+    const found = outcome.found ?? { kind: 'foreign' as const, redisType: 'unknown' };
+    throw new KindMismatchError({ ...detail, requested, found });
+  }
   const error =
     outcome.refusal === 'contended'
       ? new LockContendedError(detail)
-      : new NoQuorumError({ ...detail, reason: outcome.refusal, quorum: ctx.store.quorum });
+      : new NoQuorumError({
+          ...detail,
+          reason: outcome.refusal,
+          quorum: outcome.quorum ?? ctx.store.quorum,
+        });
   return { error, cleanup: outcome.cleanup };
 }
 
@@ -63,6 +83,7 @@ function createLock(ctx: AttemptContext, grant: Grant, attempts: number): Lock {
     attempts,
     fencingTokens: grant.fencingTokens,
     state,
+    kind: grant.kind,
   });
   state.onLost = (reason) => {
     if (observers.active) {

@@ -1,4 +1,5 @@
-import type { NodeVote } from '../errors';
+import type { FoundLockKind, NodeVote } from '../errors';
+import type { LockKindSpec } from '../kinds/kind-spec';
 import type { ReleaseResult } from '../quorum/protocol';
 import type { ResolvedSettings } from '../settings';
 import type { MasterHealth } from '../types';
@@ -32,16 +33,25 @@ export interface Grant {
   ended: boolean;
   /** Set by the policy: the lock made from this grant (opaque to stores; see `lockOfGrant`). */
   lock?: object;
+  /** The kind of lock granted; a plain lock (mutex) when absent. */
+  readonly kind?: LockKindSpec;
 }
 
 /** One acquire attempt. */
 export interface AttemptRequest {
   readonly resources: readonly string[];
   readonly ttl: number;
+  /** The kind of lock; a plain lock (mutex) when absent. */
+  readonly kind?: LockKindSpec;
+  /** A plain lock refused by shared readers keeps their writer-waiting flag up this long (ms). */
+  readonly writerWait?: number;
 }
 
-/** Why an attempt was not granted. */
-export type Refusal = 'contended' | 'unavailable' | 'validity-exhausted';
+/**
+ * Why an attempt was not granted. `kind-mismatch`: another kind of lock holds a resource (never
+ * retried; see `KindMismatchError`).
+ */
+export type Refusal = 'contended' | 'unavailable' | 'validity-exhausted' | 'kind-mismatch';
 
 /** The outcome of one attempt: a grant, or why not (and the clean-up still running). */
 export type AttemptOutcome =
@@ -52,6 +62,10 @@ export type AttemptOutcome =
       readonly votes: readonly NodeVote[];
       /** The clean-up of the failed attempt, while it runs (already sent). */
       readonly cleanup?: Promise<void>;
+      /** For `kind-mismatch`: what was found at the key. */
+      readonly found?: FoundLockKind;
+      /** The votes the request's kind needed (the store's quorum when absent). */
+      readonly quorum?: number;
     };
 
 /** The outcome of one extension round. */
@@ -127,6 +141,11 @@ export interface LockStore {
   attempt(req: AttemptRequest): Promise<AttemptOutcome>;
   /** One extension round to `ttl`, within the lock's current validity (`deadline`, monotonic). */
   extend(grant: Grant, ttl: number, deadline: number): Promise<ExtendOutcome>;
+  /**
+   * Votes needed by a lock of `kind` (the semaphore's rule may ask for more than {@link quorum}).
+   * Optional for stores with a single rule; the policy falls back to {@link quorum}.
+   */
+  quorumFor?(kind: LockKindSpec | undefined): number;
   /**
    * Compare-and-delete; `waitAll` waits for every master, not just a quorum. With `keepFor`
    * (ms, > 0: `lockAtLeastFor`), compare-and-pexpire to `keepFor` instead: keys still holding

@@ -1,18 +1,69 @@
 /** The mutex's scripts: acquire, release, extend, extend-with-repair (one master each). */
+import { NOW_LUA, kindOf, prune, pttl } from '../kinds/lua';
 import { FENCE_COUNTERS_LUA } from './fencing';
 import { bootMarkerAge, script } from './lua';
+
+/**
+ * The refused path of ACQUIRE_SCRIPT (some key exists), the only place where the mutex looks at
+ * the other kinds (docs/lock-kinds.md): a semaphore or a foreign type at any key is a kind
+ * mismatch, `{-1, age, pttl, kind, limit}`, and nothing is written. Shared readers' expired
+ * members are pruned (a reader set without a live reader is gone, so it refuses nothing); on each
+ * key still held by readers the writer-waiting flag (KEYS[w0 + i], present when ARGV[7] > 0) is
+ * raised — created with this token, or only lengthened when another writer's flag is there — and
+ * the reply is `{0, age, pttl}` of the first held key. When no key refuses any more, the script
+ * goes on to set them all (the granted path).
+ */
+const REFUSED_LUA = `
+local kinds = {}
+for i = 1, n do${kindOf('KEYS[i]')}
+  if kind == 'semaphore' or kind == 'foreign' then
+    if kind == 'foreign' then kind = 'foreign:' .. t end
+    return {-1, age, ${pttl('KEYS[i]')}, kind, l}
+  end
+  kinds[i] = kind
+end${NOW_LUA}
+local readers = {}
+local refused = nil
+for i = 1, n do
+  if kinds[i] == 'mutex' then
+    refused = refused or redis.call('PTTL', KEYS[i])
+  elseif kinds[i] == 'shared' then${prune('KEYS[i]')}
+    if live > 0 then
+      refused = refused or redis.call('PTTL', KEYS[i])
+      readers[#readers + 1] = i
+    end
+  end
+end
+if refused then
+  local waitTtl = tonumber(ARGV[7]) or 0
+  if waitTtl > 0 then
+    local w0 = n
+    if ARGV[3] == '1' then w0 = 2 * n end
+    for _, i in ipairs(readers) do
+      local w = KEYS[w0 + i]
+      if not redis.call('SET', w, ARGV[1], 'NX', 'PX', ARGV[7]) then
+        if redis.call('PTTL', w) < waitTtl then redis.call('PEXPIRE', w, ARGV[7]) end
+      end
+    end
+  end
+  return {0, age, refused}
+end`;
 
 /**
  * Acquire: all-or-nothing `SET key token NX PX ttl` over several keys on one master.
  *
  * KEYS[1..n]    lock keys
  * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
+ * then n writer-waiting flags (only when ARGV[7] > 0; see kinds/kind-keys.ts `waitKey`)
  * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
  * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
- *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl
+ *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [waitTtl]
  *
  * Returns {1, age} on success, followed by one fencing counter per key when fencing is on;
- * {0, age, pttl} when some key is held (pttl of the first held key).
+ * {0, age, pttl} when some key is held (pttl of the first held key); {-1, age, pttl, kind, limit}
+ * when a key holds a semaphore or something foreign (REFUSED_LUA: the other kinds are looked at
+ * only once refused, so the granted path stays one `SET NX`). A plain lock is the writer (the
+ * exclusive side) of a shared lock: refused by readers, it raises their writer-waiting flag.
  * `age` is how long ago (ms, server clock) this master's boot marker was born, -1 when not checked,
  * -2 when the marker still holds the known old value passed in ARGV[4].
  * A missing marker means the data set is younger than any lock we may have taken: the marker is
@@ -33,16 +84,20 @@ local n = tonumber(ARGV[5])
 local age = -1
 if ARGV[4] ~= '0' then${bootMarkerAge('KEYS[#KEYS]', 'ARGV[4]')}
 end
+local held = false
 if n == 1 then
-  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    return {0, age, redis.call('PTTL', KEYS[1])}
-  end
+  held = not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
 else
   for i = 1, n do
     if redis.call('EXISTS', KEYS[i]) == 1 then
-      return {0, age, redis.call('PTTL', KEYS[i])}
+      held = true
+      break
     end
   end
+end
+if held then${REFUSED_LUA}
+end
+if n > 1 or held then
   for i = 1, n do
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   end
@@ -57,13 +112,15 @@ return res
  * Release: compare-and-delete over several keys; publishes the token on each deleted key's
  * channel (the channel is named like the key) so that waiters can retry at once.
  * KEYS: lock keys. ARGV: token, publish flag. Returns the number of keys deleted.
+ * A key held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's
+ * WRONGTYPE into an error table, which never equals the token — no extra command, no error.
  */
 export const RELEASE_SCRIPT = script(
   'release',
   `
 local deleted = 0
 for i = 1, #KEYS do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then
+  if redis.pcall('GET', KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
     if ARGV[2] == '1' then
@@ -78,13 +135,14 @@ return deleted
 /**
  * Extend: all-or-nothing compare-and-pexpire. Never re-creates a missing key (used when the
  * `repairOnExtend` setting is off; see EXTEND_REPAIR_SCRIPT otherwise).
- * KEYS: lock keys. ARGV: token, ttl. Returns 1 when every key was ours and got the new TTL.
+ * KEYS: lock keys. ARGV: token, ttl. Returns 1 when every key was ours and got the new TTL;
+ * 0 also for a key of another kind (GET through `redis.pcall`, as in RELEASE_SCRIPT).
  */
 export const EXTEND_SCRIPT = script(
   'extend',
   `
 for i = 1, #KEYS do
-  if redis.call('GET', KEYS[i]) ~= ARGV[1] then
+  if redis.pcall('GET', KEYS[i]) ~= ARGV[1] then
     return 0
   end
 end
@@ -106,7 +164,9 @@ return 1
  * Returns {status, age}: status 1 = every key was ours (kept), 2 = at least one missing key was
  * put back and the others were ours (repaired), 0 = some key holds another token (untouched).
  * `age` is the boot marker's age as in the acquire script (a missing marker is born now, so a
- * master that lost its data set is in quarantine), -1 when not checked, -2 when known old.
+ * master that lost its data set is in quarantine), -1 when not checked, -2 when known old. A key
+ * of another kind (a zset of readers or semaphore holders) is another holder's: {0, age}, never
+ * an error.
  */
 export const EXTEND_REPAIR_SCRIPT = script(
   'extend-repair',
@@ -117,7 +177,7 @@ if ARGV[3] ~= '0' then${bootMarkerAge('KEYS[n + 1]', 'ARGV[3]')}
 end
 local missing = false
 for i = 1, n do
-  local v = redis.call('GET', KEYS[i])
+  local v = redis.pcall('GET', KEYS[i])
   if v == false then
     missing = true
   elseif v ~= ARGV[1] then
