@@ -1,11 +1,8 @@
 import type { Redis } from 'ioredis';
-import { monotonicNow } from './clock';
 import { InvalidConfigurationError } from './errors';
-import type { AcquireAnswer, AcquireInput, ScriptCall } from './kinds/kind';
 import type { LockKind } from './kinds/kind';
 import { lockKindFor } from './kinds/holders';
 import type { LockKindSpec } from './kinds/kind-spec';
-import { mismatchIn, waitInput } from './kinds/store-kinds';
 import { fenceKey, lockKey, markerKey } from './keys';
 import { Dispatch } from './masters/dispatch';
 import { ReleaseNotifier } from './masters/handoff';
@@ -18,28 +15,18 @@ import type {
   Grant,
   InspectOutcome,
   LockStore,
-  Refusal,
   ReleaseWatch,
   StoreFootprint,
 } from './policy/store';
-import { settleFencingTokens } from './quorum/fencing-tokens';
-import {
-  acquireVerdict,
-  attemptTimeout,
-  mayHoldToken,
-  releaseSummary,
-  validUntil,
-  validityAfter,
-} from './quorum/protocol';
+import { releaseSummary } from './quorum/protocol';
 import type { ReleaseResult } from './quorum/protocol';
 import { runRound } from './quorum/round';
 import type { RoundSpec, Tally } from './quorum/round';
 import { clientSecrets, redactorFor } from './redact';
 import type { Redactor } from './redact';
+import { attemptOnMasters } from './redis-attempt';
 import { extendOnMasters } from './redis-extend';
 import { inspectOnMasters } from './redis-inspect';
-import { newToken } from './request';
-import { FENCE_RAISE_SCRIPT } from './scripts/fencing';
 import { MARKER_AGE_SCRIPT } from './scripts/marker';
 import { describe } from './settings';
 import type { RedlockClient, ResolvedSettings } from './settings';
@@ -133,7 +120,7 @@ export class RedisStore implements LockStore {
     return lockKey(this.settings.keyPrefix, resource);
   }
 
-  private fenceKeyOf(resource: string): string {
+  fenceKeyOf(resource: string): string {
     return fenceKey(this.settings.keyPrefix, resource);
   }
 
@@ -173,167 +160,16 @@ export class RedisStore implements LockStore {
   }
 
   /**
-   * One attempt (docs/REDLOCK.md, "N masters", steps 1–5): a grant, or the reason it
-   * was not granted, with the clean-up of a failed attempt already sent.
+   * One attempt (docs/REDLOCK.md, "N masters", steps 1–5): a grant, or the reason it was not
+   * granted, with the clean-up of a failed attempt already sent (redis-attempt.ts).
    */
-  async attempt(req: AttemptRequest): Promise<AttemptOutcome> {
-    const { resources, ttl } = req;
-    const { driftFactor, fencing, quarantine, keyPrefix } = this.settings;
-    const kind = this.kindOf(req.kind);
-    const quorum = kind.quorum(this.nodes.length, this.quorum);
-    const token = newToken();
-    const start = monotonicNow();
-    const wallStart = Date.now();
-    const keys = resources.map((r) => this.keyOf(r));
-    const input = {
-      token,
-      ttl,
-      keys,
-      fenceKeys: fencing ? resources.map((r) => this.fenceKeyOf(r)) : undefined,
-      marker: undefined,
-      fenceTtl: this.settings.fencingKeyTtl,
-      ...waitInput(kind, req.writerWait, keyPrefix, resources), // writer-waiting flags
-    };
-    // Built once per attempt; a Cluster master gets one call per slot group instead.
-    const plain = kind.acquire(input);
-    let withMarker: ScriptCall | undefined; // only for masters whose boot marker is checked
-    // A master that lost its scripts answers NOSCRIPT and gets an EVAL afterwards. That EVAL
-    // must never land after this token's release on the same connection: it is sent only while
-    // the attempt has not failed (its clean-up not yet sent) and its lock has not ended.
-    const state: { failed: boolean; grant?: Grant } = { failed: false };
-    const wanted = (): boolean => !state.failed && !state.grant?.ended;
-    const tally = await this.round<AcquireAnswer>({
-      quorum,
-      timeout: attemptTimeout(this.settings.requestTimeout, ttl, driftFactor),
-      send: (node) =>
-        this.dispatch.afterCheck(node, wanted, () =>
-          this.dispatch.read(
-            node,
-            resources,
-            keys,
-            (groupKeys, group) =>
-              group === resources
-                ? node.checksMarker
-                  ? this.markerCall(
-                      kind,
-                      node,
-                      input,
-                      () => (withMarker ??= kind.acquire({ ...input, marker: this.markerKey })),
-                    )
-                  : plain
-                : kind.acquire({
-                    ...input,
-                    keys: groupKeys,
-                    fenceKeys: fencing ? group.map((r) => this.fenceKeyOf(r)) : undefined,
-                    waitKeys: input.waitKeys && waitInput(kind, 1, keyPrefix, group).waitKeys,
-                  }),
-            (groups) => kind.readAcquire(groups, resources),
-            wanted,
-          ),
-        ),
-      judge: (a, node) => {
-        if (a.markerAge !== undefined) this.noteMarkerAge(node);
-        if (!a.granted) return 'held';
-        const young = a.markerAge !== undefined && a.markerAge < quarantine.duration;
-        return node.checksMarker && young ? 'quarantined' : 'ok';
-      },
-      holderTtl: (a) => a.holderTtl,
-    });
-    this.noteQuarantined(tally);
-    const fail = (refusal: Refusal, found?: AcquireAnswer['mismatch']): AttemptOutcome => {
-      state.failed = true; // from here on, no late EVAL fallback may follow the clean-up
-      const maybeSet = this.nodes.filter((n, i) => mayHoldToken(tally.votes[i], n.cluster));
-      // Sent now, in order on each master's connection, so it runs before any later attempt;
-      // awaited only before the failure is surfaced to the caller — and then every master it went
-      // to has answered (or timed out): a refused caller finds no key of its attempt left.
-      const cleanup =
-        maybeSet.length > 0
-          ? this.releaseKeys(resources, token, {
-              only: maybeSet,
-              announce: false,
-              waitAll: true,
-              kind: req.kind,
-            }).then(() => undefined)
-          : undefined;
-      return { refusal, votes: tally.votes, cleanup, quorum, ...(found ? { found } : {}) };
-    };
-    // Another kind at a key on any master: an error, whatever the other votes (kinds never mix).
-    const found = mismatchIn(tally);
-    if (found) return fail('kind-mismatch', found);
-    const verdict = acquireVerdict(tally.votes, tally.ok, quorum);
-    if (verdict !== 'quorum') return fail(verdict);
-    const exhausted = (): boolean => validityAfter(ttl, start, monotonicNow(), driftFactor) <= 0;
-    let fencingTokens: Record<string, number> = {};
-    if (fencing && !exhausted()) {
-      const counters = tally.replies.map((r) =>
-        r?.kind === 'reply' ? r.value.counters : undefined,
-      );
-      const deadline = validUntil(start, ttl, driftFactor);
-      const tokens = await settleFencingTokens(counters, resources, quorum, (t, needs) =>
-        this.raiseFences(resources, t, needs, deadline),
-      );
-      if (!tokens && !exhausted()) return fail('unavailable');
-      fencingTokens = tokens ?? {};
-    }
-    if (exhausted()) return fail('validity-exhausted');
-    const grant: Grant = (state.grant = {
-      resources,
-      token,
-      ttl,
-      start,
-      wallStart,
-      votes: tally.votes,
-      fencingTokens,
-      ended: false,
-      ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
-    });
-    return { grant };
-  }
-
-  /**
-   * The acquire call for a master whose boot marker is checked: with the marker value it is known
-   * to hold (no clock read on the master, see MasterNode.knownBirth), or the shared full check.
-   */
-  private markerCall(
-    kind: LockKind,
-    node: MasterNode,
-    input: AcquireInput,
-    full: () => ScriptCall,
-  ): ScriptCall {
-    const markerBirth = node.knownBirth;
-    return markerBirth === undefined
-      ? full()
-      : kind.acquire({ ...input, marker: this.markerKey, markerBirth });
+  attempt(req: AttemptRequest): Promise<AttemptOutcome> {
+    return attemptOnMasters(this, req);
   }
 
   /** A master answered with a fully checked marker age: if it was given a known value, it moved. */
   noteMarkerAge(node: MasterNode): void {
     if (node.knownBirth !== undefined) node.markerMoved();
-  }
-
-  /** Raises the fencing counters (set-if-greater) where `needs(i)`; resolves with the confirmations. */
-  private async raiseFences(
-    resources: readonly string[],
-    tokens: Readonly<Record<string, number>>,
-    needs: (i: number) => boolean,
-    deadline: number,
-  ): Promise<number> {
-    const left = deadline - monotonicNow();
-    if (left <= 0) return 0;
-    const ttl = String(this.settings.fencingKeyTtl);
-    const raised = await this.round<unknown>({
-      timeout: Math.min(this.settings.requestTimeout, left),
-      send: (node) =>
-        needs(node.index)
-          ? this.dispatch.grouped(node, resources, [], (_keys, group) => ({
-              script: FENCE_RAISE_SCRIPT,
-              keys: group.map((r) => this.fenceKeyOf(r)),
-              args: [ttl, ...group.map((r) => String(tokens[r]))],
-            }))
-          : Promise.resolve(1),
-      judge: () => 'ok',
-    });
-    return raised.ok;
   }
 
   /** Annotates `quarantined` votes with the time left and tells the logger (once per master). */

@@ -1,10 +1,5 @@
 import { monotonicNow } from './clock';
-import {
-  InvalidArgumentError,
-  LockAbortedError,
-  LockContendedError,
-  ShuttingDownError,
-} from './errors';
+import { InvalidArgumentError, ShuttingDownError } from './errors';
 import type { RedlockObserver } from './events';
 import { HeldLocks } from './held';
 import { lockKey } from './keys';
@@ -13,7 +8,7 @@ import type { Lock, ReleaseResult } from './lock';
 import { acquireLoop } from './policy/acquire-loop';
 import { InflightAttempts, refuseLate } from './policy/inflight';
 import { LocalQueue } from './policy/local-queue';
-import { attemptOnStore } from './policy/attempt';
+import { attemptOnStore, tryOnce } from './policy/attempt';
 import type { AttemptContext } from './policy/attempt';
 import type { LoopContext } from './policy/acquire-loop';
 import { extendLock } from './policy/extension';
@@ -204,22 +199,9 @@ export class Redlock {
       waitTimeout: undefined,
       writerWait: 0, // one attempt: a plain lock refused by readers raises no writer-waiting flag
     };
-    if (req.signal?.aborted) {
-      throw new LockAbortedError(
-        { resources: req.resources, votes: [], attempts: 0, elapsed: 0 },
-        { cause: req.signal.reason },
-      );
-    }
     const started = monotonicNow();
-    const result = await attemptOnStore(this.grants, req, 1, started).catch((err: unknown) => {
-      this.observers.failed(req.resources, err, started); // a kind mismatch
-      throw err;
-    });
-    if (result.lock) return this.granted(result.lock, started, lockAtLeastFor);
-    await result.cleanup;
-    this.observers.failed(req.resources, result.error, started);
-    if (result.error instanceof LockContendedError) return null;
-    throw result.error;
+    const lock = await tryOnce(this.loop, this.observers, req, started);
+    return lock && this.granted(lock, started, lockAtLeastFor);
   }
 
   /**

@@ -94,7 +94,7 @@ describe('counting semaphore', () => {
   it('prunes expired holders with the server clock, so their slots come back', async () => {
     const r = uniqueResource('sem-expiry');
     const short = tok('short');
-    expect((await semaphore([r], 2, { token: short, ttl: 80 })).status).toBe('granted');
+    expect((await semaphore([r], 2, { token: short, ttl: 1000 })).status).toBe('granted');
     expect((await semaphore([r], 2, { token: tok('long'), ttl: 10_000 })).status).toBe('granted');
     const late = tok('late');
     expect((await semaphore([r], 2, { token: late, ttl: 10_000 })).status).toBe('held');
@@ -109,11 +109,11 @@ describe('counting semaphore', () => {
 
   it('goes away with its last holder: the key TTL is the latest expiry', async () => {
     const r = uniqueResource('sem-ttl');
-    expect((await semaphore([r], 3, { token: tok('a'), ttl: 60 })).status).toBe('granted');
-    expect((await semaphore([r], 3, { token: tok('b'), ttl: 90 })).status).toBe('granted');
+    expect((await semaphore([r], 3, { token: tok('a'), ttl: 1000 })).status).toBe('granted');
+    expect((await semaphore([r], 3, { token: tok('b'), ttl: 1500 })).status).toBe('granted');
     const pttl = await c.pttl(key(r));
-    expect(pttl).toBeGreaterThan(60);
-    expect(pttl).toBeLessThanOrEqual(90);
+    expect(pttl).toBeGreaterThan(1000);
+    expect(pttl).toBeLessThanOrEqual(1500);
     await waitUntil(async () => (await c.exists(key(r))) === 0);
   });
 });

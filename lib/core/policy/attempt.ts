@@ -1,5 +1,5 @@
 import { monotonicNow } from '../clock';
-import { KindMismatchError, LockContendedError, NoQuorumError } from '../errors';
+import { KindMismatchError, LockAbortedError, LockContendedError, NoQuorumError } from '../errors';
 import { MUTEX_SPEC } from '../kinds/kind-spec';
 import type { LockErrorDetail } from '../errors';
 import type { HeldLocks } from '../held';
@@ -7,7 +7,7 @@ import { grantState, mintLock, scheduleExpiry } from '../lock';
 import type { Lock, LockOwner } from '../lock';
 import type { CheckedAcquire } from '../request';
 import type { ResolvedSettings } from '../settings';
-import type { AttemptResult } from './acquire-loop';
+import type { AttemptResult, LoopContext } from './acquire-loop';
 import type { Observers } from './observers';
 import type { AttemptOutcome, Grant, LockStore } from './store';
 
@@ -103,4 +103,31 @@ function createLock(ctx: AttemptContext, grant: Grant, attempts: number): Lock {
     scheduleExpiry(lock, state);
   }
   return lock;
+}
+
+/**
+ * `tryAcquire`: one attempt (through the engine's tracked `attempt`, so that `close()` waits for
+ * it), no queue, no retry: the lock, `null` when another holder has it, or the typed error.
+ */
+export async function tryOnce(
+  loop: Pick<LoopContext, 'attempt'>,
+  observers: Observers,
+  req: CheckedAcquire,
+  started: number,
+): Promise<Lock | null> {
+  if (req.signal?.aborted) {
+    throw new LockAbortedError(
+      { resources: req.resources, votes: [], attempts: 0, elapsed: 0 },
+      { cause: req.signal.reason },
+    );
+  }
+  const result = await loop.attempt(req, 1, started).catch((err: unknown) => {
+    observers.failed(req.resources, err, started); // a kind mismatch
+    throw err;
+  });
+  if (result.lock) return result.lock;
+  await result.cleanup;
+  observers.failed(req.resources, result.error, started);
+  if (result.error instanceof LockContendedError) return null;
+  throw result.error;
 }

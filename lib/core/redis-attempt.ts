@@ -1,0 +1,187 @@
+/**
+ * One acquire attempt on the masters (docs/REDLOCK.md, "N masters", steps 1–5) for
+ * {@link RedisStore}: the kind's script to every master in one voting round, the verdict, the
+ * fencing tokens, and the clean-up of a failed attempt. Split from redis-store.ts like
+ * redis-extend.ts and redis-inspect.ts.
+ */
+import { monotonicNow } from './clock';
+import type { AcquireAnswer, AcquireInput, LockKind, ScriptCall } from './kinds/kind';
+import { mismatchIn, waitInput } from './kinds/store-kinds';
+import type { MasterNode } from './masters/node';
+import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './policy/store';
+import { settleFencingTokens } from './quorum/fencing-tokens';
+import {
+  acquireVerdict,
+  attemptTimeout,
+  mayHoldToken,
+  validUntil,
+  validityAfter,
+} from './quorum/protocol';
+import type { RedisStore } from './redis-store';
+import { newToken } from './request';
+import { FENCE_RAISE_SCRIPT } from './scripts/fencing';
+
+/**
+ * One attempt (docs/REDLOCK.md, "N masters", steps 1–5): a grant, or the reason it
+ * was not granted, with the clean-up of a failed attempt already sent.
+ */
+export async function attemptOnMasters(
+  store: RedisStore,
+  req: AttemptRequest,
+): Promise<AttemptOutcome> {
+  const { resources, ttl } = req;
+  const { driftFactor, fencing, quarantine, keyPrefix } = store.settings;
+  const kind = store.kindOf(req.kind);
+  const quorum = kind.quorum(store.nodes.length, store.quorum);
+  const token = newToken();
+  const start = monotonicNow();
+  const wallStart = Date.now();
+  const keys = resources.map((r) => store.keyOf(r));
+  const input = {
+    token,
+    ttl,
+    keys,
+    fenceKeys: fencing ? resources.map((r) => store.fenceKeyOf(r)) : undefined,
+    marker: undefined,
+    fenceTtl: store.settings.fencingKeyTtl,
+    ...waitInput(kind, req.writerWait, keyPrefix, resources), // writer-waiting flags
+  };
+  // Built once per attempt; a Cluster master gets one call per slot group instead.
+  const plain = kind.acquire(input);
+  let withMarker: ScriptCall | undefined; // only for masters whose boot marker is checked
+  // A master that lost its scripts answers NOSCRIPT and gets an EVAL afterwards. That EVAL
+  // must never land after this token's release on the same connection: it is sent only while
+  // the attempt has not failed (its clean-up not yet sent) and its lock has not ended.
+  const state: { failed: boolean; grant?: Grant } = { failed: false };
+  const wanted = (): boolean => !state.failed && !state.grant?.ended;
+  const tally = await store.round<AcquireAnswer>({
+    quorum,
+    timeout: attemptTimeout(store.settings.requestTimeout, ttl, driftFactor),
+    send: (node) =>
+      store.dispatch.afterCheck(node, wanted, () =>
+        store.dispatch.read(
+          node,
+          resources,
+          keys,
+          (groupKeys, group) =>
+            group === resources
+              ? node.checksMarker
+                ? markerCall(
+                    store,
+                    kind,
+                    node,
+                    input,
+                    () => (withMarker ??= kind.acquire({ ...input, marker: store.markerKey })),
+                  )
+                : plain
+              : kind.acquire({
+                  ...input,
+                  keys: groupKeys,
+                  fenceKeys: fencing ? group.map((r) => store.fenceKeyOf(r)) : undefined,
+                  waitKeys: input.waitKeys && waitInput(kind, 1, keyPrefix, group).waitKeys,
+                }),
+          (groups) => kind.readAcquire(groups, resources),
+          wanted,
+        ),
+      ),
+    judge: (a, node) => {
+      if (a.markerAge !== undefined) store.noteMarkerAge(node);
+      if (!a.granted) return 'held';
+      const young = a.markerAge !== undefined && a.markerAge < quarantine.duration;
+      return node.checksMarker && young ? 'quarantined' : 'ok';
+    },
+    holderTtl: (a) => a.holderTtl,
+  });
+  store.noteQuarantined(tally);
+  const fail = (refusal: Refusal, found?: AcquireAnswer['mismatch']): AttemptOutcome => {
+    state.failed = true; // from here on, no late EVAL fallback may follow the clean-up
+    const maybeSet = store.nodes.filter((n, i) => mayHoldToken(tally.votes[i], n.cluster));
+    // Sent now, in order on each master's connection, so it runs before any later attempt;
+    // awaited only before the failure is surfaced to the caller — and then every master it went
+    // to has answered (or timed out): a refused caller finds no key of its attempt left.
+    const cleanup =
+      maybeSet.length > 0
+        ? store
+            .releaseKeys(resources, token, {
+              only: maybeSet,
+              announce: false,
+              waitAll: true,
+              kind: req.kind,
+            })
+            .then(() => undefined)
+        : undefined;
+    return { refusal, votes: tally.votes, cleanup, quorum, ...(found ? { found } : {}) };
+  };
+  // Another kind at a key on any master: an error, whatever the other votes (kinds never mix).
+  const found = mismatchIn(tally);
+  if (found) return fail('kind-mismatch', found);
+  const verdict = acquireVerdict(tally.votes, tally.ok, quorum);
+  if (verdict !== 'quorum') return fail(verdict);
+  const exhausted = (): boolean => validityAfter(ttl, start, monotonicNow(), driftFactor) <= 0;
+  let fencingTokens: Record<string, number> = {};
+  if (fencing && !exhausted()) {
+    const counters = tally.replies.map((r) => (r?.kind === 'reply' ? r.value.counters : undefined));
+    const deadline = validUntil(start, ttl, driftFactor);
+    const tokens = await settleFencingTokens(counters, resources, quorum, (t, needs) =>
+      raiseFences(store, resources, t, needs, deadline),
+    );
+    if (!tokens && !exhausted()) return fail('unavailable');
+    fencingTokens = tokens ?? {};
+  }
+  if (exhausted()) return fail('validity-exhausted');
+  const grant: Grant = (state.grant = {
+    resources,
+    token,
+    ttl,
+    start,
+    wallStart,
+    votes: tally.votes,
+    fencingTokens,
+    ended: false,
+    ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
+  });
+  return { grant };
+}
+
+/**
+ * The acquire call for a master whose boot marker is checked: with the marker value it is known
+ * to hold (no clock read on the master, see MasterNode.knownBirth), or the shared full check.
+ */
+function markerCall(
+  store: RedisStore,
+  kind: LockKind,
+  node: MasterNode,
+  input: AcquireInput,
+  full: () => ScriptCall,
+): ScriptCall {
+  const markerBirth = node.knownBirth;
+  return markerBirth === undefined
+    ? full()
+    : kind.acquire({ ...input, marker: store.markerKey, markerBirth });
+}
+
+/** Raises the fencing counters (set-if-greater) where `needs(i)`; resolves with the confirmations. */
+async function raiseFences(
+  store: RedisStore,
+  resources: readonly string[],
+  tokens: Readonly<Record<string, number>>,
+  needs: (i: number) => boolean,
+  deadline: number,
+): Promise<number> {
+  const left = deadline - monotonicNow();
+  if (left <= 0) return 0;
+  const ttl = String(store.settings.fencingKeyTtl);
+  const raised = await store.round<unknown>({
+    timeout: Math.min(store.settings.requestTimeout, left),
+    send: (node) =>
+      needs(node.index)
+        ? store.dispatch.grouped(node, resources, [], (_keys, group) => ({
+            script: FENCE_RAISE_SCRIPT,
+            keys: group.map((r) => store.fenceKeyOf(r)),
+            args: [ttl, ...group.map((r) => String(tokens[r]))],
+          }))
+        : Promise.resolve(1),
+    judge: () => 'ok',
+  });
+  return raised.ok;
+}
