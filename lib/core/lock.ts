@@ -302,7 +302,8 @@ export class Lock {
     const grant = s.grant as Grant; // every lock is created from a grant
     return {
       version: SERIALIZED_LOCK_VERSION,
-      kind: 'mutex',
+      kind: this.kind,
+      ...(this.limit === undefined ? {} : { limit: this.limit }),
       keyPrefix: this.owner.settings?.keyPrefix ?? '',
       resources: [...this.resources],
       token: this.value,

@@ -1,5 +1,6 @@
 import { InvalidLockDataError } from './errors';
-import { MAX_RESOURCES, MAX_RESOURCE_LENGTH } from './request';
+import type { LockKindName } from './kinds/kind-spec';
+import { MAX_LIMIT, MAX_RESOURCES, MAX_RESOURCE_LENGTH } from './request';
 import type { ResolvedSettings } from './settings';
 import { checkInteger, checkNames, checkResourceName, checkTtl, describe } from './validate';
 
@@ -19,8 +20,10 @@ export const SERIALIZED_LOCK_VERSION = 1;
 export interface SerializedLock {
   /** Format version ({@link SERIALIZED_LOCK_VERSION}). */
   readonly version: 1;
-  /** Kind of lock (`'mutex'`; other kinds will add theirs). */
-  readonly kind: 'mutex';
+  /** Kind of lock: `'mutex'` (plain), `'shared'` or `'semaphore'` (with {@link limit}). */
+  readonly kind: LockKindName;
+  /** A semaphore's limit (only for `kind: 'semaphore'`). */
+  readonly limit?: number;
   /** The engine's key prefix: the restoring engine must use the same one. */
   readonly keyPrefix: string;
   /** Locked resources, de-duplicated and sorted. */
@@ -45,6 +48,7 @@ export interface SerializedLock {
 const FIELDS: readonly string[] = Object.freeze([
   'version',
   'kind',
+  'limit',
   'keyPrefix',
   'resources',
   'token',
@@ -86,7 +90,18 @@ export function checkSerializedLock(data: unknown, s: ResolvedSettings): Seriali
       `unknown version ${describe(d.version)}; this engine reads version ${SERIALIZED_LOCK_VERSION}`,
     );
   }
-  if (d.kind !== 'mutex') throw fail('kind', `unknown kind of lock ${describe(d.kind)}`);
+  if (d.kind !== 'mutex' && d.kind !== 'shared' && d.kind !== 'semaphore') {
+    throw fail('kind', `unknown kind of lock ${describe(d.kind)}`);
+  }
+  const kind: LockKindName = d.kind;
+  const limit =
+    kind === 'semaphore' ? checkInteger('limit', d.limit, 1, MAX_LIMIT, fail) : undefined;
+  if (kind !== 'semaphore' && d.limit !== undefined) {
+    throw fail(
+      'limit',
+      `only a semaphore has a limit, got ${describe(d.limit)} for a ${kind} lock`,
+    );
+  }
   if (d.keyPrefix !== s.keyPrefix) {
     throw fail(
       'keyPrefix',
@@ -110,7 +125,8 @@ export function checkSerializedLock(data: unknown, s: ResolvedSettings): Seriali
       : checkInteger('lockAtLeastFor', d.lockAtLeastFor, 0, s.maxTtl, fail);
   return {
     version: SERIALIZED_LOCK_VERSION,
-    kind: 'mutex',
+    kind,
+    ...(limit === undefined ? {} : { limit }),
     keyPrefix: s.keyPrefix,
     resources,
     token: d.token,

@@ -93,6 +93,25 @@ describe('portable locks', () => {
     expect((await lock.release()).deleted).toBe(0);
   });
 
+  it.each([
+    ['a shared lock', { shared: true }, { kind: 'shared' }],
+    ['a semaphore slot', { limit: 3 }, { kind: 'semaphore', limit: 3 }],
+  ] as const)('%s keeps its kind across processes', async (_, options, form) => {
+    const a = engine();
+    const b = engine();
+    const r = uniqueResource('portable-kind');
+    const lock = await a.acquire(r, { ttl: 4000, ...options });
+    const data = JSON.parse(JSON.stringify(lock)) as Record<string, unknown>;
+    expect(data).toMatchObject(form);
+    const moved = b.restore(data);
+    expect(moved.kind).toBe(lock.kind);
+    expect(moved.limit).toBe(lock.limit);
+    await moved.extend(20_000); // the holders' compare-and-pexpire of this membership
+    expect((await b.inspect(r)).ttl).toBeGreaterThan(10_000);
+    expect((await moved.release()).deleted).toBeGreaterThanOrEqual(2);
+    expect(await b.inspect(r)).toMatchObject({ locked: false, holders: 0 });
+  });
+
   it('keeps the fencing tokens of any resource name, "__proto__" included, and lockAtLeastFor', async () => {
     const a = engine();
     const b = engine();
@@ -184,6 +203,9 @@ describe('portable locks', () => {
       ['version as string', { ...good, version: '1' }, 'data.version'],
       ['unknown kind', { ...good, kind: 'shared-ish' }, 'data.kind'],
       ['missing kind', { ...good, kind: undefined }, 'data.kind'],
+      ['semaphore without limit', { ...good, kind: 'semaphore' }, 'data.limit'],
+      ['semaphore limit 0', { ...good, kind: 'semaphore', limit: 0 }, 'data.limit'],
+      ['limit on a plain lock', { ...good, limit: 2 }, 'data.limit'],
       ['other key prefix', { ...good, keyPrefix: 'other:' }, 'data.keyPrefix'],
       ['missing resources', { ...good, resources: undefined }, 'data.resources'],
       ['empty resources', { ...good, resources: [] }, 'data.resources'],

@@ -9,6 +9,7 @@ export type LockKindName = 'mutex' | 'shared' | 'semaphore';
 
 /** A lock's kind and, for a semaphore, its limit. */
 export interface LockKindSpec {
+  /** `mutex` (plain, exclusive), `shared` (read) or `semaphore`. */
   readonly name: LockKindName;
   /** A semaphore's limit (≥ 1); `undefined` for the other kinds. */
   readonly limit?: number;

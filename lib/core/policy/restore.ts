@@ -1,6 +1,8 @@
 import { monotonicNow } from '../clock';
 import { expire, fencingTable, mintLock, scheduleExpiry } from '../lock';
 import type { Lock, LockState } from '../lock';
+import { SHARED_SPEC } from '../kinds/kind-spec';
+import type { LockKindSpec } from '../kinds/kind-spec';
 import { checkSerializedLock } from '../portable';
 import { driftFor } from '../quorum/protocol';
 import type { AttemptContext } from './attempt';
@@ -24,6 +26,12 @@ export function restoreLock(ctx: AttemptContext, data: unknown): Lock {
   const wall = Date.now();
   const toMono = (wallMs: number): number => mono + (wallMs - wall);
   const drift = driftFor(d.ttl, ctx.settings.driftFactor);
+  const kind: LockKindSpec | undefined =
+    d.kind === 'mutex'
+      ? undefined
+      : d.kind === 'shared'
+        ? SHARED_SPEC
+        : { name: 'semaphore', limit: d.limit };
   const validUntil = Math.min(toMono(d.expiresAt - drift), mono + d.ttl - drift);
   const grant: Grant = {
     resources: d.resources,
@@ -34,6 +42,7 @@ export function restoreLock(ctx: AttemptContext, data: unknown): Lock {
     votes: [],
     fencingTokens: fencingTable(Object.entries(d.fencingTokens)),
     ended: false,
+    ...(kind ? { kind } : {}),
   };
   const state: LockState = {
     validUntil,
@@ -52,6 +61,7 @@ export function restoreLock(ctx: AttemptContext, data: unknown): Lock {
     value: d.token,
     attempts: 0,
     fencingTokens: grant.fencingTokens,
+    kind,
     state,
   });
   const { observers } = ctx;
