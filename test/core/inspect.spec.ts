@@ -8,41 +8,14 @@ import { InvalidArgumentError, NoQuorumError } from '../../lib/core/errors';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/semaphore-scripts';
 import { SHARED_ACQUIRE_SCRIPT } from '../../lib/core/kinds/shared-scripts';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockSettings } from '../../lib/core/settings';
 import { InMemoryRedlock } from '../../lib/testing/in-memory-redlock';
 import { PREFIX, acquireLayout, run } from '../harness/kind-scripts';
+import { useMasters } from '../harness/engines';
 import { RedisMasters } from '../harness/redis-masters';
 import { recordingLogger, uniqueResource, waitUntil } from '../harness/util';
 
-let masters: RedisMasters;
-let clients: Redis[];
-let probe: Redis[];
-const engines: Redlock[] = [];
-
-function engine(settings: RedlockSettings = {}, cs: Redis[] = clients): Redlock {
-  const rl = new Redlock(cs, {
-    quarantine: false,
-    logger: recordingLogger(),
-    retryDelay: 20,
-    retryJitter: 10,
-    requestTimeout: 250,
-    ...settings,
-  });
-  engines.push(rl);
-  return rl;
-}
-
-beforeAll(async () => {
-  masters = await RedisMasters.start(5);
-  clients = masters.createClients();
-  probe = masters.createClients();
-  await RedisMasters.ready([...clients, ...probe]);
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await masters.stop();
-});
+const suite = useMasters(5, { logger: recordingLogger() });
+const engine = (...args: Parameters<typeof suite.engine>): Redlock => suite.engine(...args);
 
 describe('inspect on healthy masters', () => {
   it('reports free, held (ttl counting down), and free again after release', async () => {
@@ -52,7 +25,7 @@ describe('inspect on healthy masters', () => {
     expect(await rl.isLocked(r)).toBe(false);
     const lock = await rl.acquire(r, { ttl: 5000 });
     await waitUntil(async () =>
-      (await Promise.all(probe.map((c) => c.exists(rl.keyOf(r))))).every(Boolean),
+      (await Promise.all(suite.probe.map((c) => c.exists(rl.keyOf(r))))).every(Boolean),
     );
     const first = await rl.inspect(r);
     expect(first).toMatchObject({ resource: r, locked: true, holders: 1 });
@@ -72,17 +45,17 @@ describe('inspect on healthy masters', () => {
     const rl = engine();
     const r = uniqueResource('inspect-minority');
     const key = rl.keyOf(r);
-    await probe[0].set(key, 'someone', 'PX', 9000);
-    await probe[1].set(key, 'someone', 'PX', 9000);
+    await suite.probe[0].set(key, 'someone', 'PX', 9000);
+    await suite.probe[1].set(key, 'someone', 'PX', 9000);
     expect(await rl.inspect(r)).toEqual({ resource: r, locked: false, holders: 0, ttl: 0 });
-    await probe[2].set(key, 'someone', 'PX', 3000);
+    await suite.probe[2].set(key, 'someone', 'PX', 3000);
     const s = await rl.inspect(r);
     expect(s.locked).toBe(true);
     expect(s.holders).toBe(1);
     // The third-largest ttl: when the key of master 2 expires, no quorum holds it any more.
     expect(s.ttl).toBeGreaterThan(0);
     expect(s.ttl).toBeLessThanOrEqual(3000);
-    await Promise.all(probe.map((c) => c.del(key)));
+    await Promise.all(suite.probe.map((c) => c.del(key)));
   });
 
   it('counts shared readers and semaphore holders written by the kind scripts', async () => {
@@ -99,9 +72,9 @@ describe('inspect on healthy masters', () => {
     };
     // Reader A on every master, reader B on 3 of 5 (a quorum), reader C on 2 only.
     for (let i = 0; i < 5; i++) {
-      await read(probe[i], 'readerA', 8000);
-      if (i < 3) await read(probe[i], 'readerB', 6000);
-      if (i >= 3) await read(probe[i], 'readerC', 6000);
+      await read(suite.probe[i], 'readerA', 8000);
+      if (i < 3) await read(suite.probe[i], 'readerB', 6000);
+      if (i >= 3) await read(suite.probe[i], 'readerC', 6000);
     }
     const s = await rl.inspect(shared);
     expect(s).toMatchObject({ resource: shared, locked: true, holders: 2 });
@@ -109,16 +82,16 @@ describe('inspect on healthy masters', () => {
     expect(s.ttl).toBeLessThanOrEqual(8000);
     // Semaphore (limit 3): 3 holders on masters 0..2, 1 holder elsewhere.
     for (let i = 0; i < 5; i++) {
-      await admit(probe[i], 'holder1');
+      await admit(suite.probe[i], 'holder1');
       if (i < 3) {
-        await admit(probe[i], 'holder2');
-        await admit(probe[i], 'holder3');
+        await admit(suite.probe[i], 'holder2');
+        await admit(suite.probe[i], 'holder3');
       }
     }
     expect(await rl.inspect(sem)).toMatchObject({ locked: true, holders: 3 });
     // A plain lock on the resource is refused (the key holds readers): both agree.
     expect(await rl.tryAcquire(shared)).toBeNull();
-    await Promise.all(probe.flatMap((c) => [c.del(rl.keyOf(shared)), c.del(rl.keyOf(sem))]));
+    await Promise.all(suite.probe.flatMap((c) => [c.del(rl.keyOf(shared)), c.del(rl.keyOf(sem))]));
   });
 
   it('rejects a bad resource with a typed error before any Redis call', async () => {

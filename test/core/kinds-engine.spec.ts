@@ -4,7 +4,6 @@
  * starved, at most `limit` semaphore holders, release / extend / hand-off, and the typed error
  * for mixed kinds. Faults: kinds-faults.spec.ts; latency skew: kinds-skew.spec.ts.
  */
-import type { Redis } from 'ioredis';
 import {
   InvalidArgumentError,
   KindMismatchError,
@@ -15,43 +14,17 @@ import {
 import type { Lock } from '../../lib/core/lock';
 import { Redlock } from '../../lib/core/redlock';
 import type { AcquireOptions } from '../../lib/core/types';
-import { RedisMasters } from '../harness/redis-masters';
+import { useMasters } from '../harness/engines';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
-let masters: RedisMasters;
-let clients: Redis[];
-let probe: Redis[];
-const engines: Redlock[] = [];
-
-function engine(settings: ConstructorParameters<typeof Redlock>[1] = {}): Redlock {
-  const rl = new Redlock(clients, {
-    quarantine: false,
-    retryDelay: 20,
-    retryJitter: 10,
-    requestTimeout: 250,
-    ...settings,
-  });
-  engines.push(rl);
-  return rl;
-}
-
-beforeAll(async () => {
-  masters = await RedisMasters.start(5);
-  clients = masters.createClients();
-  probe = masters.createClients();
-  await RedisMasters.ready([...clients, ...probe]);
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await masters.stop();
-});
+const suite = useMasters(5);
+const engine = (...args: Parameters<typeof suite.engine>): Redlock => suite.engine(...args);
 
 const keyOf = (rl: Redlock, r: string): string => rl.keyOf(r);
 /** Each master's view of a key: its type and content. */
 async function stateOf(key: string): Promise<string[]> {
   return Promise.all(
-    probe.map(async (c) => {
+    suite.probe.map(async (c) => {
       const type = await c.type(key);
       if (type === 'string') return `string:${await c.get(key)}`;
       if (type === 'zset')
@@ -69,7 +42,7 @@ describe('shared (read) locks', () => {
       Array.from({ length: 8 }, () => rl.acquire(r, { shared: true, ttl: 5000 })),
     );
     expect(readers.every((l) => l.kind === 'shared' && l.limit === undefined)).toBe(true);
-    for (const c of probe) {
+    for (const c of suite.probe) {
       expect(await c.type(keyOf(rl, r))).toBe('zset');
       const members = await c.zrange(keyOf(rl, r), '0', '-1');
       for (const l of readers) expect(members).toContain(l.value);
@@ -140,9 +113,9 @@ describe('shared (read) locks', () => {
     const release = await b.release();
     expect(release.deleted).toBeGreaterThanOrEqual(3); // resolves with a quorum
     await waitUntil(async () =>
-      (await Promise.all(probe.map((c) => c.zscore(keyOf(rl, r), b.value)))).every((s) => !s),
+      (await Promise.all(suite.probe.map((c) => c.zscore(keyOf(rl, r), b.value)))).every((s) => !s),
     );
-    for (const c of probe) {
+    for (const c of suite.probe) {
       expect(await c.zrange(keyOf(rl, r), '0', '-1')).toEqual(expect.arrayContaining([a.value]));
       expect(await c.zscore(keyOf(rl, r), b.value)).toBeNull();
     }
@@ -230,20 +203,32 @@ describe('counting semaphores', () => {
     const rl = engine();
     const r = uniqueResource('sem-quorum');
     // Fill master 4 with foreign holders of the same semaphore: only 4 masters can admit us.
-    await probe[4].zadd(rl.keyOf(r), '+inf', '#semaphore:2', String(Date.now() + 60_000), 'x1');
-    await probe[4].zadd(rl.keyOf(r), String(Date.now() + 60_000), 'x2');
-    await probe[4].pexpire(rl.keyOf(r), 60_000);
+    await suite.probe[4].zadd(
+      rl.keyOf(r),
+      '+inf',
+      '#semaphore:2',
+      String(Date.now() + 60_000),
+      'x1',
+    );
+    await suite.probe[4].zadd(rl.keyOf(r), String(Date.now() + 60_000), 'x2');
+    await suite.probe[4].pexpire(rl.keyOf(r), 60_000);
     const l = await rl.acquire(r, { limit: 2 });
     expect(l.votes.filter((v) => v.outcome === 'ok')).toHaveLength(4);
     await l.release();
     // One more full master: 3 of 5 is a majority, but not enough for a semaphore of 2.
-    await probe[3].zadd(rl.keyOf(r), '+inf', '#semaphore:2', String(Date.now() + 60_000), 'x1');
-    await probe[3].zadd(rl.keyOf(r), String(Date.now() + 60_000), 'x2');
-    await probe[3].pexpire(rl.keyOf(r), 60_000);
+    await suite.probe[3].zadd(
+      rl.keyOf(r),
+      '+inf',
+      '#semaphore:2',
+      String(Date.now() + 60_000),
+      'x1',
+    );
+    await suite.probe[3].zadd(rl.keyOf(r), String(Date.now() + 60_000), 'x2');
+    await suite.probe[3].pexpire(rl.keyOf(r), 60_000);
     const err = await rl.acquire(r, { limit: 2, retryCount: 0 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LockContendedError);
-    for (const c of probe.slice(0, 3)) expect(await c.exists(rl.keyOf(r))).toBe(0);
-    await Promise.all(probe.map((c) => c.del(rl.keyOf(r))));
+    for (const c of suite.probe.slice(0, 3)) expect(await c.exists(rl.keyOf(r))).toBe(0);
+    await Promise.all(suite.probe.map((c) => c.del(rl.keyOf(r))));
   });
 });
 
@@ -272,7 +257,7 @@ describe('kind mismatch: a typed error, at once, nothing written', () => {
         const r = uniqueResource('mismatch');
         const key = rl.keyOf(r);
         let holder: Lock | undefined;
-        if (hold === 'foreign') await Promise.all(probe.map((c) => c.hset(key, 'f', '1')));
+        if (hold === 'foreign') await Promise.all(suite.probe.map((c) => c.hset(key, 'f', '1')));
         else holder = await rl.acquire(r, { ...hold, ttl: 30_000 });
         const before = await stateOf(key);
         const started = Date.now();
@@ -292,7 +277,7 @@ describe('kind mismatch: a typed error, at once, nothing written', () => {
         await expect(rl.tryAcquire(r, ask)).rejects.toBeInstanceOf(KindMismatchError);
         expect(await stateOf(key)).toEqual(before);
         await holder?.release();
-        await Promise.all(probe.map((c) => c.del(key)));
+        await Promise.all(suite.probe.map((c) => c.del(key)));
       });
     }
   }
@@ -301,7 +286,7 @@ describe('kind mismatch: a typed error, at once, nothing written', () => {
     const rl = engine();
     const r = uniqueResource('wrongtype');
     const plain = await rl.acquire(r, { ttl: 300 });
-    await waitUntil(async () => (await probe[0].exists(rl.keyOf(r))) === 0, 3000);
+    await waitUntil(async () => (await suite.probe[0].exists(rl.keyOf(r))) === 0, 3000);
     const reader = await rl.acquire(r, { shared: true, ttl: 10_000 });
     // the plain lock's keys expired and readers hold the resource: its extend finds it lost
     await expect(plain.extend(1000)).rejects.toBeInstanceOf(LockLostError);
@@ -327,7 +312,7 @@ describe('options', () => {
       await expect(rl.acquire(r, bad)).rejects.toBeInstanceOf(InvalidArgumentError);
       await expect(rl.using(r, () => 1, bad)).rejects.toBeInstanceOf(InvalidArgumentError);
     }
-    expect(await probe[0].exists(rl.keyOf(r))).toBe(0);
+    expect(await suite.probe[0].exists(rl.keyOf(r))).toBe(0);
   });
 
   it('using() holds a shared lock or a semaphore slot and keeps it alive', async () => {
@@ -348,7 +333,7 @@ describe('options', () => {
   it('a semaphore needs its own quorum of masters up: NoQuorumError names it', async () => {
     const rl = engine();
     const r = uniqueResource('sem-noq');
-    masters.masters[4].pause();
+    suite.masters.masters[4].pause();
     try {
       const err = await rl
         .acquire(r, { limit: 4, retryCount: 0, ttl: 2000 })
@@ -356,7 +341,7 @@ describe('options', () => {
       expect(err).toBeInstanceOf(NoQuorumError);
       expect((err as NoQuorumError).quorum).toBe(5);
     } finally {
-      masters.masters[4].resume();
+      suite.masters.masters[4].resume();
     }
   });
 });

@@ -3,11 +3,10 @@
  * period has passed since the grant keeps the keys (TTL = the remainder, no hand-off message),
  * after it deletes them; on acquire, tryAcquire, using() and as a release override; typed errors.
  */
-import type { Redis } from 'ioredis';
 import { InvalidArgumentError } from '../../lib/core/errors';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockSettings } from '../../lib/core/settings';
 import { InMemoryRedlock } from '../../lib/testing/in-memory-redlock';
+import { useMasters } from '../harness/engines';
 import { RedisMasters } from '../harness/redis-masters';
 import {
   keyspaceOf,
@@ -18,37 +17,10 @@ import {
   waitUntil,
 } from '../harness/util';
 
-let masters: RedisMasters;
-let clients: Redis[];
-let probe: Redis[];
-const engines: Redlock[] = [];
+const suite = useMasters(3, { logger: recordingLogger() });
+const engine = (...args: Parameters<typeof suite.engine>): Redlock => suite.engine(...args);
 
-function engine(settings: RedlockSettings = {}): Redlock {
-  const rl = new Redlock(clients, {
-    quarantine: false,
-    logger: recordingLogger(),
-    retryDelay: 20,
-    retryJitter: 10,
-    requestTimeout: 250,
-    ...settings,
-  });
-  engines.push(rl);
-  return rl;
-}
-
-beforeAll(async () => {
-  masters = await RedisMasters.start(3);
-  clients = masters.createClients();
-  probe = masters.createClients();
-  await RedisMasters.ready([...clients, ...probe]);
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await masters.stop();
-});
-
-const pttls = (key: string): Promise<number[]> => Promise.all(probe.map((c) => c.pttl(key)));
+const pttls = (key: string): Promise<number[]> => Promise.all(suite.probe.map((c) => c.pttl(key)));
 
 describe('lockAtLeastFor', () => {
   it.each([
@@ -90,7 +62,9 @@ describe('lockAtLeastFor', () => {
     const r = uniqueResource('keep-early');
     const before = Date.now();
     const lock = await a.acquire(r, { ttl: 10_000, lockAtLeastFor: 1500 });
-    await waitUntil(async () => (await valuesOn(probe, a.keyOf(r))).every((v) => v === lock.value));
+    await waitUntil(async () =>
+      (await valuesOn(suite.probe, a.keyOf(r))).every((v) => v === lock.value),
+    );
     const result = await lock.release();
     expect(result.deleted).toBeGreaterThanOrEqual(2); // "kept" on a majority
     expect(lock.released).toBe(true);
@@ -98,7 +72,7 @@ describe('lockAtLeastFor', () => {
     expect(lock.signal.aborted).toBe(false); // the holder's own release: no loss
     expect(a.heldLocks).not.toContain(lock);
     await waitUntil(async () => (await pttls(a.keyOf(r))).every((t) => t > 0 && t <= 1500));
-    expect(await valuesOn(probe, a.keyOf(r))).toEqual(Array(3).fill(lock.value));
+    expect(await valuesOn(suite.probe, a.keyOf(r))).toEqual(Array(3).fill(lock.value));
     // The other replica's timer fires a little later: it finds the job locked.
     expect(await b.tryAcquire(r)).toBeNull();
     expect(await b.isLocked(r)).toBe(true);
@@ -119,7 +93,9 @@ describe('lockAtLeastFor', () => {
     const lock = await rl.acquire(r, { ttl: 10_000, lockAtLeastFor: 100 });
     await sleep(150); // let the period pass inside the scenario
     await lock.release();
-    await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r))).every((v) => v === null));
+    await waitUntil(async () =>
+      (await valuesOn(suite.probe, rl.keyOf(r))).every((v) => v === null),
+    );
     const again = await engine().tryAcquire(r);
     expect(again).not.toBeNull();
     await again?.release();
@@ -129,7 +105,7 @@ describe('lockAtLeastFor', () => {
     const rl = engine();
     const kept = uniqueResource('keep-quiet');
     const plain = uniqueResource('keep-loud');
-    const [sub] = masters.createClients();
+    const [sub] = suite.masters.createClients();
     await RedisMasters.ready([sub]);
     const heard: string[] = [];
     sub.on('pmessage', (_p: string, channel: string) => heard.push(channel));
@@ -142,7 +118,7 @@ describe('lockAtLeastFor', () => {
     expect(heard).not.toContain(rl.keyOf(kept));
     await sub.punsubscribe();
     await rl.release(l1, { lockAtLeastFor: 0 }); // tidy: nothing of ours left to keep/delete
-    await Promise.all(probe.map((c) => c.del(rl.keyOf(kept))));
+    await Promise.all(suite.probe.map((c) => c.del(rl.keyOf(kept))));
   });
 
   it('release(lock, { lockAtLeastFor }) overrides the lock’s own value', async () => {
@@ -151,12 +127,14 @@ describe('lockAtLeastFor', () => {
     const r2 = uniqueResource('keep-override-2000');
     const l1 = await rl.acquire(r1, { lockAtLeastFor: 5000 });
     await rl.release(l1, { lockAtLeastFor: 0 });
-    await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r1))).every((v) => v === null));
+    await waitUntil(async () =>
+      (await valuesOn(suite.probe, rl.keyOf(r1))).every((v) => v === null),
+    );
     const l2 = await rl.acquire(r2, { ttl: 10_000 });
     await l2.release({ lockAtLeastFor: 2000 });
     await waitUntil(async () => (await pttls(rl.keyOf(r2))).every((t) => t > 0 && t <= 2000));
     expect(await rl.isLocked(r2)).toBe(true);
-    await Promise.all(probe.map((c) => c.del(rl.keyOf(r2))));
+    await Promise.all(suite.probe.map((c) => c.del(rl.keyOf(r2))));
   });
 
   it('keeps the resource after using() and tryAcquire(); multi-resource locks keep every key', async () => {
@@ -170,7 +148,7 @@ describe('lockAtLeastFor', () => {
     const lock = await rl.tryAcquire(pair, { lockAtLeastFor: 3000 });
     await lock?.release();
     for (const x of pair) expect(await rl.isLocked(x)).toBe(true);
-    await Promise.all(probe.flatMap((c) => [r, ...pair].map((x) => c.del(rl.keyOf(x)))));
+    await Promise.all(suite.probe.flatMap((c) => [r, ...pair].map((x) => c.del(rl.keyOf(x)))));
   });
 
   it('never touches keys that are no longer ours', async () => {
@@ -178,20 +156,20 @@ describe('lockAtLeastFor', () => {
     const r = uniqueResource('keep-foreign');
     const lock = await rl.acquire(r, { ttl: 10_000, lockAtLeastFor: 1000 });
     await waitUntil(async () =>
-      (await valuesOn(probe, rl.keyOf(r))).every((v) => v === lock.value),
+      (await valuesOn(suite.probe, rl.keyOf(r))).every((v) => v === lock.value),
     );
-    await Promise.all(probe.map((c) => c.set(rl.keyOf(r), 'someone-else', 'PX', 60_000)));
+    await Promise.all(suite.probe.map((c) => c.set(rl.keyOf(r), 'someone-else', 'PX', 60_000)));
     const result = await lock.release();
     expect(result.deleted).toBe(0);
     expect((await pttls(rl.keyOf(r))).every((t) => t > 50_000)).toBe(true);
-    expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(3).fill('someone-else'));
-    await Promise.all(probe.map((c) => c.del(rl.keyOf(r))));
+    expect(await valuesOn(suite.probe, rl.keyOf(r))).toEqual(Array(3).fill('someone-else'));
+    await Promise.all(suite.probe.map((c) => c.del(rl.keyOf(r))));
   });
 
   it('rejects invalid values with typed errors before any Redis call', async () => {
     const rl = engine({ maxTtl: 20_000 });
     const r = uniqueResource('keep-invalid');
-    const before = await keyspaceOf(probe);
+    const before = await keyspaceOf(suite.probe);
     const bad: unknown[] = [-1, 1.5, NaN, Infinity, '100', null, true, 20_001];
     for (const value of bad) {
       const o = { lockAtLeastFor: value as number };
@@ -205,7 +183,7 @@ describe('lockAtLeastFor', () => {
         expect((e as InvalidArgumentError).field).toBe('lockAtLeastFor');
       }
     }
-    expect(await keyspaceOf(probe)).toEqual(before);
+    expect(await keyspaceOf(suite.probe)).toEqual(before);
     const lock = await rl.acquire(r);
     for (const options of [{ lockAtLeastFor: -5 }, { lockAtLeastFor: 20_001 }, { bogus: 1 }, 7]) {
       await expect(rl.release(lock, options as never)).rejects.toBeInstanceOf(InvalidArgumentError);

@@ -3,49 +3,20 @@
  * `JSON.stringify(lock)` and `restore(data)` in another engine (another process) over the same
  * masters and key prefix; conservative validity; expired locks never re-created; typed errors.
  */
-import type { Redis } from 'ioredis';
 import { InvalidArgumentError, InvalidLockDataError, LockLostError } from '../../lib/core/errors';
 import { Lock } from '../../lib/core/lock';
 import { driftFor } from '../../lib/core/quorum/protocol';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockSettings } from '../../lib/core/settings';
 import { InMemoryRedlock } from '../../lib/testing/in-memory-redlock';
-import { RedisMasters } from '../harness/redis-masters';
+import { useMasters } from '../harness/engines';
 import { recordingLogger, uniqueResource, valuesOn, waitUntil } from '../harness/util';
 
-let masters: RedisMasters;
-let clients: Redis[];
-let probe: Redis[];
-const engines: Redlock[] = [];
+const suite = useMasters(3, { logger: recordingLogger() });
+const engine = (...args: Parameters<typeof suite.engine>): Redlock => suite.engine(...args);
 
-function engine(settings: RedlockSettings = {}): Redlock {
-  const rl = new Redlock(clients, {
-    quarantine: false,
-    logger: recordingLogger(),
-    retryDelay: 20,
-    retryJitter: 10,
-    requestTimeout: 250,
-    ...settings,
-  });
-  engines.push(rl);
-  return rl;
-}
-
-beforeAll(async () => {
-  masters = await RedisMasters.start(3);
-  clients = masters.createClients();
-  probe = masters.createClients();
-  await RedisMasters.ready([...clients, ...probe]);
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await masters.stop();
-});
-
-const pttls = (key: string): Promise<number[]> => Promise.all(probe.map((c) => c.pttl(key)));
+const pttls = (key: string): Promise<number[]> => Promise.all(suite.probe.map((c) => c.pttl(key)));
 const allHold = async (rl: Redlock, r: string, token: string): Promise<boolean> =>
-  (await valuesOn(probe, rl.keyOf(r))).every((v) => v === token);
+  (await valuesOn(suite.probe, rl.keyOf(r))).every((v) => v === token);
 
 describe('portable locks', () => {
   it('round-trips through JSON into another engine that extends and releases it', async () => {
@@ -89,7 +60,7 @@ describe('portable locks', () => {
     // Release from b: the keys are gone; a's release then finds nothing of its own.
     const released = await moved.release();
     expect(released.deleted).toBeGreaterThanOrEqual(2);
-    await waitUntil(async () => (await valuesOn(probe, a.keyOf(r))).every((v) => v === null));
+    await waitUntil(async () => (await valuesOn(suite.probe, a.keyOf(r))).every((v) => v === null));
     expect((await lock.release()).deleted).toBe(0);
   });
 
@@ -125,7 +96,7 @@ describe('portable locks', () => {
       expect(await b.isLocked(r)).toBe(true);
       expect((await pttls(b.keyOf(r))).every((t) => t > 0 && t <= 3000)).toBe(true);
     }
-    await Promise.all(probe.flatMap((c) => rs.map((r) => c.del(b.keyOf(r)))));
+    await Promise.all(suite.probe.flatMap((c) => rs.map((r) => c.del(b.keyOf(r)))));
   });
 
   it('restored validity is conservative: wall-clock expiry − now − drift, at most a fresh ttl', async () => {
@@ -151,8 +122,8 @@ describe('portable locks', () => {
     const lock = await a.acquire(r, { ttl: 10_000 });
     await waitUntil(() => allHold(a, r, lock.value));
     // Its keys went missing on two masters (a repairing extension would put them back there).
-    await probe[0].del(a.keyOf(r));
-    await probe[1].del(a.keyOf(r));
+    await suite.probe[0].del(a.keyOf(r));
+    await suite.probe[1].del(a.keyOf(r));
     const before = await pttls(a.keyOf(r));
     const data = { ...lock.toJSON(), expiresAt: Date.now() - 1 };
     const moved = b.restore(data);
@@ -162,13 +133,13 @@ describe('portable locks', () => {
     await expect(moved.extend()).rejects.toBeInstanceOf(LockLostError);
     await expect(b.extend(moved, 5000)).rejects.toBeInstanceOf(LockLostError);
     // Not re-created where missing, not refreshed where present.
-    expect(await valuesOn(probe, a.keyOf(r))).toEqual([null, null, lock.value]);
+    expect(await valuesOn(suite.probe, a.keyOf(r))).toEqual([null, null, lock.value]);
     const after = await pttls(a.keyOf(r));
     expect(after[2]).toBeLessThanOrEqual(before[2]);
     expect(b.heldLocks).not.toContain(moved);
     // Release is harmless: it deletes only what is still ours.
     await moved.release();
-    await waitUntil(async () => (await valuesOn(probe, a.keyOf(r))).every((v) => v === null));
+    await waitUntil(async () => (await valuesOn(suite.probe, a.keyOf(r))).every((v) => v === null));
     await lock.release();
   });
 
@@ -180,7 +151,7 @@ describe('portable locks', () => {
     const moved = b.restore(lock.toJSON());
     const signal = moved.signal;
     expect(signal.aborted).toBe(false);
-    await Promise.all(probe.map((c) => c.del(a.keyOf(r))));
+    await Promise.all(suite.probe.map((c) => c.del(a.keyOf(r))));
     await expect(moved.extend()).rejects.toBeInstanceOf(LockLostError);
     expect(signal.aborted).toBe(true);
     expect(signal.reason).toBeInstanceOf(LockLostError);

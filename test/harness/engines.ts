@@ -1,0 +1,70 @@
+/**
+ * The setup that the real-master engine suites share: `n` private redis-server masters, the
+ * engines' clients, probe clients for looking at the keys directly, and an engine factory with
+ * the suites' defaults. Registers its own beforeAll / afterAll: every engine it made is closed
+ * and the masters are stopped after the file.
+ */
+import { afterAll, beforeAll } from '@jest/globals';
+import type { Redis } from 'ioredis';
+import { Redlock } from '../../lib/core/redlock';
+import type { RedlockSettings } from '../../lib/core/settings';
+import { RedisMasters } from './redis-masters';
+
+/** Settings of the suites' engines, before a file's own defaults and a test's settings. */
+export const SUITE_DEFAULTS: RedlockSettings = Object.freeze({
+  // Fresh private masters: no lock predates them (restart quarantine has its own suites).
+  quarantine: false,
+  retryDelay: 20,
+  retryJitter: 10,
+  // Generous for a loaded 2-core CI machine; the timeout behaviour has its own fault suites.
+  requestTimeout: 250,
+});
+
+/** What {@link useMasters} gives a test file (valid inside tests and hooks). */
+export interface MasterSuite {
+  readonly masters: RedisMasters;
+  /** One client per master, for engines. */
+  readonly clients: Redis[];
+  /** One more client per master, to look at keys directly. */
+  readonly probe: Redis[];
+  /** An engine on `clients` (or `on`), closed after the file. */
+  engine(settings?: RedlockSettings, on?: Redis[]): Redlock;
+}
+
+/** Starts `n` masters for this test file; `defaults` go over {@link SUITE_DEFAULTS}. */
+export function useMasters(n: number, defaults: RedlockSettings = {}): MasterSuite {
+  let masters: RedisMasters | undefined;
+  let clients: Redis[] = [];
+  let probe: Redis[] = [];
+  const engines: Redlock[] = [];
+  const started = (): RedisMasters => {
+    if (!masters) throw new Error('useMasters: the masters start in beforeAll');
+    return masters;
+  };
+  beforeAll(async () => {
+    masters = await RedisMasters.start(n);
+    clients = masters.createClients();
+    probe = masters.createClients();
+    await RedisMasters.ready([...clients, ...probe]);
+  });
+  afterAll(async () => {
+    await Promise.all(engines.map((e) => e.close()));
+    await masters?.stop();
+  });
+  return {
+    get masters() {
+      return started();
+    },
+    get clients() {
+      return clients;
+    },
+    get probe() {
+      return probe;
+    },
+    engine(settings = {}, on = clients) {
+      const rl = new Redlock(on, { ...SUITE_DEFAULTS, ...defaults, ...settings });
+      engines.push(rl);
+      return rl;
+    },
+  };
+}
