@@ -39,7 +39,8 @@ export function pruneSlot(slot: Slot, now: number): number {
 
 /**
  * Whether `slot` (pruned; `undefined` = free) admits a new holder of `kind`. `writerWait` > 0: a
- * plain lock refused by readers raises their writer-waiting flag for that long.
+ * plain lock refused by readers raises their writer-waiting flag until the readers expire plus that
+ * long (the writer sleeps until then, or until a reader leaves).
  */
 export function admission(
   slot: Slot | undefined,
@@ -72,7 +73,9 @@ export function admission(
     return { status: 'admit' };
   }
   if (kind.name === 'mutex' && held.name === 'shared' && writerWait > 0) {
-    slot.writerWaitUntil = Math.max(slot.writerWaitUntil, now + writerWait);
+    // Until the readers expire plus one retry interval (as the Redis script does).
+    const until = Number.isFinite(last) ? Math.max(last, now) + writerWait : now + writerWait;
+    slot.writerWaitUntil = Math.max(slot.writerWaitUntil, until);
   }
   return { status: 'held', ttl };
 }

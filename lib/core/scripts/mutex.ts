@@ -9,7 +9,10 @@ import { bootMarkerAge, script } from './lua';
  * mismatch, `{-1, age, pttl, kind, limit}`, and nothing is written. Shared readers' expired
  * members are pruned (a reader set without a live reader is gone, so it refuses nothing); on each
  * key still held by readers the writer-waiting flag (KEYS[w0 + i], present when ARGV[7] > 0) is
- * raised — created with this token, or only lengthened when another writer's flag is there — and
+ * raised until the readers' key expires plus ARGV[7] ms (one retry interval: the waiting writer
+ * sleeps until the readers expire or one leaves, policy/acquire-loop.ts, and finds the flag still
+ * up when it comes back) — created with this token, or only lengthened when another writer's
+ * flag is there — and
  * the reply is `{0, age, pttl}` of the first held key. When no key refuses any more, the script
  * goes on to set them all (the granted path).
  */
@@ -41,8 +44,11 @@ if refused then
     if ARGV[3] == '1' then w0 = 2 * n end
     for _, i in ipairs(readers) do
       local w = KEYS[w0 + i]
-      if not redis.call('SET', w, ARGV[1], 'NX', 'PX', ARGV[7]) then
-        if redis.call('PTTL', w) < waitTtl then redis.call('PEXPIRE', w, ARGV[7]) end
+      -- The writer sleeps until these readers expire (or one leaves): the flag outlives them by
+      -- one retry interval, so it is still up when the writer comes back.
+      local fttl = waitTtl + math.max(0, redis.call('PTTL', KEYS[i]))
+      if not redis.call('SET', w, ARGV[1], 'NX', 'PX', fttl) then
+        if redis.call('PTTL', w) < fttl then redis.call('PEXPIRE', w, fttl) end
       end
     end
   end
