@@ -165,8 +165,15 @@ describe.each(PLATFORMS)('sample shop over HTTP (%s)', (platform) => {
       .post(`/reports/${name}`)
       .then((r) => r); // sent now (supertest sends on then)
     await waitUntil(async () => (await holdersOf(clients, `report:${name}`)) >= 3, 2000);
-    await http().get(`/reports/${name}`).expect(423); // the generator holds the plain lock
-    expect((await generating).status).toBe(201);
+    const during = await http().get(`/reports/${name}`);
+    const generated = await generating;
+    // While the generator holds the plain lock, readers get 423. On a loaded machine its 400 ms
+    // lock may be lost midway (the run then stops with 503, and a reader may get in: 404);
+    // never a reader while the generator still held a valid lock.
+    expect([201, 503]).toContain(generated.status);
+    if (generated.status === 201) expect(during.status).toBe(423);
+    else expect([423, 404]).toContain(during.status);
+    if (generated.status !== 201) await http().post(`/reports/${name}`).expect(201);
     const reads = await Promise.all(
       Array.from({ length: 5 }, () => http().get(`/reports/${name}`)),
     );

@@ -150,20 +150,27 @@ describe('safety soak (5 masters, 3 worker processes, fault injection)', () => {
   }, 90_000);
 
   it('detects lost exclusion when the restart quarantine is off (broken variant)', async () => {
-    const { report, dir, logsKept } = await runSoak({
-      durationMs: 3_000,
-      workers: 3,
-      noQuarantine: true,
-      faults: CRASH_RECOVERY_FAULTS,
-    });
+    // The faults land at random moments: a run in which no contender tried while a holder's keys
+    // were gone shows nothing. Up to three short runs, until one shows the breach.
+    const run = () =>
+      runSoak({ durationMs: 3_000, workers: 3, noQuarantine: true, faults: CRASH_RECOVERY_FAULTS });
+    let result = await run();
+    for (let i = 0; i < 2 && result.report.violations.length === 0; i++) {
+      rmSync(result.dir, { recursive: true, force: true });
+      result = await run();
+    }
+    const { report, dir, logsKept } = result;
     show(`--no-quarantine${logsKept ? ` (logs: ${dir})` : ''}`, formatReport(report, 3));
 
-    // Both restart faults let a contender in while the holder's validity window was open, and
-    // the non-atomic counter lost updates.
-    expect(report.breaches['restart-majority']).toBeGreaterThanOrEqual(1);
-    expect(report.breaches['bare-majority-restart']).toBeGreaterThanOrEqual(1);
+    // A restart fault let a contender in while the holder's validity window was open, and the
+    // non-atomic counter lost updates. Which of the two restart faults does it depends on when
+    // the contenders try: they sleep until the holder's expiry or a release (no polling while it
+    // is alive), so a fault that only empties the masters may pass before anyone tries.
+    expect(
+      (report.breaches['restart-majority'] ?? 0) + (report.breaches['bare-majority-restart'] ?? 0),
+    ).toBeGreaterThanOrEqual(1);
     expect(report.violations.some((v) => v.kind === 'overlap')).toBe(true);
     expect(report.violations.some((v) => v.kind === 'lost-update')).toBe(true);
     rmSync(dir, { recursive: true, force: true }); // expected violations: nothing to inspect
-  }, 60_000);
+  }, 120_000);
 });
