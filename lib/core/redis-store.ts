@@ -289,6 +289,11 @@ export class RedisStore implements LockStore {
     return this.notifier.watch(this.keyOf(resource), onRelease);
   }
 
+  /** The clean-up of an own failed attempt wakes other engines' waiters, not this engine's. */
+  ignoreOwn(resources: readonly string[], token: string): void {
+    for (const r of resources) this.notifier.ignore(this.keyOf(r), token);
+  }
+
   async close(): Promise<void> {
     await this.notifier.close();
     this.quarantineNotice.close();

@@ -298,6 +298,31 @@ describe('a failed attempt', () => {
   });
 });
 
+describe('the clean-up of a failed attempt', () => {
+  it('is announced to the waiters of other processes (they would otherwise sleep a whole ttl)', async () => {
+    const rl = engine();
+    const r = uniqueResource('cleanup-announced');
+    await (await rl.acquire(uniqueResource('warm-up'))).release();
+    // Another holder owns the key on masters 0–2: the attempt is set, then cleaned up, on 3–4.
+    await Promise.all(probe.slice(0, 3).map((c) => c.set(rl.keyOf(r), 'someone', 'PX', 10_000)));
+    // A waiter of another process, listening on master 3.
+    const subs = masters.createClients();
+    const sub = subs[3];
+    const heard: string[] = [];
+    try {
+      await RedisMasters.ready([sub]);
+      await sub.subscribe(rl.keyOf(r));
+      sub.on('message', (_channel: string, token: string) => heard.push(token));
+      expect(await rl.tryAcquire(r)).toBeNull(); // resolves after the clean-up
+      await waitUntil(() => heard.length > 0, 2000);
+      expect(heard[0]).not.toBe('someone');
+      expect(heard[0]).toMatch(/^[A-Za-z0-9_-]{27}$/); // the failed attempt's own token
+    } finally {
+      for (const c of subs) c.disconnect();
+    }
+  });
+});
+
 describe('10,000 waiters on one resource in one process', () => {
   it('all are served, one attempt at a time, without a timer or listener each, and nothing is left', async () => {
     const warnings: Error[] = [];

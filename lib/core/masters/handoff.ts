@@ -119,6 +119,17 @@ export class ReleaseNotifier {
     return { channels: this.channels.size, recent, watches };
   }
 
+  /**
+   * Marks `token`'s announcements on `key` as seen: the clean-up of this engine's own failed
+   * attempt is announced for the waiters of other engines, never to wake this engine's own.
+   */
+  ignore(key: string, token: string): void {
+    const ch = this.channels.get(key);
+    if (!ch) return;
+    ch.recent.push(token);
+    if (ch.recent.length > 8) ch.recent.shift();
+  }
+
   private onMessage = (channel: string, token: string): void => {
     const ch = this.channels.get(channel);
     if (!ch || ch.recent.includes(token)) return;
