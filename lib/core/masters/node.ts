@@ -275,34 +275,41 @@ export class MasterNode {
     return evalScript(this.client, script, keys, args, stillWanted);
   }
 
-  /** The corked socket of the current tick, if any. */
+  /** Whether this master already got a script call in the current tick. */
+  private inTick = false;
+  /** The socket corked in the current tick, if any. */
   private corked: Writable | undefined;
-  private readonly uncork = (): void => {
+  private readonly endTick = (): void => {
+    this.inTick = false;
     const stream = this.corked;
     this.corked = undefined;
     stream?.uncork();
   };
 
   /**
-   * One write per master per tick (issue 13, item 1): the first command of a tick corks the
-   * connection's socket and a `process.nextTick` uncorks it, so the commands that every
-   * acquire, release and extension of this tick send to this master leave in one `writev`
+   * One write per master per tick (issue 13, item 1). The first script call of a tick is written
+   * at once, as without coalescing (a lone call pays nothing but one `process.nextTick`); a
+   * second call in the same tick corks the connection's socket, and the end of the tick uncorks
+   * it, so every further acquire, release and extension of that tick leaves in one `writev`
    * instead of one syscall each. The tick ends after the promise continuations queued during it,
    * so commands sent from replies that arrived together (64 callers answered by one socket read)
-   * go out together too. A lone call waits for nothing but the end of its own tick — no timer,
-   * no `setImmediate` (unlike ioredis' `enableAutoPipelining`). ioredis still writes and queues
-   * each command itself, in order, so replies, errors and the NOSCRIPT fallback are unchanged.
-   * Only a standalone client that is connected is corked (a Cluster routes per slot; an offline
-   * client queues in ioredis and writes on reconnect).
+   * go out together too. No timer, no `setImmediate` (unlike ioredis' `enableAutoPipelining`).
+   * ioredis still writes and queues each command itself, in order, so replies, errors and the
+   * NOSCRIPT fallback are unchanged. Only a standalone client that is connected is corked (a
+   * Cluster routes per slot; an offline client queues in ioredis and writes on reconnect).
    */
   private coalesce(): void {
     if (this.corked || this.cluster) return;
+    if (!this.inTick) {
+      this.inTick = true;
+      process.nextTick(this.endTick);
+      return;
+    }
     const client = this.client as Redis;
     const stream = client.status === 'ready' ? (client.stream as Writable | undefined) : undefined;
     if (!stream || typeof stream.cork !== 'function' || !stream.writable) return;
     stream.cork();
     this.corked = stream;
-    process.nextTick(this.uncork);
   }
 
   /**
