@@ -65,6 +65,7 @@ export class Redlock {
   /** What a release (policy/release.ts) needs. */
   private readonly releasing: ReleaseContext;
   private closed = false;
+  private readonly inflight = new InflightAttempts();
   /** Aborted by {@link drain}: refuses new acquisitions and wakes the waiting ones. */
   private readonly draining = new AbortController();
   /** Order and wake-ups of this engine's waiting acquires (policy/local-queue.ts). */
@@ -271,18 +272,7 @@ export class Redlock {
     if (extendThreshold !== undefined) {
       checkInteger('extendThreshold', extendThreshold, 1, MAX_TIMER_MS, argError);
     }
-    return keepAlive(
-      {
-        extend: (l) => this.extend(l),
-        maxExtensions: this.settings.maxExtensions,
-        extendThreshold: this.settings.extendThreshold,
-        retryDelay: this.settings.retryDelay,
-        requestTimeout: this.settings.requestTimeout,
-      },
-      lock,
-      s,
-      extendThreshold,
-    );
+    return keepAlive({ ...this.settings, extend: (l) => this.extend(l) }, lock, s, extendThreshold);
   }
 
   /**
@@ -383,8 +373,6 @@ export class Redlock {
     return lock;
   }
 
-  private readonly inflight = new InflightAttempts();
-
   private prepare(
     resources: unknown,
     options: AcquireOptions,
@@ -392,16 +380,14 @@ export class Redlock {
   ): CheckedAcquire {
     const checked = checkAcquire(resources, options, this.settings, names);
     if (this.draining.signal.aborted) {
-      throw new ShuttingDownError({
-        resources: checked.resources,
-        votes: [],
-        attempts: 0,
-        elapsed: 0,
-      });
+      throw new ShuttingDownError({ ...NOTHING_TRIED, resources: checked.resources });
     }
     return checked;
   }
 }
+
+/** The detail of an acquisition refused before any attempt. */
+const NOTHING_TRIED = { votes: [], attempts: 0, elapsed: 0 } as const;
 
 const argError = (field: string, problem: string): Error =>
   new InvalidArgumentError(field, problem);
