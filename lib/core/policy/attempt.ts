@@ -4,7 +4,7 @@ import { MUTEX_SPEC } from '../kinds/kind-spec';
 import type { LockErrorDetail } from '../errors';
 import type { HeldLocks } from '../held';
 import { grantState, mintLock, scheduleExpiry } from '../lock';
-import type { Lock, LockOwner } from '../lock';
+import type { Lock, LockOwner, LockState } from '../lock';
 import type { CheckedAcquire } from '../request';
 import type { ResolvedSettings } from '../settings';
 import type { AttemptResult, LoopContext } from './acquire-loop';
@@ -75,7 +75,6 @@ function resultOf(
 
 /** Wraps a grant in a lock the engine tracks (held locks, 'lost' events). */
 function createLock(ctx: AttemptContext, grant: Grant, attempts: number): Lock {
-  const { observers } = ctx;
   const state = grantState(grant, ctx.settings.driftFactor);
   const lock = mintLock(ctx.owner, {
     resources: grant.resources,
@@ -85,6 +84,27 @@ function createLock(ctx: AttemptContext, grant: Grant, attempts: number): Lock {
     state,
     kind: grant.kind,
   });
+  track(ctx, lock, state);
+  return lock;
+}
+
+/**
+ * Tracks a lock of this engine (a grant, or a restored lock: policy/restore.ts): in the held set,
+ * and reported `lost` when it is lost — when it happens while someone observes, not only when
+ * the holder next touches the lock.
+ */
+export function track(ctx: AttemptContext, lock: Lock, state: LockState): void {
+  reportLoss(ctx, lock, state);
+  ctx.held.add(lock);
+  if (ctx.observers.active) {
+    state.watched = true;
+    scheduleExpiry(lock, state);
+  }
+}
+
+/** Reports the loss of `lock` to the observers (a `lost` event) when it happens. */
+export function reportLoss(ctx: AttemptContext, lock: Lock, state: LockState): void {
+  const { observers } = ctx;
   state.onLost = (reason) => {
     if (observers.active) {
       observers.emit({
@@ -96,13 +116,6 @@ function createLock(ctx: AttemptContext, grant: Grant, attempts: number): Lock {
       });
     }
   };
-  ctx.held.add(lock);
-  if (observers.active) {
-    // Report a loss when it happens (not only when the holder next touches the lock).
-    state.watched = true;
-    scheduleExpiry(lock, state);
-  }
-  return lock;
 }
 
 /**

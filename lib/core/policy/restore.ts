@@ -1,10 +1,11 @@
 import { monotonicNow } from '../clock';
-import { expire, fencingTable, mintLock, scheduleExpiry } from '../lock';
+import { expire, fencingTable, mintLock } from '../lock';
 import type { Lock, LockState } from '../lock';
 import { SHARED_SPEC } from '../kinds/kind-spec';
 import type { LockKindSpec } from '../kinds/kind-spec';
 import { checkSerializedLock } from '../portable';
 import { driftFor } from '../quorum/protocol';
+import { reportLoss, track } from './attempt';
 import type { AttemptContext } from './attempt';
 import type { Grant } from './store';
 
@@ -64,26 +65,11 @@ export function restoreLock(ctx: AttemptContext, data: unknown): Lock {
     kind,
     state,
   });
-  const { observers } = ctx;
-  state.onLost = (reason) => {
-    if (observers.active) {
-      observers.emit({
-        type: 'lost',
-        resources: lock.resources,
-        lock,
-        holdTime: monotonicNow() - state.acquiredAt,
-        reason,
-      });
-    }
-  };
   if (validUntil <= mono) {
+    reportLoss(ctx, lock, state);
     expire(lock, state, 'its validity had ended when it was restored');
     return lock;
   }
-  ctx.held.add(lock);
-  if (observers.active) {
-    state.watched = true;
-    scheduleExpiry(lock, state);
-  }
+  track(ctx, lock, state);
   return lock;
 }
