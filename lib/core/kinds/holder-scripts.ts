@@ -3,7 +3,6 @@
  * inspect script reads any kind, the mutex string included. Layout and reply shapes:
  * docs/lock-kinds.md. Helpers (`kindOf`, `prune`, `expiry`, ...): lua.ts (inlined templates).
  */
-import type { LuaScript } from '../scripts/lua';
 import { CHECK_TOKEN_LUA, NOW_LUA, expiry, kindOf, num, prune, pttl, script } from './lua';
 
 /**
@@ -101,10 +100,3 @@ if holders > 0 then ttl = ${expiry('KEYS[1]', true)} - now end
 return {kind, holders, ttl, l, waiting}
 `,
 );
-
-/** Every holder-set script, e.g. for loading them up front. */
-export const HOLDER_SCRIPTS: readonly LuaScript[] = [
-  HOLDERS_EXTEND_SCRIPT,
-  HOLDERS_RELEASE_SCRIPT,
-  INSPECT_SCRIPT,
-];

@@ -101,3 +101,18 @@ end
 `;
 
 export const FENCING_LUA = FENCE_COUNTERS_LUA;
+
+/**
+ * The granted path of a holder-set acquire (semaphore, shared): on each of the `n` lock keys, the
+ * kind's marker member (score +inf), this token with its expiry (now + ARGV[2]) as score, and the
+ * key's expiry at its latest member. `marker` is a Lua expression.
+ */
+export function addHolder(marker: string): string {
+  return `
+local exp = ${num('now + tonumber(ARGV[2])')}
+for i = 1, n do
+  redis.call('ZADD', KEYS[i], '+inf', ${marker})
+  redis.call('ZADD', KEYS[i], exp, ARGV[1])
+  redis.call('PEXPIREAT', KEYS[i], ${num(expiry('KEYS[i]', true))})
+end`;
+}

@@ -3,16 +3,14 @@
  * a holder is granted when semaphoreQuorum(N, n) masters admitted it (quorum-rule.ts — a plain
  * majority is not enough for n > 1). Key layout and reply shapes: docs/lock-kinds.md.
  */
-import type { LuaScript } from '../scripts/lua';
-import { HOLDERS_EXTEND_SCRIPT, HOLDERS_RELEASE_SCRIPT, INSPECT_SCRIPT } from './holder-scripts';
 import {
   CHECK_TOKEN_LUA,
+  addHolder,
   FENCING_LUA,
   MARKER_LUA,
   NOW_LUA,
   expiry,
   kindOf,
-  num,
   prune,
   pttl,
   script,
@@ -55,29 +53,9 @@ for i = 1, n do${kindOf('KEYS[i]')}
     return {-1, age, ${pttl('KEYS[i]')}, kind, l}
   end
 end
-local exp = ${num('now + tonumber(ARGV[2])')}
-for i = 1, n do
-  redis.call('ZADD', KEYS[i], '+inf', '#semaphore:' .. limit)
-  redis.call('ZADD', KEYS[i], exp, ARGV[1])
-  redis.call('PEXPIREAT', KEYS[i], ${num(expiry('KEYS[i]', true))})
-end
+${addHolder("'#semaphore:' .. limit")}
 local res = {1, age}
 ${FENCING_LUA}
 return res
 `,
 );
-
-/** Extend a semaphore holder (compare-and-pexpire of its membership; see HOLDERS_EXTEND_SCRIPT). */
-export const SEMAPHORE_EXTEND_SCRIPT = HOLDERS_EXTEND_SCRIPT;
-/** Release a semaphore holder (its membership only; see HOLDERS_RELEASE_SCRIPT). */
-export const SEMAPHORE_RELEASE_SCRIPT = HOLDERS_RELEASE_SCRIPT;
-/** Inspect any kind (read-only; see INSPECT_SCRIPT). */
-export const SEMAPHORE_INSPECT_SCRIPT = INSPECT_SCRIPT;
-
-/** The semaphore's scripts. */
-export const SEMAPHORE_SCRIPTS: readonly LuaScript[] = [
-  SEMAPHORE_ACQUIRE_SCRIPT,
-  HOLDERS_EXTEND_SCRIPT,
-  HOLDERS_RELEASE_SCRIPT,
-  INSPECT_SCRIPT,
-];

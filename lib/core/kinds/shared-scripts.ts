@@ -5,27 +5,25 @@
  * (quorum-rule.ts). Key layout, reply shapes and the writer-starvation policy: docs/lock-kinds.md.
  *
  * Writer starvation. A writer refused because readers hold the key leaves a "writer waiting"
- * flag (kind-keys.ts `waitKey`, same slot) that lives `waitTtl` ms. While it exists, new readers
+ * flag (kind-keys.ts `waitKey`, same slot) that lives until the readers' key expires plus
+ * `waitTtl` ms (scripts/mutex.ts, REFUSED_LUA). While it exists, new readers
  * are refused (readers already in keep extending and leave when done), so the readers drain and
  * a writer gets in. The flag is refreshed by every refused writer attempt and is never shortened;
  * it is not deleted when a writer wins (the engine's tokens change per attempt, so a winner
  * cannot tell its own flag from another waiting writer's): it expires by itself. Writers ignore
  * the flag — it holds back readers, not other writers; writer against writer is ordinary mutex
  * contention. `waitTtl` should cover the writers' retry interval (retryDelay + retryJitter, a few
- * request timeouts), so a writer still retrying keeps its flag alive, and a writer that gave up
- * blocks new readers for at most `waitTtl`.
+ * request timeouts), so a writer that slept until the readers expired still finds its flag up,
+ * and a writer that gave up blocks new readers for at most the readers' ttl plus `waitTtl`.
  */
-import type { LuaScript } from '../scripts/lua';
-import { HOLDERS_EXTEND_SCRIPT, HOLDERS_RELEASE_SCRIPT, INSPECT_SCRIPT } from './holder-scripts';
 import { ACQUIRE_SCRIPT } from '../scripts/mutex';
 import {
   CHECK_TOKEN_LUA,
+  addHolder,
   FENCING_LUA,
   MARKER_LUA,
   NOW_LUA,
-  expiry,
   kindOf,
-  num,
   prune,
   pttl,
   script,
@@ -71,12 +69,7 @@ for i = 1, n do${kindOf('KEYS[i]')}
     return {-1, age, ${pttl('KEYS[i]')}, kind, l}
   end
 end
-local exp = ${num('now + tonumber(ARGV[2])')}
-for i = 1, n do
-  redis.call('ZADD', KEYS[i], '+inf', '#shared')
-  redis.call('ZADD', KEYS[i], exp, ARGV[1])
-  redis.call('PEXPIREAT', KEYS[i], ${num(expiry('KEYS[i]', true))})
-end
+${addHolder("'#shared'")}
 local res = {1, age}
 ${FENCING_LUA}
 return res
@@ -100,19 +93,3 @@ return res
  * expires). Granted: `SET key token PX ttl` on every key and {1, age, ...fencing counters}.
  */
 export const WRITE_ACQUIRE_SCRIPT = ACQUIRE_SCRIPT;
-
-/** Extend a reader (compare-and-pexpire of its membership; see HOLDERS_EXTEND_SCRIPT). */
-export const SHARED_EXTEND_SCRIPT = HOLDERS_EXTEND_SCRIPT;
-/** Release a reader (its membership only; see HOLDERS_RELEASE_SCRIPT). */
-export const SHARED_RELEASE_SCRIPT = HOLDERS_RELEASE_SCRIPT;
-/** Inspect any kind (read-only; see INSPECT_SCRIPT); pass the wait key as KEYS[2]. */
-export const SHARED_INSPECT_SCRIPT = INSPECT_SCRIPT;
-
-/** The shared lock's scripts (the writer extends and releases with the mutex scripts). */
-export const SHARED_SCRIPTS: readonly LuaScript[] = [
-  SHARED_ACQUIRE_SCRIPT,
-  WRITE_ACQUIRE_SCRIPT,
-  HOLDERS_EXTEND_SCRIPT,
-  HOLDERS_RELEASE_SCRIPT,
-  INSPECT_SCRIPT,
-];
