@@ -45,6 +45,7 @@ export async function attemptOnMasters(
     marker: undefined,
     fenceTtl: store.settings.fencingKeyTtl,
     ...waitInput(kind, req.writerWait, keyPrefix, resources), // writer-waiting flags
+    handoverFrom: kind.name === 'mutex' ? req.handoverFrom : undefined,
   };
   // Built once per attempt; a Cluster master gets one call per slot group instead.
   const plain = kind.acquire(input);

@@ -191,8 +191,14 @@ export class RedisStore implements LockStore {
     return extendOnMasters(this, grant, ttl, deadline);
   }
 
-  release(grant: Grant, waitAll: boolean, keepFor?: number): Promise<ReleaseResult> {
+  release(
+    grant: Grant,
+    waitAll: boolean,
+    keepFor?: number,
+    only?: readonly number[],
+  ): Promise<ReleaseResult> {
     return this.releaseKeys(grant.resources, grant.token, {
+      only: only && this.nodes.filter((n) => only.includes(n.index)),
       waitAll,
       announce: true,
       kind: grant.kind,

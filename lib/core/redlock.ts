@@ -102,16 +102,20 @@ export class Redlock {
       settings: this.settings,
       observers: this.observers,
     };
-    this.releasing = { ...this.policy, held: this.held };
     this.queue = new LocalQueue(this.store, this.draining.signal);
+    this.releasing = {
+      ...this.policy,
+      held: this.held,
+      handover: (lock, token) => this.queue.handover(lock, token),
+    };
     this.loop = {
       store: this.store,
       queue: this.queue,
       draining: this.draining.signal,
       requestTimeout: this.settings.requestTimeout,
-      attempt: (req, n, startedAt) =>
+      attempt: (req, n, startedAt, handoverFrom) =>
         this.inflight.track(
-          attemptOnStore(this.grants, req, n, startedAt).then((r) =>
+          attemptOnStore(this.grants, req, n, startedAt, handoverFrom).then((r) =>
             r.lock && this.isDraining ? refuseLate(this.releasing, r.lock, req, n, startedAt) : r,
           ),
         ),

@@ -74,9 +74,13 @@ export class InMemoryStore implements LockStore {
       return { refusal: 'unavailable', votes: [vote('error', 'simulated outage')] };
     }
     const kind = req.kind ?? MUTEX_SPEC;
-    const answers = resources.map((r) =>
-      admission(this.live(r, now), kind, now, req.writerWait ?? 0),
-    );
+    // A local hand-over (core/policy/handover.ts): the releasing holder's plain lock counts as free.
+    const from = kind.name === 'mutex' ? req.handoverFrom : undefined;
+    const answers = resources.map((r) => {
+      const slot = this.live(r, now);
+      const mine = from !== undefined && slot?.holders.size === 1 && slot.holders.has(from);
+      return admission(mine ? undefined : slot, kind, now, req.writerWait ?? 0);
+    });
     const mismatch = answers.find((a) => a.status === 'mismatch');
     if (mismatch) return { refusal: 'kind-mismatch', votes: [vote('held')], found: mismatch.found };
     const refused = answers.filter(
@@ -111,6 +115,7 @@ export class InMemoryStore implements LockStore {
     };
     for (const r of resources) {
       const slot = this.entries.get(r) ?? { kind, holders: new Map(), writerWaitUntil: 0 };
+      if (from !== undefined) slot.holders.delete(from);
       if (slot.holders.size === 0) slot.kind = kind;
       slot.holders.set(token, { token, expiresAt: now + ttl, grant });
       this.entries.set(r, slot);

@@ -39,6 +39,11 @@ export interface AcquireInput {
   readonly waitKeys?: readonly string[];
   /** How long a plain lock refused by readers keeps their writer-waiting flag up (ms; 0 = none). */
   readonly waitTtl?: number;
+  /**
+   * A local hand-over (policy/handover.ts; mutex only): the token of this process's releasing
+   * holder — keys holding it count as free and are overwritten. Other kinds never get one.
+   */
+  readonly handoverFrom?: string;
 }
 
 /** One master's answer to an acquire, over all of its slot groups. */

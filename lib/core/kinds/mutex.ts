@@ -50,7 +50,8 @@ export const MUTEX: LockKind = {
       String(keys.length),
       String(input.fenceTtl),
     ];
-    if (waitKeys) args.push(String(input.waitTtl));
+    if (waitKeys || input.handoverFrom) args.push(waitKeys ? String(input.waitTtl) : '0');
+    if (input.handoverFrom) args.push(input.handoverFrom);
     return { script: ACQUIRE_SCRIPT, keys: scriptKeys, args };
   },
 

@@ -31,7 +31,12 @@ export interface LoopContext {
   /** The per-master request timeout (bounds one attempt; part of the retry budget). */
   readonly requestTimeout: number;
   /** One attempt (the store's round, turned into a lock or an error). */
-  attempt(req: CheckedAcquire, attemptNo: number, startedAt: number): Promise<AttemptResult>;
+  attempt(
+    req: CheckedAcquire,
+    attemptNo: number,
+    startedAt: number,
+    handoverFrom?: string,
+  ): Promise<AttemptResult>;
 }
 
 /**
@@ -108,7 +113,16 @@ export async function acquireLoop(
       }
       attempts++;
       const sentAt = monotonicNow();
-      last = await ctx.attempt(req, attempts, start);
+      // A lock handed over by a local holder is taken over by this attempt (policy/handover.ts).
+      const handover = ticket?.takeover;
+      if (handover) ticket.takeover = undefined;
+      let result: AttemptResult | undefined;
+      try {
+        result = await ctx.attempt(req, attempts, start, handover?.from);
+      } finally {
+        handover?.settle(result);
+      }
+      last = result;
       if (last.lock) {
         if (ticket) queue.granted(ticket, last.lock);
         return last.lock;

@@ -22,7 +22,8 @@ export interface AttemptContext {
 }
 
 /**
- * One attempt on the store: a tracked lock, or the typed reason it was not granted. Another kind
+ * One attempt on the store (taking the lock over from this engine's releasing holder of
+ * `handoverFrom`: policy/handover.ts): a tracked lock, or the typed reason it was not granted. Another kind
  * of lock at a resource rejects with {@link KindMismatchError} once the attempt's clean-up is
  * done: an error the acquire loop does not retry.
  */
@@ -31,9 +32,10 @@ export function attemptOnStore(
   req: CheckedAcquire,
   attemptNo: number,
   startedAt: number,
+  handoverFrom?: string,
 ): Promise<AttemptResult> {
   return ctx.store
-    .attempt(req)
+    .attempt(handoverFrom === undefined ? req : { ...req, handoverFrom })
     .then((outcome) =>
       outcome.grant || outcome.refusal !== 'kind-mismatch'
         ? resultOf(ctx, outcome, req, attemptNo, startedAt)

@@ -4,6 +4,8 @@ import type { LockErrorDetail, NodeVote } from '../errors';
 import { lockState } from '../lock';
 import type { Lock } from '../lock';
 import { onAbort } from '../wake';
+import { decline, newHandover } from './handover';
+import type { Handover } from './handover';
 import type { LockStore, ReleaseWatch } from './store';
 import { Timeline } from './timeline';
 
@@ -38,10 +40,10 @@ import { Timeline } from './timeline';
  *   A busy process cannot keep a resource for itself while others wait; alone, it loses one
  *   announcement's latency every {@link MAX_LOCAL_STREAK} hand-offs.
  *
- * Hook for kinds that admit several holders (shared locks, semaphores): an entry joins with
- * `exclusive: false`; it is admitted when every entry before it in each queue is non-exclusive,
- * and it is not held back by local non-exclusive holders (only exclusive grants are recorded as
- * local holders). The masters still decide; the queue only keeps the order.
+ * Kinds with several holders (shared locks, semaphores) join with `exclusive: false`: admitted
+ * when every entry before them is non-exclusive, never held back by local non-exclusive holders
+ * (only exclusive grants are recorded). The masters still decide; the queue keeps the order.
+ * A plain lock released while a local waiter may take it is handed over (policy/handover.ts).
  */
 
 /** Consecutive local hand-offs of one resource before the next local waiter yields to others. */
@@ -66,6 +68,8 @@ export interface Ticket {
   handed: boolean;
   /** Its last wake-up was a local hand-off (counts toward {@link MAX_LOCAL_STREAK}). */
   local: boolean;
+  /** A lock handed over to it, taken over by its next attempt (policy/handover.ts). */
+  takeover: Handover | undefined;
   left: boolean;
 }
 
@@ -124,6 +128,7 @@ export class LocalQueue {
       wake: undefined,
       handed: false,
       local: false,
+      takeover: undefined,
       left: false,
     };
     for (const resource of resources) {
@@ -179,6 +184,7 @@ export class LocalQueue {
    * was handed to it meanwhile.
    */
   sleep(ticket: Ticket, until: number, signal: AbortSignal | undefined): Promise<void> {
+    decline(ticket); // a hand-over is taken by the next attempt or not at all
     if (ticket.handed) {
       ticket.handed = false;
       return Promise.resolve();
@@ -261,6 +267,7 @@ export class LocalQueue {
   leave(ticket: Ticket): void {
     if (ticket.left) return;
     ticket.left = true;
+    decline(ticket);
     this.tickets.delete(ticket);
     ticket.wake?.();
     for (const slot of ticket.slots) {
@@ -291,12 +298,36 @@ export class LocalQueue {
     }
   }
 
+  /**
+   * Hands `lock` (a plain lock being released with `token`) to the next local waiter
+   * (policy/handover.ts): one that asks for exactly its resources as a plain lock, sleeps,
+   * comes first in each of their queues, within {@link MAX_LOCAL_STREAK}. It is woken to take
+   * the lock over in its next attempt. `undefined` when none may (the release goes on as usual).
+   */
+  handover(lock: Lock, token: string): Handover | undefined {
+    if (this.draining.aborted) return undefined;
+    const t = this.lines.get(lock.resources[0])?.first?.ticket;
+    if (!t?.wake || !t.exclusive || t.takeover || t.slots.length !== lock.resources.length) {
+      return undefined;
+    }
+    for (const { line } of t.slots) {
+      if (line.first?.ticket !== t || !lock.resources.includes(line.resource)) return undefined;
+      if (line.holder && line.holder !== lock) return undefined;
+      if (line.streak >= MAX_LOCAL_STREAK && line.watch?.live) return undefined;
+    }
+    const handover = newHandover(token);
+    for (const { line } of t.slots) line.holder = undefined;
+    t.takeover = handover;
+    t.local = true;
+    t.wake();
+    return handover;
+  }
+
   /** Wakes every sleeper (the engine drains or closes) and stops the timer. */
   close(): void {
     this.wakeAll();
     this.timeline.clear();
   }
-
   private wakeAll(): void {
     for (const t of [...this.tickets]) t.wake?.();
   }

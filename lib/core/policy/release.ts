@@ -6,6 +6,8 @@ import type { Lock, LockState, ReleaseResult } from '../lock';
 import type { ResolvedSettings } from '../settings';
 import type { ReleaseOptions } from '../types';
 import { checkInteger, checkNames, checkObject } from '../validate';
+import { handoverResult, notTakenOver } from './handover';
+import type { Handover } from './handover';
 import type { Observers } from './observers';
 import type { Grant, LockStore } from './store';
 
@@ -15,6 +17,8 @@ export interface ReleaseContext {
   readonly settings: ResolvedSettings;
   readonly observers: Observers;
   readonly held: HeldLocks;
+  /** Starts a local hand-over of `lock` (policy/handover.ts), when a local waiter may take it. */
+  readonly handover?: (lock: Lock, token: string) => Handover | undefined;
 }
 
 const RELEASE_OPTION_NAMES = Object.freeze(['lockAtLeastFor'] as const);
@@ -78,7 +82,8 @@ export function checkReleaseOptions(
  * keep-alive stops at its next tick, its signal does not abort). On the masters:
  * compare-and-delete, announced to waiters — or, while the lock's `lockAtLeastFor` has not
  * passed since the grant, compare-and-pexpire of its keys to the remainder, not announced (the
- * resource stays locked until then; keys no longer ours are untouched).
+ * resource stays locked until then; keys no longer ours are untouched). A plain lock that the
+ * next local waiter may take is handed over to it instead (policy/handover.ts).
  */
 export async function releaseLock(
   ctx: ReleaseContext,
@@ -91,13 +96,32 @@ export async function releaseLock(
   if (!s.released && s.validUntil <= now) {
     expire(lock, s, 'its validity ended before it was released');
   }
-  markReleased(s);
-  ctx.held.delete(lock);
   const remainder =
     lockAtLeastFor === undefined ? 0 : Math.ceil(s.acquiredAt + lockAtLeastFor - now);
   // Never longer than maxTtl (the restart quarantine is sized from it).
   const keepFor = remainder > 0 ? Math.min(remainder, ctx.settings.maxTtl) : undefined;
-  const result = await ctx.store.release(s.grant as Grant, waitAll, keepFor);
+  const grant = s.grant as Grant;
+  // A valid lock released for good may go straight to the next local waiter (one round).
+  const handover =
+    !s.released && !s.lostReason && keepFor === undefined && !waitAll && !grant.kind
+      ? ctx.handover?.(lock, grant.token)
+      : undefined;
+  if (handover) s.onEnd = undefined; // the queue woke its taker already
+  markReleased(s);
+  ctx.held.delete(lock);
+  let result: ReleaseResult;
+  if (handover) {
+    const taken = await handover.done;
+    const rest = notTakenOver(taken);
+    if (!rest) result = await ctx.store.release(grant, waitAll);
+    else {
+      const others =
+        rest.length > 0 ? await ctx.store.release(grant, false, undefined, rest) : undefined;
+      result = handoverResult((taken?.lock as Lock).votes, others);
+    }
+  } else {
+    result = await ctx.store.release(grant, waitAll, keepFor);
+  }
   if (ctx.observers.active) {
     const end = monotonicNow();
     ctx.observers.emit({

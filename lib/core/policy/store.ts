@@ -45,6 +45,11 @@ export interface AttemptRequest {
   readonly kind?: LockKindSpec;
   /** A plain lock refused by shared readers keeps their writer-waiting flag up this long (ms). */
   readonly writerWait?: number;
+  /**
+   * A local hand-over (policy/handover.ts; plain locks only): the token of this engine's holder
+   * that releases the lock to this attempt. Keys holding it count as free and are taken over.
+   */
+  readonly handoverFrom?: string;
 }
 
 /**
@@ -149,9 +154,15 @@ export interface LockStore {
   /**
    * Compare-and-delete; `waitAll` waits for every master, not just a quorum. With `keepFor`
    * (ms, > 0: `lockAtLeastFor`), compare-and-pexpire to `keepFor` instead: keys still holding
-   * the grant's token stay, with that TTL; nothing is announced to waiters.
+   * the grant's token stay, with that TTL; nothing is announced to waiters. `only`: on those
+   * masters (indexes) only, the others vote `held` (after a local hand-over: policy/handover.ts).
    */
-  release(grant: Grant, waitAll: boolean, keepFor?: number): Promise<ReleaseResult>;
+  release(
+    grant: Grant,
+    waitAll: boolean,
+    keepFor?: number,
+    only?: readonly number[],
+  ): Promise<ReleaseResult>;
   /**
    * One read-only round about `resource`: no write of any kind, not an attempt (see
    * quorum/agreement.ts for what is agreed).

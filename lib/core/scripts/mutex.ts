@@ -63,7 +63,12 @@ end`;
  * then n writer-waiting flags (only when ARGV[7] > 0; see kinds/kind-keys.ts `waitKey`)
  * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
  * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
- *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [waitTtl]
+ *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [waitTtl, [prev]]
+ *
+ * `prev` (a local hand-over, policy/handover.ts): the token of this process's holder that is
+ * releasing the lock to us. A key holding exactly that token counts as free and is overwritten
+ * (token and ttl), so the hand-over is one round with no delete in between and no release
+ * announcement; keys of any other holder refuse as usual.
  *
  * Returns {1, age} on success, followed by one fencing counter per key when fencing is on;
  * {0, age, pttl} when some key is held (pttl of the first held key); {-1, age, pttl, kind, limit}
@@ -90,12 +95,18 @@ local n = tonumber(ARGV[5])
 local age = -1
 if ARGV[4] ~= '0' then${bootMarkerAge('KEYS[#KEYS]', 'ARGV[4]')}
 end
+local prev = ARGV[8]
 local held = false
+local set = n > 1
 if n == 1 then
   held = not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+  if held and prev and redis.pcall('GET', KEYS[1]) == prev then
+    held = false
+    set = true
+  end
 else
   for i = 1, n do
-    if redis.call('EXISTS', KEYS[i]) == 1 then
+    if redis.call('EXISTS', KEYS[i]) == 1 and not (prev and redis.pcall('GET', KEYS[i]) == prev) then
       held = true
       break
     end
@@ -103,7 +114,7 @@ else
 end
 if held then${REFUSED_LUA}
 end
-if n > 1 or held then
+if set then
   for i = 1, n do
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   end

@@ -58,6 +58,26 @@ describe('InMemoryRedlock', () => {
     await b.release();
   });
 
+  it('hands a released lock over to the next local waiter: one holder at every moment, fencing increasing', async () => {
+    const first = engine.acquire('h');
+    const next = engine.acquire('h');
+    const a = await first;
+    await new Promise((r) => setImmediate(r)); // the waiter sleeps behind the local holder
+    // No separate release: the waiter's attempt takes the lock over.
+    const store = (engine as unknown as { store: { release: (...a: unknown[]) => unknown } }).store;
+    const release = store.release.bind(store);
+    let releases = 0;
+    store.release = (...args) => (releases++, release(...args));
+    const released = a.release();
+    const b = await next;
+    expect((await released).deleted).toBe(1);
+    expect(releases).toBe(0);
+    expect(engine.holdersOf('h')).toEqual([{ kind: 'lock', lock: b }]);
+    expect(b.fencingToken).toBeGreaterThan(a.fencingToken as number);
+    await b.release();
+    expect(engine.isHeld('h')).toBe(false);
+  });
+
   it('serializes concurrent using() calls on one resource (no overlap)', async () => {
     let inside = 0;
     let maxInside = 0;

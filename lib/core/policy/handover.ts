@@ -1,0 +1,87 @@
+import type { NodeVote } from '../errors';
+import type { ReleaseResult } from '../quorum/protocol';
+import type { AttemptResult } from './acquire-loop';
+
+/**
+ * A local hand-over (issue 13, "fair hand-off"): a plain lock released while the next local
+ * waiter of exactly its resources may take it goes straight to that waiter. The waiter's next
+ * attempt carries the releasing holder's token (`AttemptRequest.handoverFrom`); the acquire
+ * script treats a key holding that token as free and overwrites it (token, ttl, a new fencing
+ * token). One round instead of a release round and an acquire round; nothing is deleted, so the
+ * resource is never free in between and no release is announced — the waiters of other
+ * processes, asleep until a release announcement or the holder's expiry, are not woken for a
+ * race they cannot win.
+ *
+ * Safety: the taker is a new holder like any other. It is granted only by a quorum of masters
+ * within its own validity (counted from when its attempt was sent, docs/REDLOCK.md "N masters");
+ * the releasing holder is marked released before the attempt is sent, so the two never hold
+ * at once. Keys of any other token refuse as usual.
+ *
+ * The releasing holder's release waits for that attempt. When it was granted, the masters that
+ * answered `ok` hold the taker's token; the holder's keys are released the usual way on the
+ * others only (compare-and-delete of its token: a key already taken over is not touched), and on
+ * every master when the taker made no attempt (it gave up or aborted) or was not granted.
+ *
+ * Fairness across processes is unchanged: the local queue hands over at most MAX_LOCAL_STREAK
+ * times in a row while other processes may wait (policy/local-queue.ts); then the lock is
+ * released and announced.
+ */
+export interface Handover {
+  /** The releasing holder's token. */
+  readonly from: string;
+  /** Settled once: by the taker's attempt, or `undefined` when it made none. */
+  readonly done: Promise<AttemptResult | undefined>;
+  /** Settles {@link done} (later calls are ignored). */
+  settle(result: AttemptResult | undefined): void;
+}
+
+/** A hand-over from the holder of `token`. */
+export function newHandover(token: string): Handover {
+  let resolve!: (r: AttemptResult | undefined) => void;
+  const done = new Promise<AttemptResult | undefined>((r) => (resolve = r));
+  let settled = false;
+  return {
+    from: token,
+    done,
+    settle(result) {
+      if (settled) return;
+      settled = true;
+      resolve(result);
+    },
+  };
+}
+
+/** Settles a hand-over that `waiter` will not take (it sleeps again or leaves): none made. */
+export function decline(waiter: { takeover: Handover | undefined }): void {
+  waiter.takeover?.settle(undefined);
+  waiter.takeover = undefined;
+}
+
+/**
+ * The masters (indexes) where the releasing holder's keys may still hold its token after the
+ * taker's attempt `result`: every master when no attempt was made or it was not granted (its
+ * clean-up removed only the taker's own keys), otherwise those that did not answer `ok`. Their
+ * keys are released the usual way; on a master whose take-over is still on its way, the
+ * compare-and-delete runs after it and finds the taker's token (left untouched).
+ */
+export function notTakenOver(result: AttemptResult | undefined): number[] | undefined {
+  const votes = result?.lock?.votes;
+  if (!votes) return undefined;
+  const rest: number[] = [];
+  for (let i = 0; i < votes.length; i++) if (votes[i].outcome !== 'ok') rest.push(i);
+  return rest;
+}
+
+/** The release result of a hand-over: `ok` where taken over, the release round's votes elsewhere. */
+export function handoverResult(
+  taken: readonly NodeVote[],
+  rest: ReleaseResult | undefined,
+): ReleaseResult {
+  const votes = taken.map((v, i) => (v.outcome === 'ok' || !rest ? v : rest.votes[i]));
+  const deleted = votes.filter((v) => v.outcome === 'ok').length;
+  return {
+    deleted,
+    complete: votes.every((v) => v.outcome === 'ok' || v.outcome === 'held'),
+    votes,
+  };
+}
