@@ -10,6 +10,7 @@ import { mismatchIn, waitInput } from './kinds/store-kinds';
 import type { MasterNode } from './masters/node';
 import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './policy/store';
 import { settleFencingTokens } from './quorum/fencing-tokens';
+import type { Tally } from './quorum/round';
 import {
   acquireVerdict,
   attemptTimeout,
@@ -109,13 +110,20 @@ export async function attemptOnMasters(
         ? store
             .releaseKeys(resources, token, {
               only: maybeSet,
-              announce: true,
+              announce: 'cleanup',
               waitAll: true,
               kind: req.kind,
             })
             .then(() => undefined)
         : undefined;
-    return { refusal, votes: tally.votes, cleanup, quorum, ...(found ? { found } : {}) };
+    return {
+      refusal,
+      votes: tally.votes,
+      cleanup,
+      quorum,
+      heldByOne: refusal === 'contended' && heldByOne(tally.replies, quorum),
+      ...(found ? { found } : {}),
+    };
   };
   // Another kind at a key on any master: an error, whatever the other votes (kinds never mix).
   const found = mismatchIn(tally);
@@ -146,6 +154,22 @@ export async function attemptOnMasters(
     ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
   });
   return { grant };
+}
+
+/**
+ * Whether one plain lock's token refused the attempt on a quorum of masters: that holder holds
+ * the resource, and only its release frees it (not another engine's failed attempt).
+ */
+function heldByOne(replies: Tally<AcquireAnswer>['replies'], quorum: number): boolean {
+  const counts = new Map<string, number>();
+  for (const r of replies) {
+    const holder = r?.kind === 'reply' ? r.value.holder : undefined;
+    if (holder === undefined) continue;
+    const c = (counts.get(holder) ?? 0) + 1;
+    if (c >= quorum) return true;
+    counts.set(holder, c);
+  }
+  return false;
 }
 
 /**

@@ -152,6 +152,6 @@ async function undoRepairs(
   await store.releaseKeys(grant.resources, grant.token, {
     only: repairedNow,
     waitAll: true,
-    announce: true,
+    announce: 'release',
   });
 }

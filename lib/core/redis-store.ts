@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
-import type { LockKind } from './kinds/kind';
+import type { Announce, LockKind } from './kinds/kind';
 import { lockKindFor } from './kinds/holders';
 import type { LockKindSpec } from './kinds/kind-spec';
 import { fenceKey, lockKey, markerKey } from './keys';
@@ -200,7 +200,7 @@ export class RedisStore implements LockStore {
     return this.releaseKeys(grant.resources, grant.token, {
       only: only && this.nodes.filter((n) => only.includes(n.index)),
       waitAll,
-      announce: true,
+      announce: 'release',
       kind: grant.kind,
       keepFor,
     });
@@ -208,9 +208,9 @@ export class RedisStore implements LockStore {
 
   /**
    * Compare-and-delete of `token` on the masters (`only` those, when given). `announce` publishes
-   * the release for waiters (hand-off): true for the release of a granted lock, false for the
-   * clean-up of a failed attempt — announcing that would wake the failed acquirer itself (or a
-   * rival that split the votes with it) at once, turning the random retry delay into a hot loop.
+   * it for waiters (hand-off, masters/handoff.ts): `'release'` for a granted lock, `'cleanup'`
+   * for the keys of a failed attempt — marked, so that waiters whose holder has a quorum are not
+   * woken by it, and ignored by this engine's own waiters (see {@link ignoreOwn}).
    */
   async releaseKeys(
     resources: readonly string[],
@@ -218,7 +218,7 @@ export class RedisStore implements LockStore {
     options: {
       only?: readonly MasterNode[];
       waitAll?: boolean;
-      announce: boolean;
+      announce: Announce;
       kind?: LockKindSpec;
       /** lockAtLeastFor: keep the keys for this many ms instead of deleting them. */
       keepFor?: number;
@@ -227,7 +227,7 @@ export class RedisStore implements LockStore {
     const { only, waitAll = false, keepFor } = options;
     const kind = this.kindOf(options.kind);
     const keys = resources.map((r) => this.keyOf(r));
-    const announce = this.settings.handoff && options.announce;
+    const announce = this.settings.handoff ? options.announce : false;
     // One call for every standalone master; a Cluster master gets one per slot group.
     const whole = kind.release(token, keys, announce, keepFor);
     const tally = await this.round<boolean>({
@@ -290,7 +290,10 @@ export class RedisStore implements LockStore {
   }
 
   /** Release announcements of `resource` through the masters' pub/sub (masters/handoff.ts). */
-  watchReleases(resource: string, onRelease: () => void): Promise<ReleaseWatch | undefined> {
+  watchReleases(
+    resource: string,
+    onRelease: (cleanup: boolean) => void,
+  ): Promise<ReleaseWatch | undefined> {
     if (!this.settings.handoff) return Promise.resolve(undefined);
     return this.notifier.watch(this.keyOf(resource), onRelease);
   }

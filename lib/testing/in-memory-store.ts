@@ -203,10 +203,13 @@ export class InMemoryStore implements LockStore {
    * Every change that may free a resource — release, `free()`, `loseLock()`, `reset()`, the end
    * of a simulated outage — is announced synchronously to the watchers of that resource.
    */
-  async watchReleases(resource: string, onRelease: () => void): Promise<ReleaseWatch> {
+  async watchReleases(
+    resource: string,
+    onRelease: (cleanup: boolean) => void,
+  ): Promise<ReleaseWatch> {
     let set = this.watchers.get(resource);
     if (!set) this.watchers.set(resource, (set = new Set()));
-    const entry = (): void => onRelease();
+    const entry = (): void => onRelease(false);
     set.add(entry);
     const watchers = set;
     return {

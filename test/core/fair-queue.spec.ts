@@ -316,7 +316,7 @@ describe('the clean-up of a failed attempt', () => {
       expect(await rl.tryAcquire(r)).toBeNull(); // resolves after the clean-up
       await waitUntil(() => heard.length > 0, 2000);
       expect(heard[0]).not.toBe('someone');
-      expect(heard[0]).toMatch(/^[A-Za-z0-9_-]{27}$/); // the failed attempt's own token
+      expect(heard[0]).toMatch(/^~[A-Za-z0-9_-]{27}$/); // the failed attempt's own token, marked
     } finally {
       for (const c of subs) c.disconnect();
     }

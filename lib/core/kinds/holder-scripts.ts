@@ -65,6 +65,8 @@ for i = 1, #KEYS do
         removed = removed + 1
         if ARGV[2] == '1' then
           redis.call('PUBLISH', KEYS[i], ARGV[1])
+        elseif ARGV[2] == '2' then
+          redis.call('PUBLISH', KEYS[i], '~' .. ARGV[1])
         end
       end
     end

@@ -9,7 +9,7 @@ import type {
   LockKind,
   ScriptCall,
 } from './kind';
-import { ReplyFormatError } from './kind';
+import { ReplyFormatError, announceFlag } from './kind';
 import { MUTEX } from './mutex';
 import { decodeKindAcquire, decodeKindExtend, decodeKindRelease } from './kind-replies';
 import { semaphoreQuorum } from './quorum-rule';
@@ -127,7 +127,7 @@ function holderKind(
     },
 
     release(token, keys, announce, keepFor): ScriptCall {
-      const args = [token, announce ? '1' : '0'];
+      const args = [token, announceFlag(announce)];
       if (keepFor !== undefined && keepFor > 0) args.push(String(keepFor));
       return { script: HOLDERS_RELEASE_SCRIPT, keys, args };
     },

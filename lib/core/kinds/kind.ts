@@ -46,6 +46,14 @@ export interface AcquireInput {
   readonly handoverFrom?: string;
 }
 
+/** How a release is announced to waiters (masters/handoff.ts): not, as a release, as a clean-up. */
+export type Announce = false | 'release' | 'cleanup';
+
+/** The publish flag of the release scripts for `announce` ('0', '1', '2'). */
+export function announceFlag(announce: Announce): string {
+  return announce === 'cleanup' ? '2' : announce ? '1' : '0';
+}
+
 /** One master's answer to an acquire, over all of its slot groups. */
 export interface AcquireAnswer {
   /** Every key was set for us. */
@@ -54,6 +62,8 @@ export interface AcquireAnswer {
   readonly markerAge: number | undefined;
   /** Refused: the holder's remaining ttl (ms), when known. */
   readonly holderTtl: number | undefined;
+  /** Refused by a plain lock: its token (kept internal: never in votes or errors). */
+  readonly holder?: string;
   /** Granted with fencing: the counter per resource (order of the lock's resources). */
   readonly counters: readonly number[] | undefined;
   /**
@@ -105,13 +115,14 @@ export interface LockKind {
    */
   readonly repairs: boolean;
   /**
-   * Compare-and-delete of `token`; `announce` publishes the release for waiters (hand-off).
+   * Compare-and-delete of `token`; `announce` publishes the release for waiters (hand-off):
+   * `'release'` as the token, `'cleanup'` (a failed attempt's keys) as `~token`.
    * `keepFor` (lockAtLeastFor, added for issue 14 item 4): when given (ms, > 0), the keys that
    * hold `token` are not deleted but get the TTL `keepFor` (compare-and-pexpire; for holder sets:
    * the membership's expiry becomes now + keepFor), keys no longer ours are untouched, nothing
    * is published. {@link readRelease} then reads whether something of ours was kept.
    */
-  release(token: string, keys: readonly string[], announce: boolean, keepFor?: number): ScriptCall;
+  release(token: string, keys: readonly string[], announce: Announce, keepFor?: number): ScriptCall;
   /** Whether one master deleted something of ours. */
   readRelease(groups: readonly GroupReply[]): boolean;
 }

@@ -13,7 +13,7 @@ import type {
   LockKind,
   ScriptCall,
 } from './kind';
-import { ReplyFormatError } from './kind';
+import { ReplyFormatError, announceFlag } from './kind';
 import { decodeKindAcquire } from './kind-replies';
 
 /**
@@ -63,7 +63,8 @@ export const MUTEX: LockKind = {
       if (v[0] === -1) return mismatchAnswer(v, age);
       if (v[0] === 0) {
         const ttl = typeof v[2] === 'number' && v[2] >= 0 ? v[2] : undefined;
-        return { granted: false, markerAge: age, holderTtl: ttl, counters: undefined };
+        const holder = typeof v[3] === 'string' ? v[3] : undefined;
+        return { granted: false, markerAge: age, holderTtl: ttl, counters: undefined, holder };
       }
       let counters: number[] | undefined;
       if (v.length === resources.length + 2) {
@@ -133,7 +134,7 @@ export const MUTEX: LockKind = {
     if (keepFor !== undefined && keepFor > 0) {
       return { script: KEEP_SCRIPT, keys, args: [token, String(keepFor)] };
     }
-    return { script: RELEASE_SCRIPT, keys, args: [token, announce ? '1' : '0'] };
+    return { script: RELEASE_SCRIPT, keys, args: [token, announceFlag(announce)] };
   },
 
   readRelease(groups: readonly GroupReply[]): boolean {

@@ -4,10 +4,16 @@ import { errorMessage } from './node';
 import type { ReleaseWatch } from '../policy/store';
 import type { RedlockLogger } from '../settings';
 
+/**
+ * Prefix of the announcement of a failed attempt's clean-up (`~token`; tokens are base64url):
+ * it frees the keys of an attempt, not a holder's lock (release scripts' publish flag '2').
+ */
+const CLEANUP = '~';
+
 /** One subscribed release channel (a lock key) and who listens to it. */
 interface Channel {
   /** One entry per watch (the engine's local queue keeps one watch per contended resource). */
-  readonly listeners: Set<() => void>;
+  readonly listeners: Set<(cleanup: boolean) => void>;
   /** Recently announced tokens: every master announces each release once. At most 8. */
   readonly recent: string[];
   /** Settles once the subscriptions were confirmed or failed. */
@@ -19,7 +25,8 @@ interface Channel {
 /**
  * Fast hand-off: the release script publishes the released token on a channel named like each
  * released key; watchers subscribe through one shared subscriber connection per master and are
- * called once per release (the announcements of the N masters are de-duplicated by token).
+ * called once per release (the announcements of the N masters are de-duplicated by token). The
+ * clean-up of a failed attempt is announced as `~token`; watchers are told which it was.
  *
  * The notifier only maps announcements to watchers. Who goes first is decided by the engine's
  * local queue (lib/core/policy/local-queue.ts): it keeps one watch per contended resource and
@@ -47,7 +54,7 @@ export class ReleaseNotifier {
    * the channel was newly subscribed (a release may have been missed meanwhile: retry at once),
    * `live` when at least one master confirmed it. Never rejects.
    */
-  async watch(key: string, listener: () => void): Promise<ReleaseWatch> {
+  async watch(key: string, listener: (cleanup: boolean) => void): Promise<ReleaseWatch> {
     let channel = this.channels.get(key);
     const fresh = channel === undefined;
     if (!channel) {
@@ -57,7 +64,7 @@ export class ReleaseNotifier {
     }
     const ch = channel;
     // A distinct entry per watch: the same function may watch twice.
-    const entry = (): void => listener();
+    const entry = (cleanup: boolean): void => listener(cleanup);
     ch.listeners.add(entry);
     let stopped = false;
     const stop = (): void => {
@@ -126,16 +133,17 @@ export class ReleaseNotifier {
   ignore(key: string, token: string): void {
     const ch = this.channels.get(key);
     if (!ch) return;
-    ch.recent.push(token);
+    ch.recent.push(CLEANUP + token);
     if (ch.recent.length > 8) ch.recent.shift();
   }
 
-  private onMessage = (channel: string, token: string): void => {
+  private onMessage = (channel: string, message: string): void => {
     const ch = this.channels.get(channel);
-    if (!ch || ch.recent.includes(token)) return;
-    ch.recent.push(token);
+    if (!ch || ch.recent.includes(message)) return;
+    ch.recent.push(message);
     if (ch.recent.length > 8) ch.recent.shift();
-    for (const listener of [...ch.listeners]) listener();
+    const cleanup = message.startsWith(CLEANUP);
+    for (const listener of [...ch.listeners]) listener(cleanup);
   };
 
   private subscriberFor(node: MasterNode): Redis | undefined {

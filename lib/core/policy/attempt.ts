@@ -72,7 +72,7 @@ function resultOf(
           reason: outcome.refusal,
           quorum: outcome.quorum ?? ctx.store.quorum,
         });
-  return { error, cleanup: outcome.cleanup };
+  return { error, cleanup: outcome.cleanup, heldByOne: outcome.heldByOne };
 }
 
 /** Wraps a grant in a lock the engine tracks (held locks, 'lost' events). */

@@ -1,11 +1,12 @@
 import { monotonicNow } from '../clock';
 import { LockContendedError } from '../errors';
 import type { LockErrorDetail, NodeVote } from '../errors';
-import { lockState } from '../lock';
 import type { Lock } from '../lock';
 import { onAbort } from '../wake';
 import { decline, newHandover } from './handover';
 import type { Handover } from './handover';
+import { holderUntil } from './queue-lines';
+import type { Line, Slot, Ticket } from './queue-lines';
 import type { LockStore, ReleaseWatch } from './store';
 import { Timeline } from './timeline';
 
@@ -46,6 +47,8 @@ import { Timeline } from './timeline';
  * A plain lock released while a local waiter may take it is handed over (policy/handover.ts).
  */
 
+export type { Ticket } from './queue-lines';
+
 /** Consecutive local hand-offs of one resource before the next local waiter yields to others. */
 export const MAX_LOCAL_STREAK = 8;
 
@@ -54,51 +57,6 @@ export const MAX_LOCAL_STREAK = 8;
  * release announcement: enough for their attempt to reach the masters before its own.
  */
 export const YIELD_MS = 1;
-
-/** An acquire's place in the local queue. */
-export interface Ticket {
-  /** Global arrival order (smaller = earlier). */
-  readonly seq: number;
-  readonly exclusive: boolean;
-  /** One slot per resource, in the resource order of the request. */
-  readonly slots: Slot[];
-  /** Set while it sleeps: ends the sleep. */
-  wake: (() => void) | undefined;
-  /** A release was announced while it was busy: its next sleep returns at once. */
-  handed: boolean;
-  /** Its last wake-up was a local hand-off (counts toward {@link MAX_LOCAL_STREAK}). */
-  local: boolean;
-  /** A lock handed over to it, taken over by its next attempt (policy/handover.ts). */
-  takeover: Handover | undefined;
-  left: boolean;
-}
-
-interface Slot {
-  readonly ticket: Ticket;
-  readonly line: Line;
-  prev: Slot | undefined;
-  next: Slot | undefined;
-}
-
-/** The queue of one resource. Exists while it has entries. */
-interface Line {
-  readonly resource: string;
-  first: Slot | undefined;
-  last: Slot | undefined;
-  /** The local exclusive holder granted from this queue, while it may still be valid. */
-  holder: Lock | undefined;
-  /** The release watch of this resource (created at the first contended attempt). */
-  watching: Promise<ReleaseWatch | undefined> | undefined;
-  watch: ReleaseWatch | undefined;
-  /** Monotonic time the watch became active (announcements before it were not seen). */
-  watchedSince: number;
-  /** Consecutive grants that came from a local hand-off. */
-  streak: number;
-  /** The next local waiter yields: it waits for the release announcement, then {@link YIELD_MS}. */
-  yielding: boolean;
-  /** Votes of the last contended attempt made from this queue (reported to those who give up). */
-  votes: readonly NodeVote[];
-}
 
 /** See the file comment. One per engine. */
 export class LocalQueue {
@@ -145,6 +103,7 @@ export class LocalQueue {
           streak: 0,
           yielding: false,
           votes: [],
+          heldByOne: false,
         };
         this.lines.set(resource, line);
       }
@@ -226,7 +185,9 @@ export class LocalQueue {
 
   private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
     line.watching ??= this.store
-      .watchReleases(line.resource, () => this.handOff(line, false))
+      .watchReleases(line.resource, (cleanup) => {
+        if (!(cleanup && line.heldByOne)) this.handOff(line, false);
+      })
       .then((w) => {
         // The queue emptied meanwhile: nobody needs the watch any more.
         if (this.lines.get(line.resource) !== line) w?.stop();
@@ -238,9 +199,10 @@ export class LocalQueue {
   }
 
   /** Records a contended attempt of `ticket` (its votes are reported to those who give up). */
-  refused(ticket: Ticket, votes: readonly NodeVote[]): void {
+  refused(ticket: Ticket, votes: readonly NodeVote[], heldByOne: boolean): void {
     for (const { line } of ticket.slots) {
       line.votes = votes;
+      line.heldByOne = heldByOne;
       line.streak = 0;
       line.yielding = false;
     }
@@ -256,6 +218,7 @@ export class LocalQueue {
   granted(ticket: Ticket, lock: Lock): void {
     for (const { line } of ticket.slots) {
       if (ticket.exclusive) line.holder = lock;
+      line.heldByOne = false;
       line.streak = ticket.local ? line.streak + 1 : 0;
       // Others wait behind it: they may have to wait for a release announcement (streak).
       if (line.first !== line.last) void this.watchLine(line);
@@ -379,18 +342,6 @@ export class LocalQueue {
     }
     return admitted;
   }
-}
-
-/** Until when `line`'s local holder is valid (monotonic ms); -Infinity when it has none. */
-function holderUntil(line: Line, now: number): number {
-  const holder = line.holder;
-  if (!holder) return -Infinity;
-  const s = lockState(holder);
-  if (s.released || s.lostReason || s.validUntil <= now) {
-    line.holder = undefined;
-    return -Infinity;
-  }
-  return s.validUntil;
 }
 
 function noop(): void {}

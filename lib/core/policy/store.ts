@@ -71,6 +71,11 @@ export type AttemptOutcome =
       readonly found?: FoundLockKind;
       /** The votes the request's kind needed (the store's quorum when absent). */
       readonly quorum?: number;
+      /**
+       * Contended, and one holder (a plain lock's token) refused it on a quorum: that holder's
+       * release is announced; a failed attempt's clean-up does not free the resource.
+       */
+      readonly heldByOne?: boolean;
     };
 
 /** The outcome of one extension round. */
@@ -173,10 +178,14 @@ export interface LockStore {
   /**
    * Calls `onRelease` whenever a release of `resource` is announced (by this process or any
    * other), until the watch is stopped. The engine's local queue (policy/local-queue.ts) keeps
-   * one watch per contended resource and wakes the head of its queue. `undefined` when the store
-   * announces nothing; waiters then poll.
+   * one watch per contended resource and wakes the head of its queue. `cleanup`: the keys of
+   * another engine's failed attempt were deleted (not a holder's release). `undefined` when the
+   * store announces nothing; waiters then poll.
    */
-  watchReleases(resource: string, onRelease: () => void): Promise<ReleaseWatch | undefined>;
+  watchReleases(
+    resource: string,
+    onRelease: (cleanup: boolean) => void,
+  ): Promise<ReleaseWatch | undefined>;
   readonly footprint: StoreFootprint;
   /** An error's message without credentials (for logs). */
   describe(err: unknown): string;

@@ -13,7 +13,8 @@ import { bootMarkerAge, script } from './lua';
  * sleeps until the readers expire or one leaves, policy/acquire-loop.ts, and finds the flag still
  * up when it comes back) — created with this token, or only lengthened when another writer's
  * flag is there — and
- * the reply is `{0, age, pttl}` of the first held key. When no key refuses any more, the script
+ * the reply is `{0, age, pttl, holder}` of the first held key (`holder`: its token when a plain
+ * lock holds it; the waiter tells one holder with a quorum from split keys). When no key refuses any more, the script
  * goes on to set them all (the granted path).
  */
 const REFUSED_LUA = `
@@ -27,9 +28,13 @@ for i = 1, n do${kindOf('KEYS[i]')}
 end${NOW_LUA}
 local readers = {}
 local refused = nil
+local holder = nil
 for i = 1, n do
   if kinds[i] == 'mutex' then
-    refused = refused or redis.call('PTTL', KEYS[i])
+    if not refused then
+      refused = redis.call('PTTL', KEYS[i])
+      holder = redis.call('GET', KEYS[i])
+    end
   elseif kinds[i] == 'shared' then${prune('KEYS[i]')}
     if live > 0 then
       refused = refused or redis.call('PTTL', KEYS[i])
@@ -52,6 +57,7 @@ if refused then
       end
     end
   end
+  if holder then return {0, age, refused, holder} end
   return {0, age, refused}
 end`;
 
@@ -71,7 +77,7 @@ end`;
  * announcement; keys of any other holder refuse as usual.
  *
  * Returns {1, age} on success, followed by one fencing counter per key when fencing is on;
- * {0, age, pttl} when some key is held (pttl of the first held key); {-1, age, pttl, kind, limit}
+ * {0, age, pttl[, holder]} when some key is held (of the first held key); {-1, age, pttl, kind, limit}
  * when a key holds a semaphore or something foreign (REFUSED_LUA: the other kinds are looked at
  * only once refused, so the granted path stays one `SET NX`). A plain lock is the writer (the
  * exclusive side) of a shared lock: refused by readers, it raises their writer-waiting flag.
@@ -128,7 +134,9 @@ return res
 /**
  * Release: compare-and-delete over several keys; publishes the token on each deleted key's
  * channel (the channel is named like the key) so that waiters can retry at once.
- * KEYS: lock keys. ARGV: token, publish flag. Returns the number of keys deleted.
+ * KEYS: lock keys. ARGV: token, publish flag ('0' no, '1' a release, '2' the clean-up of a
+ * failed attempt: published as `~token`, see masters/handoff.ts). Returns the number of keys
+ * deleted.
  * A key held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's
  * WRONGTYPE into an error table, which never equals the token — no extra command, no error.
  */
@@ -142,6 +150,8 @@ for i = 1, #KEYS do
     deleted = deleted + 1
     if ARGV[2] == '1' then
       redis.call('PUBLISH', KEYS[i], ARGV[1])
+    elseif ARGV[2] == '2' then
+      redis.call('PUBLISH', KEYS[i], '~' .. ARGV[1])
     end
   end
 end

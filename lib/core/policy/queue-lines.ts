@@ -1,0 +1,71 @@
+/**
+ * The local queue's records (policy/local-queue.ts): an acquire's ticket, its slot in the queue
+ * of each of its resources, and the queue (line) of one resource.
+ */
+import { lockState } from '../lock';
+import type { Lock } from '../lock';
+import type { NodeVote } from '../errors';
+import type { Handover } from './handover';
+import type { ReleaseWatch } from './store';
+
+/** An acquire's place in the local queue. */
+export interface Ticket {
+  /** Global arrival order (smaller = earlier). */
+  readonly seq: number;
+  readonly exclusive: boolean;
+  /** One slot per resource, in the resource order of the request. */
+  readonly slots: Slot[];
+  /** Set while it sleeps: ends the sleep. */
+  wake: (() => void) | undefined;
+  /** A release was announced while it was busy: its next sleep returns at once. */
+  handed: boolean;
+  /** Its last wake-up was a local hand-off (counts toward {@link MAX_LOCAL_STREAK}). */
+  local: boolean;
+  /** A lock handed over to it, taken over by its next attempt (policy/handover.ts). */
+  takeover: Handover | undefined;
+  left: boolean;
+}
+
+export interface Slot {
+  readonly ticket: Ticket;
+  readonly line: Line;
+  prev: Slot | undefined;
+  next: Slot | undefined;
+}
+
+/** The queue of one resource. Exists while it has entries. */
+export interface Line {
+  readonly resource: string;
+  first: Slot | undefined;
+  last: Slot | undefined;
+  /** The local exclusive holder granted from this queue, while it may still be valid. */
+  holder: Lock | undefined;
+  /** The release watch of this resource (created at the first contended attempt). */
+  watching: Promise<ReleaseWatch | undefined> | undefined;
+  watch: ReleaseWatch | undefined;
+  /** Monotonic time the watch became active (announcements before it were not seen). */
+  watchedSince: number;
+  /** Consecutive grants that came from a local hand-off. */
+  streak: number;
+  /** The next local waiter yields: it waits for the release announcement, then {@link YIELD_MS}. */
+  yielding: boolean;
+  /** Votes of the last contended attempt made from this queue (reported to those who give up). */
+  votes: readonly NodeVote[];
+  /**
+   * That attempt was refused by one holder with a quorum: only a release frees the resource, so
+   * the clean-up announcements of other engines' failed attempts do not wake the head.
+   */
+  heldByOne: boolean;
+}
+
+/** Until when `line`'s local holder is valid (monotonic ms); -Infinity when it has none. */
+export function holderUntil(line: Line, now: number): number {
+  const holder = line.holder;
+  if (!holder) return -Infinity;
+  const s = lockState(holder);
+  if (s.released || s.lostReason || s.validUntil <= now) {
+    line.holder = undefined;
+    return -Infinity;
+  }
+  return s.validUntil;
+}

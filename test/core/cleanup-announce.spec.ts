@@ -1,0 +1,104 @@
+/**
+ * Clean-up announcements (issue 13, lib/core/masters/handoff.ts): the keys of a failed attempt
+ * are deleted and announced as `~token`. A waiter refused by one holder with a quorum sleeps
+ * until that holder's release — another engine's clean-up does not free the resource and does
+ * not wake it (before, every clean-up woke every such waiter for an attempt it could not win:
+ * a storm while the lock was held). A waiter refused by split keys, with no holder of a quorum,
+ * is woken by the clean-up. Against 5 real masters.
+ */
+import { describe, expect, it } from '@jest/globals';
+import type { Lock } from '../../lib/core/lock';
+import { STORE_FACTORY } from '../../lib/core/policy/store';
+import type { StoreFactory } from '../../lib/core/policy/store';
+import { RedisStore } from '../../lib/core/redis-store';
+import { Redlock } from '../../lib/core/redlock';
+import { SUITE_DEFAULTS, useMasters } from '../harness/engines';
+import { sleep, uniqueResource, waitUntil } from '../harness/util';
+
+const suite = useMasters(5);
+const closing: Redlock[] = [];
+afterAll(() => Promise.all(closing.map((e) => e.close())));
+
+/** An engine whose store counts its attempts. */
+function counted(): { rl: Redlock; attempts: () => number } {
+  let attempts = 0;
+  const factory: StoreFactory = {
+    [STORE_FACTORY]: true,
+    masters: suite.clients.length,
+    open: (resolved) => {
+      const store = new RedisStore(suite.clients, resolved);
+      const attempt = store.attempt.bind(store);
+      store.attempt = (req) => {
+        attempts++;
+        return attempt(req);
+      };
+      return store;
+    },
+  };
+  const rl = new Redlock(factory, { ...SUITE_DEFAULTS, retryCount: 1_000 });
+  closing.push(rl);
+  return { rl, attempts: () => attempts };
+}
+
+/** Sets `key` to `value` (10 s) on the masters `at`. */
+const hold = (key: string, value: string, at: number[]): Promise<unknown> =>
+  Promise.all(at.map((i) => suite.probe[i].set(key, value, 'PX', 10_000)));
+
+/** A waiter on `r` asleep after its refusal(s): its attempt count no longer moves. */
+async function asleep(
+  rl: Redlock,
+  r: string,
+  attempts: () => number,
+): Promise<{ waiting: Promise<Lock> }> {
+  const waiting = rl.acquire(r);
+  waiting.catch(() => undefined); // a failed test closes the engine under it
+  await waitUntil(() => attempts() >= 1, 5_000);
+  await waitUntil(() => rl.footprint.handoffChannels === 1, 5_000); // its release watch
+  let seen = -1;
+  await waitUntil(async () => {
+    const now = attempts();
+    const still = now === seen;
+    seen = now;
+    if (!still) await sleep(100);
+    return still;
+  }, 5_000);
+  return { waiting }; // not the promise itself: an async function would wait for it
+}
+
+describe('the clean-up of a failed attempt', () => {
+  it('does not wake a waiter refused by one holder with a quorum; the holder’s release does', async () => {
+    const { rl, attempts } = counted();
+    const r = uniqueResource('one-holder');
+    const key = rl.keyOf(r);
+    await hold(key, 'someone', [0, 1, 2]);
+    const { waiting } = await asleep(rl, r, attempts);
+    const before = attempts();
+    // Another engine's attempt: refused on 0–2, set on 3–4, cleaned up and announced there.
+    const other = suite.engine();
+    expect(await other.tryAcquire(r)).toBeNull();
+    await sleep(300);
+    expect(attempts()).toBe(before);
+    // The holder's release wakes it at once (not at its expiry, 10 s away).
+    await Promise.all([0, 1, 2].map((i) => suite.probe[i].del(key)));
+    await suite.probe[0].publish(key, 'someone');
+    const lock = await waiting;
+    expect(attempts()).toBe(before + 1);
+    await lock.release();
+  });
+
+  it('wakes a waiter refused by split keys (no holder with a quorum)', async () => {
+    const { rl, attempts } = counted();
+    const r = uniqueResource('split');
+    const key = rl.keyOf(r);
+    await hold(key, 'a', [0, 1]);
+    await hold(key, 'b', [2]);
+    const { waiting } = await asleep(rl, r, attempts);
+    const before = attempts();
+    const other = suite.engine();
+    expect(await other.tryAcquire(r)).toBeNull(); // set on 3–4, cleaned up, announced
+    await waitUntil(() => attempts() > before, 5_000);
+    await Promise.all([0, 1, 2].map((i) => suite.probe[i].del(key)));
+    await suite.probe[0].publish(key, 'a');
+    await (await waiting).release();
+  });
+});
