@@ -86,7 +86,10 @@ export function decodeKindAcquire(reply: unknown, fencingCounters: number): Kind
   const holderTtl: unknown = reply[2];
   if (!isInt(holderTtl, 0)) throw bad();
   // A plain lock's refusal may add the holder's token (scripts/mutex.ts REFUSED_LUA).
-  if (status === 0 && (reply.length === 3 || (reply.length === 4 && typeof reply[3] === 'string'))) {
+  if (
+    status === 0 &&
+    (reply.length === 3 || (reply.length === 4 && typeof reply[3] === 'string'))
+  ) {
     return { status: 'held', markerAge, holderTtl };
   }
   if (status === -1 && reply.length === 5) {
