@@ -101,16 +101,19 @@ export async function attemptOnMasters(
     // Sent now, in order on each master's connection, so it runs before any later attempt;
     // awaited only before the failure is surfaced to the caller — and then every master it went
     // to has answered (or timed out): a refused caller finds no key of its attempt left.
-    // Announced like a release (published only where a key of ours was deleted): another waiter
-    // refused by these short-lived keys sleeps until their expiry or a release message, and
-    // without one it would sleep a whole ttl after the keys were gone.
-    if (maybeSet.length > 0) store.ignoreOwn(resources, token);
+    // Announced (published only where a key of ours was deleted): another waiter refused by
+    // these short-lived keys sleeps until their expiry or an announcement, and without one it
+    // would sleep a whole ttl after the keys were gone. As a clean-up (`~token`, ignored by
+    // waiters refused by one holder with a quorum) — or, when this attempt may have been set on
+    // a quorum itself, as a release: a waiter may have taken it for that one holder.
+    const announce = maybeSet.length >= quorum ? 'release' : 'cleanup';
+    if (maybeSet.length > 0) store.ignoreOwn(resources, token, announce === 'cleanup');
     const cleanup =
       maybeSet.length > 0
         ? store
             .releaseKeys(resources, token, {
               only: maybeSet,
-              announce: 'cleanup',
+              announce,
               waitAll: true,
               kind: req.kind,
             })

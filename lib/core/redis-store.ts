@@ -5,7 +5,7 @@ import { lockKindFor } from './kinds/holders';
 import type { LockKindSpec } from './kinds/kind-spec';
 import { fenceKey, lockKey, markerKey } from './keys';
 import { Dispatch } from './masters/dispatch';
-import { ReleaseNotifier } from './masters/handoff';
+import { ReleaseNotifier, announcement } from './masters/handoff';
 import { MasterNode, errorMessage } from './masters/node';
 import { QuarantineNotice, annotateQuarantined } from './masters/quarantine-notice';
 import type {
@@ -299,8 +299,9 @@ export class RedisStore implements LockStore {
   }
 
   /** The clean-up of an own failed attempt wakes other engines' waiters, not this engine's. */
-  ignoreOwn(resources: readonly string[], token: string): void {
-    for (const r of resources) this.notifier.ignore(this.keyOf(r), token);
+  ignoreOwn(resources: readonly string[], token: string, cleanup: boolean): void {
+    const message = announcement(token, cleanup);
+    for (const r of resources) this.notifier.ignore(this.keyOf(r), message);
   }
 
   async close(): Promise<void> {

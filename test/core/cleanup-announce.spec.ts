@@ -4,15 +4,19 @@
  * until that holder's release — another engine's clean-up does not free the resource and does
  * not wake it (before, every clean-up woke every such waiter for an attempt it could not win:
  * a storm while the lock was held). A waiter refused by split keys, with no holder of a quorum,
- * is woken by the clean-up. Against 5 real masters.
+ * is woken by the clean-up. A failed attempt that may have been set on a quorum is announced as
+ * a release. Against 5 real masters (and TCP delay proxies).
  */
-import { describe, expect, it } from '@jest/globals';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
 import type { Lock } from '../../lib/core/lock';
 import { STORE_FACTORY } from '../../lib/core/policy/store';
 import type { StoreFactory } from '../../lib/core/policy/store';
 import { RedisStore } from '../../lib/core/redis-store';
 import { Redlock } from '../../lib/core/redlock';
+import { DelayProxy } from '../harness/delay-proxy';
 import { SUITE_DEFAULTS, useMasters } from '../harness/engines';
+import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
 const suite = useMasters(5);
@@ -100,5 +104,36 @@ describe('the clean-up of a failed attempt', () => {
     await Promise.all([0, 1, 2].map((i) => suite.probe[i].del(key)));
     await suite.probe[0].publish(key, 'a');
     await (await waiting).release();
+  });
+});
+
+describe('a failed attempt that may be set on a quorum (its answers came too late)', () => {
+  it('is announced as a release: a waiter may have taken it for one holder with a quorum', async () => {
+    const proxies = await Promise.all(suite.masters.masters.map((m) => DelayProxy.start(m.port)));
+    const clients = proxies.map((p) => {
+      const c = new Redis({ host: '127.0.0.1', port: p.port, maxRetriesPerRequest: 0 });
+      c.on('error', () => undefined);
+      return c;
+    });
+    const listener = suite.masters.createClients()[0];
+    try {
+      await RedisMasters.ready([...clients, listener]);
+      const rl = new Redlock(clients, { ...SUITE_DEFAULTS, ttl: 5_000, requestTimeout: 100 });
+      closing.push(rl);
+      const r = uniqueResource('exhausted');
+      const heard: string[] = [];
+      await listener.subscribe(rl.keyOf(r));
+      listener.on('message', (_channel: string, message: string) => heard.push(message));
+      // Every master sets the key, but its answer comes after the 100 ms request timeout.
+      await (await rl.acquire(uniqueResource('warm-up'))).release(); // scripts loaded
+      for (const p of proxies) p.setDelays({ down: 300 });
+      await expect(rl.tryAcquire(r)).rejects.toMatchObject({ reason: 'unavailable' });
+      await waitUntil(() => heard.length > 0, 5_000);
+      expect(heard[0]).toMatch(/^[A-Za-z0-9_-]{27}$/); // the attempt's token, not `~token`
+    } finally {
+      listener.disconnect();
+      for (const c of clients) c.disconnect();
+      await Promise.all(proxies.map((p) => p.close()));
+    }
   });
 });

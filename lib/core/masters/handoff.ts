@@ -10,6 +10,11 @@ import type { RedlockLogger } from '../settings';
  */
 const CLEANUP = '~';
 
+/** The message announcing the deletion of `token`'s keys (a release, or a clean-up). */
+export function announcement(token: string, cleanup: boolean): string {
+  return cleanup ? CLEANUP + token : token;
+}
+
 /** One subscribed release channel (a lock key) and who listens to it. */
 interface Channel {
   /** One entry per watch (the engine's local queue keeps one watch per contended resource). */
@@ -127,13 +132,14 @@ export class ReleaseNotifier {
   }
 
   /**
-   * Marks `token`'s announcements on `key` as seen: the clean-up of this engine's own failed
-   * attempt is announced for the waiters of other engines, never to wake this engine's own.
+   * Marks `message` (see {@link announcement}) on `key` as seen: the clean-up of this engine's
+   * own failed attempt is announced for the waiters of other engines, never to wake this
+   * engine's own.
    */
-  ignore(key: string, token: string): void {
+  ignore(key: string, message: string): void {
     const ch = this.channels.get(key);
     if (!ch) return;
-    ch.recent.push(CLEANUP + token);
+    ch.recent.push(message);
     if (ch.recent.length > 8) ch.recent.shift();
   }
 
