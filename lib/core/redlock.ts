@@ -216,7 +216,8 @@ export class Redlock {
    * the lock expired. While the lock's `lockAtLeastFor` (or `options.lockAtLeastFor`, which
    * overrides it) has not passed since the grant, the keys are kept until then instead
    * (compare-and-pexpire to the remainder, no hand-off announcement); the lock is released on
-   * the holder's side all the same.
+   * the holder's side all the same. A plain lock whose next local waiter wants exactly its
+   * resources is handed over instead (one round, resolved with the waiter's attempt).
    */
   async release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult> {
     const s = ownedState(lock, this);

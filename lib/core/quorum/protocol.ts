@@ -111,7 +111,10 @@ export function extendVerdict(r: {
 
 /** What a release achieved on each master. */
 export interface ReleaseResult {
-  /** Masters that deleted at least one of the lock's keys. */
+  /**
+   * Masters that deleted at least one of the lock's keys (after a local hand-over: where the
+   * next holder took them over).
+   */
   readonly deleted: number;
   /** `true` when every master answered (deleted or had nothing of ours to delete). */
   readonly complete: boolean;
