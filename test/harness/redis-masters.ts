@@ -8,7 +8,7 @@
  *   servers are also recorded for the globalTeardown sweep (run-dir.ts).
  */
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -115,6 +115,51 @@ export async function waitForPing(
   }
 }
 
+/**
+ * The port was taken by another server between {@link freePort} and our server's start (another
+ * test file, or a master restarted on its port): the PING was answered by that other server and
+ * ours could not bind. Starting again on fresh ports is safe.
+ */
+export class PortTakenError extends Error {}
+
+/** Whether the server on `port` is the one using `dir` (`CONFIG GET dir`): ours, not another. */
+function servesDir(port: number, dir: string, password?: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    let buf = '';
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(2000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.connect(port, '127.0.0.1', () =>
+      socket.write(`${password ? `AUTH ${password}\r\n` : ''}CONFIG GET dir\r\n`),
+    );
+    socket.on('data', (d) => {
+      buf += d.toString();
+      // `*2 $3 dir $<len> <path>`, after `+OK` for AUTH; an error reply (`-...`) is not ours.
+      const m = /\$3\r\ndir\r\n\$(\d+)\r\n/.exec(buf);
+      if (m) {
+        const start = m.index + m[0].length;
+        if (buf.length >= start + Number(m[1]))
+          done(buf.slice(start, start + Number(m[1])) === dir);
+      } else if (/(^|\r\n)-/.test(buf)) done(false);
+    });
+  });
+}
+
+/** Retries `start` (on fresh ports) when a port was taken meanwhile; at most 3 times. */
+async function onFreshPorts<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (!(err instanceof PortTakenError) || attempt >= 3) throw err;
+    }
+  }
+}
+
 function pingOnce(port: number, password?: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = new Socket();
@@ -211,6 +256,10 @@ export class RedisMaster {
     });
     proc.stderr?.resume();
     await waitForPing(this.port, 5000, this.password);
+    if (!(await servesDir(this.port, realpathSync(this.dir), this.password))) {
+      proc.kill('SIGKILL');
+      throw new PortTakenError(`port ${this.port} is served by another redis-server`);
+    }
   }
 
   /** SIGKILL: the server dies at once, losing everything (no persistence). */
@@ -265,7 +314,11 @@ export class RedisMasters {
   }
 
   /** Starts `n` masters on free loopback ports. */
-  static async start(n: number, options: MastersOptions = {}): Promise<RedisMasters> {
+  static start(n: number, options: MastersOptions = {}): Promise<RedisMasters> {
+    return onFreshPorts(() => RedisMasters.startOnce(n, options));
+  }
+
+  private static async startOnce(n: number, options: MastersOptions): Promise<RedisMasters> {
     assertRedisServer();
     const masters: RedisMaster[] = [];
     const seen = new Set<number>();
@@ -360,7 +413,11 @@ export class LocalCluster {
   private constructor(readonly nodes: RedisMaster[]) {}
 
   /** Starts the nodes, creates the cluster and waits until `cluster_state:ok`. */
-  static async start(n = 3): Promise<LocalCluster> {
+  static start(n = 3): Promise<LocalCluster> {
+    return onFreshPorts(() => LocalCluster.startOnce(n));
+  }
+
+  private static async startOnce(n: number): Promise<LocalCluster> {
     assertRedisServer();
     const nodes: RedisMaster[] = [];
     for (let i = 0; i < n; i++) {
