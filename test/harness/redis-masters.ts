@@ -124,28 +124,13 @@ export class PortTakenError extends Error {}
 
 /** Whether the server on `port` is the one using `dir` (`CONFIG GET dir`): ours, not another. */
 function servesDir(port: number, dir: string, password?: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = new Socket();
-    let buf = '';
-    const done = (ok: boolean): void => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(2000, () => done(false));
-    socket.once('error', () => done(false));
-    socket.connect(port, '127.0.0.1', () =>
-      socket.write(`${password ? `AUTH ${password}\r\n` : ''}CONFIG GET dir\r\n`),
-    );
-    socket.on('data', (d) => {
-      buf += d.toString();
-      // `*2 $3 dir $<len> <path>`, after `+OK` for AUTH; an error reply (`-...`) is not ours.
-      const m = /\$3\r\ndir\r\n\$(\d+)\r\n/.exec(buf);
-      if (m) {
-        const start = m.index + m[0].length;
-        if (buf.length >= start + Number(m[1]))
-          done(buf.slice(start, start + Number(m[1])) === dir);
-      } else if (/(^|\r\n)-/.test(buf)) done(false);
-    });
+  return askOnce(port, password, 'CONFIG GET dir', 2000, (buf) => {
+    // `*2 $3 dir $<len> <path>`, after `+OK` for AUTH; an error reply (`-...`) is not ours.
+    const m = /\$3\r\ndir\r\n\$(\d+)\r\n/.exec(buf);
+    if (!m) return /(^|\r\n)-/.test(buf) ? false : undefined;
+    const start = m.index + m[0].length;
+    const len = Number(m[1]);
+    return buf.length >= start + len ? buf.slice(start, start + len) === dir : undefined;
   });
 }
 
@@ -161,6 +146,23 @@ async function onFreshPorts<T>(start: () => Promise<T>): Promise<T> {
 }
 
 function pingOnce(port: number, password?: string): Promise<boolean> {
+  return askOnce(port, password, 'PING', 500, (buf) =>
+    buf.includes('+PONG') ? true : buf.includes('-') ? false : undefined,
+  );
+}
+
+/**
+ * Sends one inline `command` (after `AUTH`, with a password) to the server on `port` over a
+ * fresh socket; `verdict` reads the replies so far: true/false once they tell, `undefined` to
+ * wait for more. `false` on a connection error or after `timeoutMs`.
+ */
+function askOnce(
+  port: number,
+  password: string | undefined,
+  command: string,
+  timeoutMs: number,
+  verdict: (replies: string) => boolean | undefined,
+): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = new Socket();
     let buf = '';
@@ -168,15 +170,15 @@ function pingOnce(port: number, password?: string): Promise<boolean> {
       socket.destroy();
       resolve(ok);
     };
-    socket.setTimeout(500, () => done(false));
+    socket.setTimeout(timeoutMs, () => done(false));
     socket.once('error', () => done(false));
     socket.connect(port, '127.0.0.1', () =>
-      socket.write(password ? `AUTH ${password}\r\nPING\r\n` : 'PING\r\n'),
+      socket.write(`${password ? `AUTH ${password}\r\n` : ''}${command}\r\n`),
     );
     socket.on('data', (d) => {
       buf += d.toString();
-      if (buf.includes('+PONG')) done(true);
-      else if (buf.includes('-')) done(false);
+      const ok = verdict(buf);
+      if (ok !== undefined) done(ok);
     });
   });
 }

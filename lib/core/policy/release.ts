@@ -113,7 +113,8 @@ export async function releaseLock(
   if (handover) {
     const taken = await handover.done;
     const rest = notTakenOver(taken);
-    if (!rest) result = await ctx.store.release(grant, waitAll);
+    if (!rest)
+      result = await ctx.store.release(grant, false); // (no hand-over with waitAll)
     else {
       const others =
         rest.length > 0 ? await ctx.store.release(grant, false, undefined, rest) : undefined;

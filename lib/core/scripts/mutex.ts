@@ -12,10 +12,9 @@ import { bootMarkerAge, script } from './lua';
  * raised until the readers' key expires plus ARGV[7] ms (one retry interval: the waiting writer
  * sleeps until the readers expire or one leaves, policy/acquire-loop.ts, and finds the flag still
  * up when it comes back) — created with this token, or only lengthened when another writer's
- * flag is there — and
- * the reply is `{0, age, pttl, holder}` of the first held key (`holder`: its token when a plain
- * lock holds it; the waiter tells one holder with a quorum from split keys). When no key refuses any more, the script
- * goes on to set them all (the granted path).
+ * flag is there — and the reply is `{0, age, pttl, holder}` of the first held key (`holder`: its
+ * token when a plain lock holds it; the waiter tells one holder with a quorum from split keys).
+ * When no key refuses any more, the script goes on to set them all (the granted path).
  */
 const REFUSED_LUA = `
 local kinds = {}
