@@ -34,9 +34,13 @@ export class HeldLocks {
     this.schedule(lockState(lock).validUntil);
   }
 
+  /**
+   * The sweep timer stays armed when the set empties (unref'd, it never holds the process): the
+   * next lock of a process that locks one resource after another reuses it instead of paying a
+   * `setTimeout` and a `clearTimeout` per lock; a sweep that finds the set empty does not re-arm.
+   */
   delete(lock: Lock): void {
     this.locks.delete(lock);
-    if (this.locks.size === 0) this.stop();
   }
 
   /** Stops the sweep timer (the engine closes). */

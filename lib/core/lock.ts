@@ -162,11 +162,6 @@ export class Lock {
   /** Attempts made by the acquire that produced this lock. */
   readonly attempts: number;
   /**
-   * Fencing token per resource: strictly increasing across successive holders of the resource.
-   * Empty when fencing is disabled.
-   */
-  readonly fencingTokens: Readonly<Record<string, number>>;
-  /**
    * The kind of lock: `mutex` (a plain, exclusive lock), `shared` (a shared read lock,
    * `shared: true`) or `semaphore` (`limit: n`).
    */
@@ -186,7 +181,8 @@ export class Lock {
       resources: readonly string[];
       value: string;
       attempts: number;
-      fencingTokens: Readonly<Record<string, number>>;
+      /** Fencing token per resource, in the order of `resources`; empty when fencing is off. */
+      fencingTokens: readonly number[];
       state: LockState;
       /** The kind of lock; a plain lock when absent. */
       kind?: LockKindSpec;
@@ -203,22 +199,31 @@ export class Lock {
     this.attempts = init.attempts;
     this.kind = init.kind?.name ?? 'mutex';
     this.limit = this.kind === 'semaphore' ? init.kind?.limit : undefined;
-    // Copied into a prototype-free table: a plain object would turn '__proto__' into a prototype.
-    const tokens: (readonly [string, number])[] = [];
-    for (const r of init.resources) {
-      if (Object.prototype.hasOwnProperty.call(init.fencingTokens, r)) {
-        tokens.push([r, init.fencingTokens[r]]);
-      }
-    }
-    this.fencingTokens = fencingTable(tokens);
+    this.tokens = init.fencingTokens;
     init.state.owner = owner;
     states.set(this, init.state);
     if (init.state.grant) init.state.grant.lock = this;
   }
 
+  /** Fencing tokens in the order of {@link resources} (empty when fencing is off). */
+  private readonly tokens: readonly number[];
+  /** The name-keyed table, made on first read. */
+  private table: Readonly<Record<string, number>> | undefined;
+
+  /**
+   * Fencing token per resource: strictly increasing across successive holders of the resource.
+   * Empty when fencing is disabled. A frozen table without prototype (any resource name, even
+   * `'__proto__'`, is an own key), made when first read: a lock nobody asks pays nothing for it.
+   */
+  get fencingTokens(): Readonly<Record<string, number>> {
+    return (this.table ??= fencingTable(
+      this.tokens.map((t, j) => [this.resources[j], t] as const),
+    ));
+  }
+
   /** The fencing token of the first resource (the only one for single-resource locks). */
   get fencingToken(): number | undefined {
-    return this.fencingTokens[this.resources[0]];
+    return this.tokens[0];
   }
 
   /** Milliseconds of validity left, from a monotonic clock; 0 once expired or released. */

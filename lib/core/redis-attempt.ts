@@ -5,11 +5,11 @@
  * redis-extend.ts and redis-inspect.ts.
  */
 import { monotonicNow } from './clock';
-import type { AcquireAnswer, AcquireInput, LockKind, ScriptCall } from './kinds/kind';
+import type { AcquireAnswer, AcquireInput, ScriptCall } from './kinds/kind';
 import { mismatchIn, waitInput } from './kinds/store-kinds';
 import type { MasterNode } from './masters/node';
 import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './policy/store';
-import { settleFencingTokens } from './quorum/fencing-tokens';
+import { fencingTokensOf } from './quorum/fencing-tokens';
 import type { Tally } from './quorum/round';
 import {
   acquireVerdict,
@@ -38,19 +38,27 @@ export async function attemptOnMasters(
   const start = monotonicNow();
   const wallStart = Date.now();
   const keys = resources.map((r) => store.keyOf(r));
-  const input = {
+  const wait = waitInput(kind, req.writerWait, keyPrefix, resources); // writer-waiting flags
+  // One object shape for every attempt (no spreads on the hot path: see issue 13, item 2).
+  const input: AcquireInput = {
     token,
     ttl,
     keys,
     fenceKeys: fencing ? resources.map((r) => store.fenceKeyOf(r)) : undefined,
     marker: undefined,
+    markerBirth: undefined,
     fenceTtl: store.settings.fencingKeyTtl,
-    ...waitInput(kind, req.writerWait, keyPrefix, resources), // writer-waiting flags
+    waitKeys: wait.waitKeys,
+    waitTtl: wait.waitTtl,
     handoverFrom: kind.name === 'mutex' ? req.handoverFrom : undefined,
   };
-  // Built once per attempt; a Cluster master gets one call per slot group instead.
-  const plain = kind.acquire(input);
-  let withMarker: ScriptCall | undefined; // only for masters whose boot marker is checked
+  // Built once per attempt, when first needed; a Cluster master gets one call per slot group.
+  let plain: ScriptCall | undefined; // for masters whose boot marker is not checked
+  let withMarker: ScriptCall | undefined; // the full marker check; per master its known birth
+  const forNode = (node: MasterNode): ScriptCall =>
+    node.checksMarker
+      ? withBirth((withMarker ??= kind.acquire({ ...input, marker: store.markerKey })), node)
+      : (plain ??= kind.acquire(input));
   // A master that lost its scripts answers NOSCRIPT and gets an EVAL afterwards. That EVAL
   // must never land after this token's release on the same connection: it is sent only while
   // the attempt has not failed (its clean-up not yet sent) and its lock has not ended.
@@ -67,15 +75,7 @@ export async function attemptOnMasters(
           keys,
           (groupKeys, group) =>
             group === resources
-              ? node.checksMarker
-                ? markerCall(
-                    store,
-                    kind,
-                    node,
-                    input,
-                    () => (withMarker ??= kind.acquire({ ...input, marker: store.markerKey })),
-                  )
-                : plain
+              ? forNode(node)
               : kind.acquire({
                   ...input,
                   keys: groupKeys,
@@ -134,15 +134,23 @@ export async function attemptOnMasters(
   const verdict = acquireVerdict(tally.votes, tally.ok, quorum);
   if (verdict !== 'quorum') return fail(verdict);
   const exhausted = (): boolean => validityAfter(ttl, start, monotonicNow(), driftFactor) <= 0;
-  let fencingTokens: Record<string, number> = {};
+  let fencingTokens: readonly number[] = [];
   if (fencing && !exhausted()) {
     const counters = tally.replies.map((r) => (r?.kind === 'reply' ? r.value.counters : undefined));
-    const deadline = validUntil(start, ttl, driftFactor);
-    const tokens = await settleFencingTokens(counters, resources, quorum, (t, needs) =>
-      raiseFences(store, resources, t, needs, deadline),
-    );
-    if (!tokens && !exhausted()) return fail('unavailable');
-    fencingTokens = tokens ?? {};
+    const found = fencingTokensOf(counters, resources, quorum);
+    if (found.settled) fencingTokens = found.tokens;
+    else {
+      const deadline = validUntil(start, ttl, driftFactor);
+      const confirmed = await raiseFences(
+        store,
+        resources,
+        found.tokens,
+        (i) => !found.atMax(counters[i]),
+        deadline,
+      );
+      if (confirmed < quorum && !exhausted()) return fail('unavailable');
+      fencingTokens = found.tokens;
+    }
   }
   if (exhausted()) return fail('validity-exhausted');
   const grant: Grant = (state.grant = {
@@ -176,33 +184,30 @@ function heldByOne(replies: Tally<AcquireAnswer>['replies'], quorum: number): bo
 }
 
 /**
- * The acquire call for a master whose boot marker is checked: with the marker value it is known
- * to hold (no clock read on the master, see MasterNode.knownBirth), or the shared full check.
+ * The acquire call for a master whose boot marker is checked: `full` (the shared full check) with
+ * the marker value this master is known to hold put in (no clock read on the master, see
+ * MasterNode.knownBirth), when the kind's script takes one (`ScriptCall.birthArg`).
  */
-function markerCall(
-  store: RedisStore,
-  kind: LockKind,
-  node: MasterNode,
-  input: AcquireInput,
-  full: () => ScriptCall,
-): ScriptCall {
-  const markerBirth = node.knownBirth;
-  return markerBirth === undefined
-    ? full()
-    : kind.acquire({ ...input, marker: store.markerKey, markerBirth });
+function withBirth(full: ScriptCall, node: MasterNode): ScriptCall {
+  const birth = node.knownBirth;
+  if (birth === undefined || full.birthArg === undefined) return full;
+  const args = full.args.slice();
+  args[full.birthArg] = birth;
+  return { script: full.script, keys: full.keys, args, birthArg: full.birthArg };
 }
 
 /** Raises the fencing counters (set-if-greater) where `needs(i)`; resolves with the confirmations. */
 async function raiseFences(
   store: RedisStore,
   resources: readonly string[],
-  tokens: Readonly<Record<string, number>>,
+  tokens: readonly number[],
   needs: (i: number) => boolean,
   deadline: number,
 ): Promise<number> {
   const left = deadline - monotonicNow();
   if (left <= 0) return 0;
   const ttl = String(store.settings.fencingKeyTtl);
+  const tokenOf = new Map(resources.map((r, j) => [r, tokens[j]]));
   const raised = await store.round<unknown>({
     timeout: Math.min(store.settings.requestTimeout, left),
     send: (node) =>
@@ -210,7 +215,7 @@ async function raiseFences(
         ? store.dispatch.grouped(node, resources, [], (_keys, group) => ({
             script: FENCE_RAISE_SCRIPT,
             keys: group.map((r) => store.fenceKeyOf(r)),
-            args: [ttl, ...group.map((r) => String(tokens[r]))],
+            args: [ttl, ...group.map((r) => String(tokenOf.get(r)))],
           }))
         : Promise.resolve(1),
     judge: () => 'ok',

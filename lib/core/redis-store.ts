@@ -1,3 +1,4 @@
+import { Timeline } from './policy/timeline';
 import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
 import type { Announce, LockKind } from './kinds/kind';
@@ -49,6 +50,8 @@ export class RedisStore implements LockStore {
   /** Removes credentials — also the known passwords of the clients — from texts it reports. */
   private readonly redact: Redactor;
   private readonly notifier: ReleaseNotifier;
+  /** The voting rounds' timeouts: one timer, kept armed between rounds (policy/timeline.ts). */
+  private readonly deadlines = new Timeline(true);
 
   /** Rejects anything that is not a non-empty list of distinct ioredis clients. */
   static checkClients(clients: unknown): asserts clients is readonly RedlockClient[] {
@@ -156,6 +159,7 @@ export class RedisStore implements LockStore {
       holderTtl: spec.holderTtl,
       describeError: this.describeError,
       waitAll: spec.waitAll,
+      deadlines: this.deadlines,
     });
   }
 
@@ -307,6 +311,8 @@ export class RedisStore implements LockStore {
   async close(): Promise<void> {
     await this.notifier.close();
     this.quarantineNotice.close();
+    // The timer kept over an empty heap goes; rounds still in flight keep theirs until they end.
+    if (this.deadlines.size === 0) this.deadlines.clear();
     for (const n of this.nodes) n.detach();
   }
 }

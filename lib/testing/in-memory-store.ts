@@ -94,12 +94,12 @@ export class InMemoryStore implements LockStore {
       return { refusal: 'contended', votes: [held] };
     }
     const token = randomBytes(20).toString('base64url');
-    const fencingTokens = Object.create(null) as Record<string, number>; // '__proto__' is a resource too
+    const fencingTokens: number[] = []; // in the order of `resources`
     if (this.settings.fencing) {
       for (const r of resources) {
         const next = (this.fences.get(r) ?? 0) + 1;
         this.fences.set(r, next);
-        fencingTokens[r] = next;
+        fencingTokens.push(next);
       }
     }
     const grant: Grant = {

@@ -12,6 +12,12 @@ export interface ScriptCall {
   readonly script: LuaScript;
   readonly keys: readonly string[];
   readonly args: readonly string[];
+  /**
+   * Where in `args` the boot-marker value goes, when the script takes the value a master is
+   * known to hold (`AcquireInput.markerBirth`): the store copies the call built once per attempt
+   * and puts each master's value there instead of building the call once per master.
+   */
+  readonly birthArg?: number;
 }
 
 /** What an acquire sends to one master (or one slot group of it). */
@@ -29,21 +35,21 @@ export interface AcquireInput {
    * (`MasterNode.knownBirth`): a kind whose script understands it (bootMarkerAge's `knownBirth`)
    * checks the marker without reading the clock. Kinds may ignore it and check fully.
    */
-  readonly markerBirth?: string;
+  readonly markerBirth?: string | undefined;
   /** Lifetime of a new fencing counter key (ms). */
   readonly fenceTtl: number;
   /**
    * Writer-waiting flag keys of the resources (shared locks' writer policy, docs/lock-kinds.md),
    * when flags may be read or raised: readers always, plain locks when `waitTtl` > 0.
    */
-  readonly waitKeys?: readonly string[];
+  readonly waitKeys?: readonly string[] | undefined;
   /** How long a plain lock refused by readers keeps their writer-waiting flag up (ms; 0 = none). */
-  readonly waitTtl?: number;
+  readonly waitTtl?: number | undefined;
   /**
    * A local hand-over (policy/handover.ts; mutex only): the token of this process's releasing
    * holder — keys holding it count as free and are overwritten. Other kinds never get one.
    */
-  readonly handoverFrom?: string;
+  readonly handoverFrom?: string | undefined;
 }
 
 /** How a release is announced to waiters (masters/handoff.ts): not, as a release, as a clean-up. */

@@ -52,7 +52,7 @@ export const MUTEX: LockKind = {
     ];
     if (waitKeys || input.handoverFrom) args.push(waitKeys ? String(input.waitTtl) : '0');
     if (input.handoverFrom) args.push(input.handoverFrom);
-    return { script: ACQUIRE_SCRIPT, keys: scriptKeys, args };
+    return { script: ACQUIRE_SCRIPT, keys: scriptKeys, args, birthArg: marker ? 3 : undefined };
   },
 
   readAcquire(groups: readonly GroupReply[], resources: readonly string[]): AcquireAnswer {

@@ -1,5 +1,5 @@
 import { monotonicNow } from '../clock';
-import { expire, fencingTable, mintLock } from '../lock';
+import { expire, mintLock } from '../lock';
 import type { Lock, LockState } from '../lock';
 import { SHARED_SPEC } from '../kinds/kind-spec';
 import type { LockKindSpec } from '../kinds/kind-spec';
@@ -41,7 +41,9 @@ export function restoreLock(ctx: AttemptContext, data: unknown): Lock {
     start: toMono(d.acquiredAt),
     wallStart: d.acquiredAt,
     votes: [],
-    fencingTokens: fencingTable(Object.entries(d.fencingTokens)),
+    // Checked: a token for every resource, or none (prototype-free table: '__proto__' is a name).
+    fencingTokens:
+      Object.keys(d.fencingTokens).length === 0 ? [] : d.resources.map((r) => d.fencingTokens[r]),
     ended: false,
     ...(kind ? { kind } : {}),
   };

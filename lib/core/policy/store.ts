@@ -24,8 +24,11 @@ export interface Grant {
   /** Wall-clock time (ms) the request was sent, for display. */
   readonly wallStart: number;
   readonly votes: readonly NodeVote[];
-  /** Fencing token per resource (prototype-free table; empty when fencing is off). */
-  readonly fencingTokens: Readonly<Record<string, number>>;
+  /**
+   * Fencing token per resource, in the order of {@link resources} (empty when fencing is off).
+   * The lock's name-keyed table is made from it only when someone reads it (Lock.fencingTokens).
+   */
+  readonly fencingTokens: readonly number[];
   /**
    * Set by the policy once the lock is released or lost: the store sends nothing more that could
    * write its keys (a late EVAL fallback, a repair).

@@ -14,13 +14,22 @@ export interface TimelineEntry {
  * Many deadlines, one timer: an indexed binary min-heap of due times and a single `setTimeout`
  * for the earliest one. Sleeping acquires (however many: 10,000 waiters on one resource) cost a
  * heap slot each, not a timer each; removing a deadline is O(log n). No timer is left armed
- * once the heap is empty.
+ * once the heap is empty — unless `keepArmed`: then the timer stays, unref'd (it never holds the
+ * process), and the next deadline that is not earlier reuses it. For short deadlines that come
+ * one after another (a voting round's per-node timeout, set and cancelled a few hundred µs
+ * later), that is one `setTimeout` per timeout period instead of a `setTimeout` and a
+ * `clearTimeout` per round; a timer that fires before the earliest deadline re-arms for it.
  */
 export class Timeline {
   private readonly heap: TimelineEntry[] = [];
   private timer: NodeJS.Timeout | undefined;
   /** Monotonic time the armed timer was set for (Infinity when none). */
   private armedFor = Infinity;
+  /** Whether the armed timer holds the process (false while kept armed over an empty heap). */
+  private refd = false;
+
+  /** @param keepArmed keep the timer (unref'd) when the heap empties; see the class comment. */
+  constructor(private readonly keepArmed = false) {}
 
   /** Number of pending deadlines. */
   get size(): number {
@@ -48,8 +57,9 @@ export class Timeline {
       this.down(i);
       this.up(last.index);
     }
-    // A timer armed for a removed entry may fire early and re-arm; none stays once empty.
-    if (this.heap.length === 0) this.disarm();
+    // A timer armed for a removed entry may fire early and re-arm; none stays once empty
+    // (kept, unref'd, with `keepArmed`).
+    if (this.heap.length === 0) this.idle();
   }
 
   /** Drops every deadline without calling it and stops the timer. */
@@ -61,24 +71,42 @@ export class Timeline {
 
   private arm(): void {
     const first = this.heap[0];
-    if (!first) return this.disarm();
-    if (this.timer && this.armedFor <= first.at) return;
+    if (!first) return this.idle();
+    if (this.timer && this.armedFor <= first.at) {
+      if (!this.refd) {
+        this.timer.ref();
+        this.refd = true;
+      }
+      return;
+    }
     this.disarm();
     this.armedFor = first.at;
     // Rounded up: a timer never fires before the deadline it was set for.
     const ms = Math.min(MAX_TIMER_MS, Math.max(0, Math.ceil(first.at - monotonicNow())));
     this.timer = setTimeout(this.run, ms);
+    this.refd = true;
+  }
+
+  /** The heap is empty: no timer, or (`keepArmed`) the armed one unref'd. */
+  private idle(): void {
+    if (!this.keepArmed || !this.timer) return this.disarm();
+    if (this.refd) {
+      this.timer.unref();
+      this.refd = false;
+    }
   }
 
   private disarm(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.armedFor = Infinity;
+    this.refd = false;
   }
 
   private readonly run = (): void => {
     this.timer = undefined;
     this.armedFor = Infinity;
+    this.refd = false;
     const now = monotonicNow();
     while (this.heap.length > 0 && this.heap[0].at <= now) {
       const first = this.heap[0];

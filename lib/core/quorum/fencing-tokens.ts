@@ -12,46 +12,33 @@
 export type Counters = readonly number[];
 
 /**
- * The token per resource for a grant whose masters reported `counters` (undefined for masters
- * that did not grant), and whether a quorum already holds it.
+ * The token per resource (in the order of `resources`) for a grant whose masters reported
+ * `counters` (undefined for masters that did not grant), and whether a quorum already holds it.
+ * An array, not a table keyed by name: nothing here depends on what the names are (a resource
+ * named `'__proto__'` is a position like any other), and no object shape is made per name.
  */
 export function fencingTokensOf(
   counters: readonly (Counters | undefined)[],
   resources: readonly string[],
   quorum: number,
 ): {
-  tokens: Record<string, number>;
+  tokens: number[];
   settled: boolean;
   atMax: (c: Counters | undefined) => boolean;
 } {
-  const max = resources.map((_, j) => {
-    let m = 0;
-    for (const c of counters) if (c && c[j] > m) m = c[j];
-    return m;
-  });
-  const atMax = (c: Counters | undefined): boolean => !!c && c.every((v, j) => v === max[j]);
-  // No prototype: a resource named '__proto__' or 'constructor' is a key like any other.
-  const tokens = Object.create(null) as Record<string, number>;
-  resources.forEach((r, j) => (tokens[r] = max[j]));
-  return { tokens, settled: counters.filter(atMax).length >= quorum, atMax };
-}
-
-/**
- * Settles the fencing tokens of a grant: the tokens when a quorum holds them (raising the
- * counters first when needed, by `raise`, which resolves with the number of masters that
- * confirmed), or `null` when a quorum could not confirm.
- */
-export async function settleFencingTokens(
-  counters: readonly (Counters | undefined)[],
-  resources: readonly string[],
-  quorum: number,
-  raise: (
-    tokens: Readonly<Record<string, number>>,
-    needs: (i: number) => boolean,
-  ) => Promise<number>,
-): Promise<Record<string, number> | null> {
-  const { tokens, settled, atMax } = fencingTokensOf(counters, resources, quorum);
-  if (settled) return tokens;
-  const confirmed = await raise(tokens, (i) => !atMax(counters[i]));
-  return confirmed >= quorum ? tokens : null;
+  const m = resources.length;
+  const tokens = new Array<number>(m);
+  for (let j = 0; j < m; j++) {
+    let max = 0;
+    for (const c of counters) if (c && c[j] > max) max = c[j];
+    tokens[j] = max;
+  }
+  const atMax = (c: Counters | undefined): boolean => {
+    if (!c) return false;
+    for (let j = 0; j < m; j++) if (c[j] !== tokens[j]) return false;
+    return true;
+  };
+  let holding = 0;
+  for (const c of counters) if (atMax(c)) holding++;
+  return { tokens, settled: holding >= quorum, atMax };
 }

@@ -1,5 +1,6 @@
 import { monotonicNow } from '../clock';
 import type { NodeOutcome, NodeVote } from '../errors';
+import type { Timeline } from '../policy/timeline';
 
 /**
  * One voting round of the Redlock algorithm (docs/REDLOCK.md, "N masters", step 2):
@@ -49,6 +50,11 @@ export interface RoundSpec<M extends Voter, T> {
   describeError(err: unknown): string;
   /** Wait for every master (or the timer) instead of deciding early. Default `false`. */
   readonly waitAll?: boolean;
+  /**
+   * Where the round's timeout is scheduled: a shared {@link Timeline} (the store's, one timer for
+   * every round), or its own `setTimeout` when absent.
+   */
+  readonly deadlines?: Timeline;
 }
 
 /** Runs one round (see the file comment). Never rejects. */
@@ -65,22 +71,24 @@ export function runRound<M extends Voter, T>(spec: RoundSpec<M, T>): Promise<Tal
     const finish = (): void => {
       if (decided) return;
       decided = true;
-      clearTimeout(timer);
+      if (entry) deadlines?.remove(entry);
+      else clearTimeout(timer);
       for (let i = 0; i < n; i++) votes[i] ??= vote(masters[i], 'pending', 0);
       resolve({ votes, replies, ok });
     };
-    const timer = setTimeout(
-      () => {
-        const latency = monotonicNow() - start;
-        for (let i = 0; i < n; i++) {
-          if (replies[i]) continue;
-          replies[i] = { kind: 'timeout', latency };
-          votes[i] = vote(masters[i], 'timeout', latency);
-        }
-        finish();
-      },
-      Math.max(1, spec.timeout),
-    );
+    const expired = (): void => {
+      const latency = monotonicNow() - start;
+      for (let i = 0; i < n; i++) {
+        if (replies[i]) continue;
+        replies[i] = { kind: 'timeout', latency };
+        votes[i] = vote(masters[i], 'timeout', latency);
+      }
+      finish();
+    };
+    const timeout = Math.max(1, spec.timeout);
+    const { deadlines } = spec;
+    const entry = deadlines?.add(start + timeout, expired);
+    const timer = entry ? undefined : setTimeout(expired, timeout);
     const record = (i: number, reply: Reply<T>): void => {
       if (decided) return;
       replies[i] = reply;

@@ -236,7 +236,7 @@ describe('every option is checked by name and type (items 7, 8, 14)', () => {
             resources: lock.resources,
             value: lock.value,
             attempts: 1,
-            fencingTokens: {},
+            fencingTokens: [],
             state: {
               validUntil: Infinity,
               expiresAt: Infinity,

@@ -14,6 +14,7 @@ import {
   validUntil,
   validityAfter,
 } from '../../../lib/core/quorum/protocol';
+import { Timeline } from '../../../lib/core/policy/timeline';
 import { runRound } from '../../../lib/core/quorum/round';
 import type { Voter } from '../../../lib/core/quorum/round';
 
@@ -30,12 +31,13 @@ function* patterns(n: number): Generator<Answer[]> {
 
 const never = new Promise<never>(() => undefined);
 
-async function round(pattern: readonly Answer[], quorum: number) {
+async function round(pattern: readonly Answer[], quorum: number, deadlines?: Timeline) {
   const masters: Voter[] = pattern.map((_, i) => ({ index: i, name: `m${i}` }));
   return runRound<Voter, boolean>({
     masters,
     quorum,
     timeout: 1,
+    deadlines,
     send: (m) => {
       const a = pattern[m.index];
       if (a === 'timeout') return never;
@@ -49,44 +51,51 @@ async function round(pattern: readonly Answer[], quorum: number) {
 }
 
 describe('one voting round, every pattern on 1–5 masters (majority quorum)', () => {
+  // The round's timeout on its own setTimeout, and on a store's shared timeline (kept armed
+  // between rounds: policy/timeline.ts) — the same verdicts either way.
+  const shared = new Timeline(true);
   for (let n = 1; n <= 5; n++) {
     const quorum = MUTEX.quorum(n, Math.floor(n / 2) + 1);
-    it(`${n} master(s), quorum ${quorum}: ${4 ** n} patterns`, async () => {
-      for (const pattern of patterns(n)) {
-        const tally = await round(pattern, quorum);
-        const grants = pattern.filter((a) => a === 'grant').length;
-        const verdict = acquireVerdict(tally.votes, tally.ok, quorum);
-        // Granted exactly when a quorum granted: a refusal, timeout or error never counts, and
-        // deciding early never loses a grant that was needed.
-        expect([pattern, verdict === 'quorum']).toEqual([pattern, grants >= quorum]);
-        expect(tally.ok).toBeLessThanOrEqual(grants);
-        if (grants >= quorum) expect(tally.ok).toBeGreaterThanOrEqual(quorum);
-        // Every master has exactly one vote, consistent with what it answered.
-        expect(tally.votes).toHaveLength(n);
-        tally.votes.forEach((v, i) => {
-          const allowed: Record<Answer, NodeOutcome[]> = {
-            grant: ['ok', 'pending'],
-            refuse: ['held', 'pending'],
-            timeout: ['timeout', 'pending'],
-            error: ['error', 'pending'],
-          };
-          expect(allowed[pattern[i]]).toContain(v.outcome);
-          expect(v.node).toBe(i);
-          if (v.outcome === 'held') expect(v.holderTtl).toBe(1234);
-          if (v.outcome === 'error') expect(v.error).toBe('ECONNREFUSED');
-        });
-        // Contended only when someone holds it (waiting can help); never for a pure outage.
-        if (verdict === 'contended')
-          expect(tally.votes.some((v) => v.outcome === 'held')).toBe(true);
-        if (!pattern.includes('refuse')) expect(verdict).not.toBe('contended');
-        // Masters are left pending only when the outcome was already certain without them.
-        const pending = tally.votes.filter((v) => v.outcome === 'pending').length;
-        const notOk = tally.votes.filter((v) => v.outcome !== 'ok' && v.outcome !== 'pending');
-        if (pending > 0) {
-          expect(tally.ok >= quorum || n - notOk.length < quorum).toBe(true);
+    for (const [clock, deadlines] of [
+      ['own timer', undefined],
+      ['shared timeline', shared],
+    ] as const)
+      it(`${n} master(s), quorum ${quorum}: ${4 ** n} patterns (${clock})`, async () => {
+        for (const pattern of patterns(n)) {
+          const tally = await round(pattern, quorum, deadlines);
+          const grants = pattern.filter((a) => a === 'grant').length;
+          const verdict = acquireVerdict(tally.votes, tally.ok, quorum);
+          // Granted exactly when a quorum granted: a refusal, timeout or error never counts, and
+          // deciding early never loses a grant that was needed.
+          expect([pattern, verdict === 'quorum']).toEqual([pattern, grants >= quorum]);
+          expect(tally.ok).toBeLessThanOrEqual(grants);
+          if (grants >= quorum) expect(tally.ok).toBeGreaterThanOrEqual(quorum);
+          // Every master has exactly one vote, consistent with what it answered.
+          expect(tally.votes).toHaveLength(n);
+          tally.votes.forEach((v, i) => {
+            const allowed: Record<Answer, NodeOutcome[]> = {
+              grant: ['ok', 'pending'],
+              refuse: ['held', 'pending'],
+              timeout: ['timeout', 'pending'],
+              error: ['error', 'pending'],
+            };
+            expect(allowed[pattern[i]]).toContain(v.outcome);
+            expect(v.node).toBe(i);
+            if (v.outcome === 'held') expect(v.holderTtl).toBe(1234);
+            if (v.outcome === 'error') expect(v.error).toBe('ECONNREFUSED');
+          });
+          // Contended only when someone holds it (waiting can help); never for a pure outage.
+          if (verdict === 'contended')
+            expect(tally.votes.some((v) => v.outcome === 'held')).toBe(true);
+          if (!pattern.includes('refuse')) expect(verdict).not.toBe('contended');
+          // Masters are left pending only when the outcome was already certain without them.
+          const pending = tally.votes.filter((v) => v.outcome === 'pending').length;
+          const notOk = tally.votes.filter((v) => v.outcome !== 'ok' && v.outcome !== 'pending');
+          if (pending > 0) {
+            expect(tally.ok >= quorum || n - notOk.length < quorum).toBe(true);
+          }
         }
-      }
-    });
+      });
   }
 
   it('waitAll waits for every answer (release): nobody is pending', async () => {

@@ -149,7 +149,7 @@ describe('forged locks', () => {
         resources: ['forged'],
         value: 'guessed-token',
         attempts: 1,
-        fencingTokens: {},
+        fencingTokens: [],
         state: {
           validUntil: Infinity,
           expiresAt: Infinity,

@@ -1,0 +1,58 @@
+/**
+ * The per-lock hot path on real masters (issue 13, item 2: "one timer per lock at most"): what a
+ * plain acquire + release costs the process besides the script calls — no timer of its own —
+ * and the fencing tokens, kept per position and named only when read, still per resource.
+ */
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { fenceKey } from '../../lib/core/keys';
+import { useMasters } from '../harness/engines';
+import { uniqueResource } from '../harness/util';
+
+const suite = useMasters(3);
+
+afterEach(() => jest.restoreAllMocks());
+
+describe('hot path', () => {
+  it('a lock arms no timer of its own: rounds share one kept timer, the held set keeps its sweep', async () => {
+    const rl = suite.engine();
+    // Warm: the first lock arms the held set's sweep and the rounds' kept timer.
+    await (await rl.acquire(uniqueResource('warm'))).release();
+    const armed = jest.spyOn(globalThis, 'setTimeout');
+    const n = 40;
+    for (let i = 0; i < n; i++) {
+      const lock = await rl.acquire(uniqueResource('timers'));
+      await lock.release();
+    }
+    // Before: a setTimeout per round (acquire, release) and one for the held set: 3 per lock.
+    // Now only when a kept timer fired meanwhile (once per request timeout, 250 ms here).
+    expect(armed.mock.calls.length).toBeLessThanOrEqual(4);
+  });
+
+  it('fencing tokens are per resource, in every order, whether read as a table or alone', async () => {
+    const rl = suite.engine();
+    const a = uniqueResource('fence-a');
+    const b = uniqueResource('fence-b');
+    // `b` has been locked twice more than `a`: their counters differ.
+    for (let i = 0; i < 2; i++) await (await rl.acquire(b)).release();
+    const lock = await rl.acquire([b, a]);
+    try {
+      const counters = async (r: string): Promise<number> =>
+        Math.max(
+          ...(await Promise.all(suite.probe.map((c) => c.get(fenceKey('lock:', r))))).map(Number),
+        );
+      expect(lock.fencingTokens[a]).toBe(await counters(a));
+      expect(lock.fencingTokens[b]).toBe(await counters(b));
+      expect(lock.fencingTokens[b]).toBe(lock.fencingTokens[a] + 2);
+      expect(lock.fencingToken).toBe(lock.fencingTokens[lock.resources[0]]);
+      expect(Object.isFrozen(lock.fencingTokens)).toBe(true);
+      expect(Object.getPrototypeOf(lock.fencingTokens)).toBeNull();
+      expect(lock.fencingTokens).toBe(lock.fencingTokens); // made once
+      expect(JSON.parse(JSON.stringify(lock)).fencingTokens).toEqual({
+        [a]: lock.fencingTokens[a],
+        [b]: lock.fencingTokens[b],
+      });
+    } finally {
+      await lock.release();
+    }
+  });
+});
