@@ -51,6 +51,17 @@ describe('ACQUIRE_SCRIPT with a hand-over token (ARGV[8])', () => {
     expect(await c.pttl(key(r))).toBeGreaterThan(5_000);
   });
 
+  it('reads first: a single-key take-over is one GET and one SET (no failing SET NX)', async () => {
+    const r = uniqueResource('script');
+    const c = suite.probe[0];
+    await acquire([r], 'old');
+    const [sets, gets] = [await calls([c], 'set'), await calls([c], 'get')];
+    expect(((await acquire([r], 'new', 'old')) as number[])[0]).toBe(1);
+    expect(delta(await calls([c], 'set'), sets)).toEqual([1]);
+    expect(delta(await calls([c], 'get'), gets)).toEqual([1]);
+    expect(await c.get(key(r))).toBe('new');
+  });
+
   it('refuses keys of any other token, and without one refuses its own holder as before', async () => {
     const r = uniqueResource('script');
     const c = suite.probe[0];

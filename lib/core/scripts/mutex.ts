@@ -104,10 +104,12 @@ local prev = ARGV[8]
 local held = false
 local set = n > 1
 if n == 1 then
-  held = not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
-  if held and prev and redis.pcall('GET', KEYS[1]) == prev then
-    held = false
+  -- A hand-over reads first: the releasing holder's key is overwritten below (GET, SET instead
+  -- of a failing SET NX, GET, SET); any other value takes the plain path.
+  if prev and redis.pcall('GET', KEYS[1]) == prev then
     set = true
+  else
+    held = not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
   end
 else
   for i = 1, n do
