@@ -10,7 +10,9 @@ import { uniqueResource } from '../harness/util';
 
 const suite = useMasters(3);
 
-afterEach(() => jest.restoreAllMocks());
+afterEach(() => {
+  jest.restoreAllMocks();
+});
 
 describe('hot path', () => {
   it('a lock arms no timer of its own: rounds share one kept timer, the held set keeps its sweep', async () => {

@@ -10,7 +10,9 @@ import { Timeline } from '../../../lib/core/policy/timeline';
 const timeouts = (): number =>
   process.getActiveResourcesInfo().filter((t) => t === 'Timeout').length;
 
-afterEach(() => jest.restoreAllMocks());
+afterEach(() => {
+  jest.restoreAllMocks();
+});
 
 describe('Timeline', () => {
   it('keepArmed: deadlines set and cancelled one after another reuse one timer', () => {
