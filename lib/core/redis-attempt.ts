@@ -5,7 +5,7 @@
  * redis-extend.ts and redis-inspect.ts.
  */
 import { monotonicNow } from './clock';
-import type { AcquireAnswer, AcquireInput, ScriptCall } from './kinds/kind';
+import type { AcquireAnswer, AcquireInput, GroupReply, LockKind, ScriptCall } from './kinds/kind';
 import { mismatchIn, waitInput } from './kinds/store-kinds';
 import type { MasterNode } from './masters/node';
 import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './policy/store';
@@ -82,7 +82,9 @@ export async function attemptOnMasters(
                   fenceKeys: fencing ? group.map((r) => store.fenceKeyOf(r)) : undefined,
                   waitKeys: input.waitKeys && waitInput(kind, 1, keyPrefix, group).waitKeys,
                 }),
-          (groups) => kind.readAcquire(groups, resources),
+          input.handoverFrom === undefined
+            ? (groups) => kind.readAcquire(groups, resources)
+            : (groups) => readHandover(kind, groups, resources),
           wanted,
         ),
       ),
@@ -163,8 +165,41 @@ export async function attemptOnMasters(
     fencingTokens,
     ended: false,
     ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
+    ...(input.handoverFrom === undefined ? {} : { othersWaiting: othersWaiting(tally) }),
   });
   return { grant };
+}
+
+/**
+ * A hand-over's acquire reply carries one more number when granted (ACQUIRE_SCRIPT: the release
+ * channels' subscriber count); it is taken off before the kind reads the rest.
+ */
+function readHandover(
+  kind: LockKind,
+  groups: readonly GroupReply[],
+  resources: readonly string[],
+): AcquireAnswer {
+  let watchers = 0;
+  const rest = groups.map((g): GroupReply => {
+    const v = g.value;
+    if (!Array.isArray(v) || v[0] !== 1 || v.length < 3) return g;
+    const w: unknown = v[v.length - 1];
+    watchers = Math.max(watchers, typeof w === 'number' && w >= 0 ? w : Infinity);
+    return { resources: g.resources, value: v.slice(0, -1) };
+  });
+  const answer = kind.readAcquire(rest, resources);
+  return answer.granted ? { ...answer, watchers } : answer;
+}
+
+/**
+ * Whether an engine other than this one may wait for a hand-over's resources: some granting
+ * master counted more than one subscriber connection on their release channels (this engine's
+ * own watch is one), or did not say.
+ */
+function othersWaiting(tally: Tally<AcquireAnswer>): boolean {
+  return tally.replies.some(
+    (r) => r?.kind === 'reply' && r.value.granted && !((r.value.watchers ?? Infinity) <= 1),
+  );
 }
 
 /**

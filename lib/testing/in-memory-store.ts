@@ -112,6 +112,10 @@ export class InMemoryStore implements LockStore {
       fencingTokens,
       ended: false,
       ...(kind.name !== 'mutex' ? { kind } : {}),
+      // As the Redis store: another engine waits when a resource has more than one watch.
+      ...(from !== undefined
+        ? { othersWaiting: resources.some((r) => (this.watchers.get(r)?.size ?? 0) > 1) }
+        : {}),
     };
     for (const r of resources) {
       const slot = this.entries.get(r) ?? { kind, holders: new Map(), writerWaitUntil: 0 };

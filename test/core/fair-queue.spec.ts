@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import { getEventListeners } from 'node:events';
 import { LockContendedError } from '../../lib/core/errors';
 import type { Lock } from '../../lib/core/lock';
-import { MAX_LOCAL_STREAK } from '../../lib/core/policy/local-queue';
+import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK } from '../../lib/core/policy/local-queue';
 import { STORE_FACTORY } from '../../lib/core/policy/store';
 import type { StoreFactory } from '../../lib/core/policy/store';
 import { RedisStore } from '../../lib/core/redis-store';
@@ -207,6 +207,88 @@ describe('in one process', () => {
     );
     expect(overlaps).toBe(0);
     expect(rl.footprint.queuedAcquires).toBe(0);
+  });
+});
+
+describe('the local streak', () => {
+  /** An engine whose store records, per attempt, whether it was a local hand-over. */
+  function recorded(): { rl: Redlock; handovers: boolean[] } {
+    const handovers: boolean[] = [];
+    const factory: StoreFactory = {
+      [STORE_FACTORY]: true,
+      masters: clients.length,
+      open: (resolved) => {
+        const store = new RedisStore(clients, resolved);
+        const attempt = store.attempt.bind(store);
+        store.attempt = (req) => {
+          handovers.push(req.handoverFrom !== undefined);
+          return attempt(req);
+        };
+        return store;
+      },
+    };
+    const rl = new Redlock(factory, {
+      quarantine: false,
+      requestTimeout: 250,
+      retryDelay: 10,
+      retryJitter: 10,
+      retryCount: 10_000,
+    });
+    engines.push(rl);
+    return { rl, handovers };
+  }
+
+  /** `callers` callers of `rl`, each taking `r` `rounds` times (held 1 ms). */
+  async function churn(rl: Redlock, r: string, callers: number, rounds: number): Promise<void> {
+    await Promise.all(
+      Array.from({ length: callers }, async () => {
+        for (let i = 0; i < rounds; i++) {
+          const lock = await rl.acquire(r);
+          await sleep(1);
+          await lock.release();
+        }
+      }),
+    );
+  }
+
+  it('alone on a resource, a process yields once per MAX_ALONE_STREAK hand-offs, not per MAX_LOCAL_STREAK', async () => {
+    const { rl, handovers } = recorded();
+    const r = uniqueResource('alone');
+    // 80 locks: with a yield after every MAX_LOCAL_STREAK (8) hand-overs, 9 of them would be
+    // plain attempts; nobody else watches the resource, so only the first and the yield after
+    // MAX_ALONE_STREAK (64) are (a caller whose release finds no sleeping waiter adds one).
+    await churn(rl, r, 4, 20);
+    const plain = handovers.filter((h) => !h).length;
+    expect(handovers).toHaveLength(80);
+    expect(plain).toBeGreaterThanOrEqual(2);
+    expect(plain).toBeLessThanOrEqual(4);
+    expect(80 / MAX_LOCAL_STREAK).toBeGreaterThan(4 + 1); // the bound above is meaningful
+    expect(MAX_ALONE_STREAK).toBeLessThan(80);
+  });
+
+  it('while another engine watches the resource, the streak ends after MAX_LOCAL_STREAK hand-offs', async () => {
+    const { rl, handovers } = recorded();
+    const other = engine({ retryDelay: 10, retryJitter: 10, retryCount: 10_000 });
+    const r = uniqueResource('watched');
+    // The other engine's waiter sleeps on the holder subscribed to the release channel until the
+    // streak ends and the release is announced.
+    const first = await rl.acquire(r);
+    const theirs = other.acquire(r);
+    const subscribers = async (): Promise<number[]> =>
+      Promise.all(
+        probe.map(async (c) => Number(((await c.pubsub('NUMSUB', rl.keyOf(r))) as unknown[])[1])),
+      );
+    await waitUntil(async () => (await subscribers()).every((n) => n === 1));
+    const ours = churn(rl, r, 4, 6);
+    await first.release();
+    const got = await theirs;
+    const before = handovers.length;
+    await got.release();
+    await ours;
+    // Our callers handed over at most MAX_LOCAL_STREAK times before the other engine got its turn.
+    expect(handovers.slice(0, before).filter(Boolean).length).toBeLessThanOrEqual(
+      MAX_LOCAL_STREAK + 1,
+    );
   });
 });
 

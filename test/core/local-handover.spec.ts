@@ -87,6 +87,27 @@ describe('ACQUIRE_SCRIPT with a hand-over token (ARGV[8])', () => {
     expect(await c.get(key(r))).toBe('other');
   });
 
+  it("reports the release channels' subscriber count last (the most over its keys)", async () => {
+    const [a, b] = [uniqueResource('subs'), uniqueResource('subs')];
+    const subs = [0, 1].map(() => suite.probe[0].duplicate({ enableOfflineQueue: true }));
+    try {
+      await subs[0].subscribe(key(a), key(b));
+      await subs[1].subscribe(key(b));
+      await acquire([a, b], 'old');
+      const taken = (await acquire([a, b], 'new', 'old')) as number[];
+      // {1, age, counter a, counter b, watchers}: b has two subscribers, a one.
+      expect(taken).toHaveLength(5);
+      expect(taken[0]).toBe(1);
+      expect(taken[4]).toBe(2);
+      await subs[1].unsubscribe(key(b));
+      expect(((await acquire([a, b], 'newer', 'new')) as number[])[4]).toBe(1);
+      // Without a hand-over token the reply is as before: no count.
+      expect(await acquire([uniqueResource('subs')], 'plain')).toHaveLength(3);
+    } finally {
+      subs.forEach((s) => s.disconnect());
+    }
+  });
+
   it('over several keys: taken-over and free keys are set, one foreign key refuses them all', async () => {
     const [a, b, x] = [uniqueResource('a'), uniqueResource('b'), uniqueResource('x')];
     const c = suite.probe[0];

@@ -73,6 +73,12 @@ export interface AcquireAnswer {
   /** Granted with fencing: the counter per resource (order of the lock's resources). */
   readonly counters: readonly number[] | undefined;
   /**
+   * Granted by a local hand-over (mutex only): the most subscriber connections any of the
+   * resources' release channels has on this master — this engine's own watch included
+   * (policy/local-queue.ts: whether another engine waits).
+   */
+  readonly watchers?: number;
+  /**
    * Another kind of lock at one of the keys (`{-1, age, keyTtl, kind, limit}`): the request's
    * kind cannot be granted there whatever the timing — a `KindMismatchError` (errors.ts), never
    * contention. Never set together with `granted`.

@@ -13,7 +13,12 @@ import type { LockStore } from './store';
 
 /** The outcome of one attempt as the policy sees it: a lock, or the error and its clean-up. */
 export type AttemptResult =
-  | { readonly lock: Lock; readonly cleanup?: undefined }
+  | {
+      readonly lock: Lock;
+      readonly cleanup?: undefined;
+      /** A hand-over's grant: whether another engine may wait (`Grant.othersWaiting`). */
+      readonly othersWaiting?: boolean;
+    }
   | {
       readonly lock?: undefined;
       readonly cleanup?: Promise<void>;
@@ -126,7 +131,7 @@ export async function acquireLoop(
       }
       last = result;
       if (last.lock) {
-        if (ticket) queue.granted(ticket, last.lock);
+        if (ticket) queue.granted(ticket, last.lock, last.othersWaiting);
         return last.lock;
       }
       if (last.error instanceof ShuttingDownError) {

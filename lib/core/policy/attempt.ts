@@ -52,7 +52,10 @@ function resultOf(
   attemptNo: number,
   startedAt: number,
 ): AttemptResult {
-  if (outcome.grant) return { lock: createLock(ctx, outcome.grant, attemptNo) };
+  if (outcome.grant) {
+    const lock = createLock(ctx, outcome.grant, attemptNo);
+    return { lock, othersWaiting: outcome.grant.othersWaiting };
+  }
   const detail: LockErrorDetail = {
     resources: req.resources,
     votes: outcome.votes,

@@ -35,11 +35,12 @@ import { Timeline } from './timeline';
  *   the head the same way. A head that is busy with an attempt when a release is announced is
  *   "handed" it: its next sleep returns at once (no missed wake-up).
  * - **Fair across processes.** A local release hands over locally at most
- *   {@link MAX_LOCAL_STREAK} times in a row while announcements are live; the next local head
- *   then waits for the release announcement — which the heads of the other processes receive at
- *   the same time — and {@link YIELD_MS} more, so that their attempts reach the masters first.
- *   A busy process cannot keep a resource for itself while others wait; alone, it loses one
- *   announcement's latency every {@link MAX_LOCAL_STREAK} hand-offs.
+ *   {@link MAX_LOCAL_STREAK} times in a row while announcements are live and another engine
+ *   watches the resource; the next local head then waits for the release announcement — which
+ *   the heads of the other processes receive at the same time — and {@link YIELD_MS} more, so
+ *   that their attempts reach the masters first. A busy process cannot keep a resource for
+ *   itself while others wait; alone (no other watcher seen), it yields once per
+ *   {@link MAX_ALONE_STREAK} hand-offs.
  *
  * Kinds with several holders (shared locks, semaphores) join with `exclusive: false`: admitted
  * when every entry before them is non-exclusive, never held back by local non-exclusive holders
@@ -49,8 +50,20 @@ import { Timeline } from './timeline';
 
 export type { Ticket } from './queue-lines';
 
-/** Consecutive local hand-offs of one resource before the next local waiter yields to others. */
+/**
+ * Consecutive local hand-offs of one resource before the next local waiter yields to others,
+ * when another engine watches the resource (`Grant.othersWaiting`, learnt from the last
+ * hand-over: the masters count the subscribers of its release channel).
+ */
 export const MAX_LOCAL_STREAK = 8;
+
+/**
+ * The same when no other engine was seen watching: a process alone pays the yield (a release
+ * round, the announcement and {@link YIELD_MS}) once per this many hand-offs instead of once per
+ * {@link MAX_LOCAL_STREAK}, and a waiter of another process whose subscriptions all failed (it
+ * polls, unseen) still gets a turn.
+ */
+export const MAX_ALONE_STREAK = 64;
 
 /**
  * How long (ms) a local waiter that yields lets the waiters of other processes go first after a
@@ -101,6 +114,7 @@ export class LocalQueue {
           watch: undefined,
           watchedSince: Infinity,
           streak: 0,
+          othersWaiting: true,
           yielding: false,
           votes: [],
           heldByOne: false,
@@ -214,12 +228,16 @@ export class LocalQueue {
     return new LockContendedError({ ...detail, votes });
   }
 
-  /** `ticket` was granted `lock`: it is recorded as the local holder, then leaves the queue. */
-  granted(ticket: Ticket, lock: Lock): void {
+  /**
+   * `ticket` was granted `lock`: it is recorded as the local holder, then leaves the queue.
+   * `othersWaiting`: what a hand-over's grant learnt (`Grant.othersWaiting`); not known otherwise.
+   */
+  granted(ticket: Ticket, lock: Lock, othersWaiting?: boolean): void {
     for (const { line } of ticket.slots) {
       if (ticket.exclusive) line.holder = lock;
       line.heldByOne = false;
       line.streak = ticket.local ? line.streak + 1 : 0;
+      line.othersWaiting = othersWaiting ?? true;
       // Others wait behind it: they may have to wait for a release announcement (streak).
       if (line.first !== line.last) void this.watchLine(line);
     }
@@ -276,7 +294,7 @@ export class LocalQueue {
     for (const { line } of t.slots) {
       if (line.first?.ticket !== t || !lock.resources.includes(line.resource)) return undefined;
       if (line.holder && line.holder !== lock) return undefined;
-      if (line.streak >= MAX_LOCAL_STREAK && line.watch?.live) return undefined;
+      if (mustYield(line)) return undefined;
     }
     const handover = newHandover(token);
     for (const { line } of t.slots) line.holder = undefined;
@@ -298,10 +316,11 @@ export class LocalQueue {
   /** Wakes the admitted entries at the front of `line` (after a release of its resource). */
   private handOff(line: Line, local: boolean): void {
     if (this.lines.get(line.resource) !== line) return;
-    // A busy process keeps a resource for at most MAX_LOCAL_STREAK local hand-offs in a row; then
-    // its next waiter waits for the release announcement, which the waiters of other processes
-    // receive too, and lets them go first (YIELD_MS). Without other waiters it takes the lock then.
-    if (local && line.streak >= MAX_LOCAL_STREAK && line.watch?.live) {
+    // A busy process keeps a resource for at most MAX_LOCAL_STREAK local hand-offs in a row
+    // (MAX_ALONE_STREAK when no other engine was seen watching); then its next waiter waits for
+    // the release announcement, which the waiters of other processes receive too, and lets them
+    // go first (YIELD_MS). Without other waiters it takes the lock then.
+    if (local && mustYield(line)) {
       line.yielding = true;
       return;
     }
@@ -345,3 +364,9 @@ export class LocalQueue {
 }
 
 function noop(): void {}
+
+/** Whether the next local waiter of `line` must yield to other processes (see the file comment). */
+function mustYield(line: Line): boolean {
+  if (!line.watch?.live) return false; // others' waiters would not hear the release: no yield
+  return line.streak >= (line.othersWaiting ? MAX_LOCAL_STREAK : MAX_ALONE_STREAK);
+}

@@ -47,6 +47,11 @@ export interface Line {
   watchedSince: number;
   /** Consecutive grants that came from a local hand-off. */
   streak: number;
+  /**
+   * Whether another engine may wait for the resource, as the last grant learnt
+   * (`Grant.othersWaiting`; `true` when it did not tell): sets the streak's bound.
+   */
+  othersWaiting: boolean;
   /** The next local waiter yields: it waits for the release announcement, then local-queue.ts YIELD_MS. */
   yielding: boolean;
   /** Votes of the last contended attempt made from this queue (reported to those who give up). */

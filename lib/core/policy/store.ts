@@ -38,6 +38,13 @@ export interface Grant {
   lock?: object;
   /** The kind of lock granted; a plain lock (mutex) when absent. */
   readonly kind?: LockKindSpec;
+  /**
+   * A local hand-over's grant (policy/handover.ts): whether an engine other than this one may
+   * be waiting for the resources — `false` only when every granting master counted no release
+   * watcher but this engine's. The local queue keeps handing over while it is `false`
+   * (policy/local-queue.ts, MAX_LOCAL_STREAK). Absent for other grants (not known).
+   */
+  readonly othersWaiting?: boolean;
 }
 
 /** One acquire attempt. */

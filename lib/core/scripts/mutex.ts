@@ -75,7 +75,9 @@ end`;
  * (token and ttl), so the hand-over is one round with no delete in between and no release
  * announcement; keys of any other holder refuse as usual.
  *
- * Returns {1, age} on success, followed by one fencing counter per key when fencing is on;
+ * Returns {1, age} on success, followed by one fencing counter per key when fencing is on and,
+ * for a hand-over (`prev` given), by the largest subscriber count of the keys' release channels
+ * (PUBSUB NUMSUB: the watchers of every engine, this one's included; policy/local-queue.ts);
  * {0, age, pttl[, holder]} when some key is held (of the first held key); {-1, age, pttl, kind, limit}
  * when a key holds a semaphore or something foreign (REFUSED_LUA: the other kinds are looked at
  * only once refused, so the granted path stays one `SET NX`). A plain lock is the writer (the
@@ -128,6 +130,16 @@ if set then
 end
 local res = {1, age}
 ${FENCE_COUNTERS_LUA}
+if prev then
+  -- A hand-over also reports the release channels' subscriber connections on this master (the
+  -- most over its keys): more than the taker's own engine means another engine waits.
+  local counts = redis.call('PUBSUB', 'NUMSUB', unpack(KEYS, 1, n))
+  local w = 0
+  for i = 2, #counts, 2 do
+    if counts[i] > w then w = counts[i] end
+  end
+  res[#res + 1] = w
+end
 return res
 `,
 );
