@@ -113,6 +113,8 @@ export class Redlock {
       queue: this.queue,
       draining: this.draining.signal,
       requestTimeout: this.settings.requestTimeout,
+      granted: (lock, started, lockAtLeastFor) => this.granted(lock, started, lockAtLeastFor),
+      failed: (resources, err, started) => this.observers.failed(resources, err, started),
       attempt: (req, n, startedAt, handoverFrom) =>
         this.inflight.track(
           attemptOnStore(this.grants, req, n, startedAt, handoverFrom).then((r) =>
@@ -173,19 +175,19 @@ export class Redlock {
    * {@link NoQuorumError}, {@link WaitTimeoutError}, {@link LockAbortedError}, or
    * {@link ShuttingDownError} once the engine drains.
    */
-  async acquire(
-    resources: string | readonly string[],
-    options: AcquireOptions = {},
-  ): Promise<Lock> {
-    const { rest, lockAtLeastFor } = takeLockAtLeastFor(options, this.settings);
-    const req = this.prepare(resources, rest);
-    const started = monotonicNow();
+  acquire(resources: string | readonly string[], options: AcquireOptions = {}): Promise<Lock> {
+    // Not an async function: a queued acquire keeps one suspended frame (the loop's), not two —
+    // the memory of 10,000 waiters (issue 13, item 4). Bad arguments still reject, never throw.
+    let req: CheckedAcquire;
+    let lockAtLeastFor: number | undefined;
     try {
-      return this.granted(await acquireLoop(this.loop, req, started), started, lockAtLeastFor);
+      const taken = takeLockAtLeastFor(options, this.settings);
+      lockAtLeastFor = taken.lockAtLeastFor;
+      req = this.prepare(resources, taken.rest);
     } catch (err) {
-      this.observers.failed(req.resources, err, started);
-      throw err;
+      return Promise.reject(err);
     }
+    return acquireLoop(this.loop, req, monotonicNow(), lockAtLeastFor);
   }
 
   /**

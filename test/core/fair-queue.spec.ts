@@ -6,7 +6,9 @@
  */
 import type { Redis } from 'ioredis';
 import { getEventListeners } from 'node:events';
-import { LockContendedError } from '../../lib/core/errors';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { LockAbortedError, LockContendedError } from '../../lib/core/errors';
 import type { Lock } from '../../lib/core/lock';
 import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK } from '../../lib/core/policy/local-queue';
 import { STORE_FACTORY } from '../../lib/core/policy/store';
@@ -438,4 +440,32 @@ describe('10,000 waiters on one resource in one process', () => {
       process.off('warning', onWarning);
     }
   }, 120_000);
+
+  it('a queued acquire costs less than 2 KiB of heap (one suspended frame, no closures of its own)', async () => {
+    // A full collection before each reading (the flag is set for this file's worker only).
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const rl = engine({ retryCount: 1_000_000 });
+    const r = uniqueResource('heap');
+    const holder = await rl.acquire(r);
+    const n = 10_000;
+    const stop = new AbortController();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    // The promises as acquire() returns them (handlers are attached after the reading).
+    const waiting = Array.from({ length: n }, () => rl.acquire(r, { signal: stop.signal }));
+    await waitUntil(() => rl.footprint.queuedAcquires === n);
+    await sleep(100); // the head's refused attempt and its watch are done
+    gc();
+    const perWaiter = (process.memoryUsage().heapUsed - before) / n;
+    const settled = Promise.allSettled(waiting);
+    stop.abort();
+    for (const s of await settled) {
+      expect(s.status === 'rejected' && s.reason instanceof LockAbortedError).toBe(true);
+    }
+    await holder.release();
+    // 2.6 KB before: two suspended async frames per acquire (acquire() and its loop), the
+    // loop's own closures and a queue slot list with room for 16 more. About 1.8 KB now.
+    expect(perWaiter).toBeLessThan(2048);
+  }, 60_000);
 });

@@ -37,6 +37,10 @@ export interface LoopContext {
   readonly draining: AbortSignal;
   /** The per-master request timeout (bounds one attempt; part of the retry budget). */
   readonly requestTimeout: number;
+  /** Turns a grant into the caller's lock (`lockAtLeastFor`, the `acquired` event). */
+  granted(lock: Lock, started: number, lockAtLeastFor: number | undefined): Lock;
+  /** Reports an acquire that ends without a lock (the `failed` event). */
+  failed(resources: readonly string[], err: unknown, started: number): void;
   /** One attempt (the store's round, turned into a lock or an error). */
   attempt(
     req: CheckedAcquire,
@@ -72,6 +76,7 @@ export async function acquireLoop(
   ctx: LoopContext,
   req: CheckedAcquire,
   start: number,
+  lockAtLeastFor: number | undefined,
 ): Promise<Lock> {
   const deadline = req.waitTimeout === undefined ? Infinity : start + req.waitTimeout;
   const until = Math.min(deadline, start + retryBudget(req, ctx.requestTimeout));
@@ -80,41 +85,26 @@ export async function acquireLoop(
     req.retryCount > 0 && req.waitTimeout !== 0
       ? queue.join(req.resources, req.kind.name === 'mutex')
       : undefined;
+  // No closures here: a queued acquire's memory is this frame (issue 13, item 4).
   let attempts = 0;
   let last: AttemptResult | undefined;
-  const detail = (): LockErrorDetail => ({
-    resources: req.resources,
-    votes: last?.lock ? [] : (last?.error.votes ?? []),
-    attempts,
-    elapsed: monotonicNow() - start,
-  });
-  /** Ends the wait without a lock: after the last attempt's clean-up, with its error as cause. */
-  const giveUp = async (timedOut: boolean): Promise<never> => {
-    await last?.cleanup;
-    const base = detail();
-    const cause =
-      last && !last.lock
-        ? last.error
-        : ticket
-          ? queue.contended(ticket, base)
-          : new LockContendedError(base);
-    if (!timedOut) throw cause;
-    throw new WaitTimeoutError({ ...base, waitTimeout: req.waitTimeout ?? 0 }, { cause });
-  };
   try {
     for (;;) {
       if (req.signal?.aborted) {
         await last?.cleanup;
-        throw new LockAbortedError(detail(), { cause: req.signal.reason });
+        throw new LockAbortedError(detailOf(req, last, attempts, start), {
+          cause: req.signal.reason,
+        });
       }
       if (ctx.draining.aborted) {
         await last?.cleanup;
-        throw new ShuttingDownError(detail());
+        throw new ShuttingDownError(detailOf(req, last, attempts, start));
       }
       if (ticket && !queue.admitted(ticket)) {
         // Queued behind local waiters (or a local holder): sleep until the turn comes.
         const now = monotonicNow();
-        if (now >= until) return await giveUp(now >= deadline);
+        if (now >= until)
+          return await giveUp(queue, ticket, req, last, attempts, start, now >= deadline);
         await queue.sleep(ticket, Math.min(until, queue.holdersEnd(ticket)), req.signal);
         continue;
       }
@@ -132,15 +122,18 @@ export async function acquireLoop(
       last = result;
       if (last.lock) {
         if (ticket) queue.granted(ticket, last.lock, last.othersWaiting);
-        return last.lock;
+        return ctx.granted(last.lock, start, lockAtLeastFor);
       }
       if (last.error instanceof ShuttingDownError) {
         await last.cleanup; // granted while the engine drained: released, never handed out
         throw last.error;
       }
-      if (attempts > req.retryCount) return await giveUp(false);
+      if (attempts > req.retryCount) {
+        return await giveUp(queue, ticket, req, last, attempts, start, false);
+      }
       const now = monotonicNow();
-      if (now >= until) return await giveUp(now >= deadline);
+      if (now >= until)
+        return await giveUp(queue, ticket, req, last, attempts, start, now >= deadline);
       const error = last.error;
       const contended = error instanceof LockContendedError;
       let live = false;
@@ -154,9 +147,49 @@ export async function acquireLoop(
       // Only queued acquires get here (the others cannot retry).
       await queue.sleep(ticket as Ticket, Math.min(until, now + wait), req.signal);
     }
+  } catch (err) {
+    ctx.failed(req.resources, err, start);
+    throw err;
   } finally {
     if (ticket) queue.leave(ticket);
   }
+}
+
+/** The detail of an acquire's error: its resources, the last attempt's votes, time spent. */
+function detailOf(
+  req: CheckedAcquire,
+  last: AttemptResult | undefined,
+  attempts: number,
+  start: number,
+): LockErrorDetail {
+  return {
+    resources: req.resources,
+    votes: last?.lock ? [] : (last?.error.votes ?? []),
+    attempts,
+    elapsed: monotonicNow() - start,
+  };
+}
+
+/** Ends the wait without a lock: after the last attempt's clean-up, with its error as cause. */
+async function giveUp(
+  queue: LocalQueue,
+  ticket: Ticket | undefined,
+  req: CheckedAcquire,
+  last: AttemptResult | undefined,
+  attempts: number,
+  start: number,
+  timedOut: boolean,
+): Promise<never> {
+  await last?.cleanup;
+  const base = detailOf(req, last, attempts, start);
+  const cause =
+    last && !last.lock
+      ? last.error
+      : ticket
+        ? queue.contended(ticket, base)
+        : new LockContendedError(base);
+  if (!timedOut) throw cause;
+  throw new WaitTimeoutError({ ...base, waitTimeout: req.waitTimeout ?? 0 }, { cause });
 }
 
 /**

@@ -95,14 +95,16 @@ export class LocalQueue {
     const ticket: Ticket = {
       seq: ++this.seq,
       exclusive,
-      slots: [],
+      // Sized once (a pushed-to array reserves room for 16 more): 10,000 waiters' memory.
+      slots: new Array<Slot>(resources.length),
       wake: undefined,
       handed: false,
       local: false,
       takeover: undefined,
       left: false,
     };
-    for (const resource of resources) {
+    for (let i = 0; i < resources.length; i++) {
+      const resource = resources[i];
       let line = this.lines.get(resource);
       if (!line) {
         line = {
@@ -125,7 +127,7 @@ export class LocalQueue {
       if (line.last) line.last.next = slot;
       else line.first = slot;
       line.last = slot;
-      ticket.slots.push(slot);
+      ticket.slots[i] = slot;
     }
     this.tickets.add(ticket);
     return ticket;
