@@ -165,7 +165,7 @@ export async function attemptOnMasters(
     fencingTokens,
     ended: false,
     ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
-    ...(input.handoverFrom === undefined ? {} : { othersWaiting: othersWaiting(tally) }),
+    ...(input.handoverFrom === undefined ? {} : { watchers: mostWatchers(tally) }),
   });
   return { grant };
 }
@@ -192,14 +192,15 @@ function readHandover(
 }
 
 /**
- * Whether an engine other than this one may wait for a hand-over's resources: some granting
- * master counted more than one subscriber connection on their release channels (this engine's
- * own watch is one), or did not say.
+ * The most subscriber connections a granting master counted on a hand-over's release channels
+ * (this engine's own watch is one of them); `Infinity` when one did not say.
  */
-function othersWaiting(tally: Tally<AcquireAnswer>): boolean {
-  return tally.replies.some(
-    (r) => r?.kind === 'reply' && r.value.granted && !((r.value.watchers ?? Infinity) <= 1),
-  );
+function mostWatchers(tally: Tally<AcquireAnswer>): number {
+  let most = 0;
+  for (const r of tally.replies) {
+    if (r?.kind === 'reply' && r.value.granted) most = Math.max(most, r.value.watchers ?? Infinity);
+  }
+  return most;
 }
 
 /**

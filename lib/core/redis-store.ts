@@ -10,6 +10,7 @@ import { ReleaseNotifier, announcement } from './masters/handoff';
 import { MasterNode, errorMessage } from './masters/node';
 import { QuarantineNotice, annotateQuarantined } from './masters/quarantine-notice';
 import type {
+  Announced,
   AttemptOutcome,
   AttemptRequest,
   ExtendOutcome,
@@ -200,11 +201,12 @@ export class RedisStore implements LockStore {
     waitAll: boolean,
     keepFor?: number,
     only?: readonly number[],
+    announce: 'release' | 'yield' = 'release',
   ): Promise<ReleaseResult> {
     return this.releaseKeys(grant.resources, grant.token, {
       only: only && this.nodes.filter((n) => only.includes(n.index)),
       waitAll,
-      announce: 'release',
+      announce,
       kind: grant.kind,
       keepFor,
     });
@@ -296,7 +298,7 @@ export class RedisStore implements LockStore {
   /** Release announcements of `resource` through the masters' pub/sub (masters/handoff.ts). */
   watchReleases(
     resource: string,
-    onRelease: (cleanup: boolean) => void,
+    onRelease: (announced: Announced) => void,
   ): Promise<ReleaseWatch | undefined> {
     if (!this.settings.handoff) return Promise.resolve(undefined);
     return this.notifier.watch(this.keyOf(resource), onRelease);

@@ -107,6 +107,7 @@ export class Redlock {
       ...this.policy,
       held: this.held,
       handover: (lock, token) => this.queue.handover(lock, token),
+      announceAs: (lock) => this.queue.announceAs(lock),
     };
     this.loop = {
       store: this.store,

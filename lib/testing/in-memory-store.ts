@@ -5,6 +5,7 @@ import { expire, lockOfGrant, lockState } from '../core/lock';
 import type { Lock } from '../core/lock';
 import { STORE_FACTORY } from '../core/policy/store';
 import type {
+  Announced,
   AttemptOutcome,
   AttemptRequest,
   ExtendOutcome,
@@ -112,9 +113,9 @@ export class InMemoryStore implements LockStore {
       fencingTokens,
       ended: false,
       ...(kind.name !== 'mutex' ? { kind } : {}),
-      // As the Redis store: another engine waits when a resource has more than one watch.
+      // As the Redis store: the most watches of one resource (one per engine that waits).
       ...(from !== undefined
-        ? { othersWaiting: resources.some((r) => (this.watchers.get(r)?.size ?? 0) > 1) }
+        ? { watchers: Math.max(...resources.map((r) => this.watchers.get(r)?.size ?? 0)) }
         : {}),
     };
     for (const r of resources) {
@@ -209,11 +210,11 @@ export class InMemoryStore implements LockStore {
    */
   async watchReleases(
     resource: string,
-    onRelease: (cleanup: boolean) => void,
+    onRelease: (announced: Announced) => void,
   ): Promise<ReleaseWatch> {
     let set = this.watchers.get(resource);
     if (!set) this.watchers.set(resource, (set = new Set()));
-    const entry = (): void => onRelease(false);
+    const entry = (): void => onRelease('release');
     set.add(entry);
     const watchers = set;
     return {

@@ -274,14 +274,15 @@ describe('the local streak', () => {
     const r = uniqueResource('watched');
     // The other engine's waiter sleeps on the holder subscribed to the release channel until the
     // streak ends and the release is announced.
-    const first = await rl.acquire(r);
+    const taking = rl.acquire(r);
+    const ours = churn(rl, r, 4, 6); // queued behind the first holder, asleep when it releases
+    const first = await taking;
     const theirs = other.acquire(r);
     const subscribers = async (): Promise<number[]> =>
       Promise.all(
         probe.map(async (c) => Number(((await c.pubsub('NUMSUB', rl.keyOf(r))) as unknown[])[1])),
       );
-    await waitUntil(async () => (await subscribers()).every((n) => n === 1));
-    const ours = churn(rl, r, 4, 6);
+    await waitUntil(async () => (await subscribers()).every((n) => n === 2)); // rl and other
     await first.release();
     const got = await theirs;
     const before = handovers.length;
@@ -291,6 +292,53 @@ describe('the local streak', () => {
     expect(handovers.slice(0, before).filter(Boolean).length).toBeLessThanOrEqual(
       MAX_LOCAL_STREAK + 1,
     );
+  });
+
+  it('a yield is announced as one (^token) while two other engines watch, as a plain release with one', async () => {
+    const a = engine({ retryDelay: 10, retryJitter: 10, retryCount: 10_000 });
+    const other = engine({ retryDelay: 10, retryJitter: 10, retryCount: 10_000 });
+    /** A watcher of `r`'s announcements on every master (one more engine, as the masters count). */
+    const listen = async (r: string): Promise<{ messages: string[]; stop: () => void }> => {
+      const subs = probe.map((c) => c.duplicate({ enableOfflineQueue: true }));
+      const messages: string[] = [];
+      for (const sub of subs) sub.on('message', (_channel: string, m: string) => messages.push(m));
+      await Promise.all(subs.map((sub) => sub.subscribe(a.keyOf(r))));
+      return { messages, stop: () => subs.forEach((sub) => sub.disconnect()) };
+    };
+    const subscribers = async (r: string): Promise<number[]> =>
+      Promise.all(
+        probe.map(async (c) => Number(((await c.pubsub('NUMSUB', a.keyOf(r))) as unknown[])[1])),
+      );
+
+    // One other watcher (the listener): the streak ends after MAX_LOCAL_STREAK, announced plainly.
+    const r1 = uniqueResource('yield-one');
+    const one = await listen(r1);
+    try {
+      await churn(a, r1, 4, 6);
+      expect(one.messages.length).toBeGreaterThan(0);
+      expect(one.messages.filter((m) => m.startsWith('^'))).toEqual([]);
+    } finally {
+      one.stop();
+    }
+
+    // Two (the listener and another engine's waiter): the yield is marked, their heads race in order.
+    const r2 = uniqueResource('yield-two');
+    const two = await listen(r2);
+    try {
+      // Our callers queue behind the first holder in the same tick: asleep when it releases, so
+      // the first release is already a hand-over (the other engine is not woken before the yield).
+      const taking = a.acquire(r2);
+      const ours = churn(a, r2, 4, 6);
+      const first = await taking;
+      const theirs = other.acquire(r2);
+      await waitUntil(async () => (await subscribers(r2)).every((n) => n === 3)); // a, other, us
+      await first.release();
+      await (await theirs).release();
+      await ours;
+      expect(two.messages.filter((m) => m.startsWith('^')).length).toBeGreaterThan(0);
+    } finally {
+      two.stop();
+    }
   });
 });
 

@@ -127,7 +127,8 @@ function holderKind(
     },
 
     release(token, keys, announce, keepFor): ScriptCall {
-      const args = [token, announceFlag(announce)];
+      // Only plain locks yield (policy/local-queue.ts); a holder set's release is announced plainly.
+      const args = [token, announceFlag(announce === 'yield' ? 'release' : announce)];
       if (keepFor !== undefined && keepFor > 0) args.push(String(keepFor));
       return { script: HOLDERS_RELEASE_SCRIPT, keys, args };
     },

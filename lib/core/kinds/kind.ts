@@ -52,12 +52,15 @@ export interface AcquireInput {
   readonly handoverFrom?: string | undefined;
 }
 
-/** How a release is announced to waiters (masters/handoff.ts): not, as a release, as a clean-up. */
-export type Announce = false | 'release' | 'cleanup';
+/**
+ * How a release is announced to waiters (masters/handoff.ts): not, as a release, as a clean-up,
+ * or as a yield (a plain lock's holder lets other processes go first: policy/local-queue.ts).
+ */
+export type Announce = false | 'release' | 'cleanup' | 'yield';
 
-/** The publish flag of the release scripts for `announce` ('0', '1', '2'). */
+/** The publish flag of the release scripts for `announce` ('0', '1', '2', '3'). */
 export function announceFlag(announce: Announce): string {
-  return announce === 'cleanup' ? '2' : announce ? '1' : '0';
+  return announce === 'cleanup' ? '2' : announce === 'yield' ? '3' : announce ? '1' : '0';
 }
 
 /** One master's answer to an acquire, over all of its slot groups. */

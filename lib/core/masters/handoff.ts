@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { MasterNode } from './node';
 import { errorMessage } from './node';
-import type { ReleaseWatch } from '../policy/store';
+import type { Announced, ReleaseWatch } from '../policy/store';
 import type { RedlockLogger } from '../settings';
 
 /**
@@ -9,6 +9,12 @@ import type { RedlockLogger } from '../settings';
  * it frees the keys of an attempt, not a holder's lock (release scripts' publish flag '2').
  */
 const CLEANUP = '~';
+
+/**
+ * Prefix of a yield announcement (`^token`, release scripts' publish flag '3'): a holder let the
+ * waiters of other processes go first (policy/local-queue.ts).
+ */
+const YIELD = '^';
 
 /** The message announcing the deletion of `token`'s keys (a release, or a clean-up). */
 export function announcement(token: string, cleanup: boolean): string {
@@ -18,7 +24,7 @@ export function announcement(token: string, cleanup: boolean): string {
 /** One subscribed release channel (a lock key) and who listens to it. */
 interface Channel {
   /** One entry per watch (the engine's local queue keeps one watch per contended resource). */
-  readonly listeners: Set<(cleanup: boolean) => void>;
+  readonly listeners: Set<(announced: Announced) => void>;
   /** Recently announced tokens: every master announces each release once. At most 8. */
   readonly recent: string[];
   /** Settles once the subscriptions were confirmed or failed. */
@@ -31,7 +37,8 @@ interface Channel {
  * Fast hand-off: the release script publishes the released token on a channel named like each
  * released key; watchers subscribe through one shared subscriber connection per master and are
  * called once per release (the announcements of the N masters are de-duplicated by token). The
- * clean-up of a failed attempt is announced as `~token`; watchers are told which it was.
+ * clean-up of a failed attempt is announced as `~token`, a yield as `^token`; watchers are told
+ * which it was.
  *
  * The notifier only maps announcements to watchers. Who goes first is decided by the engine's
  * local queue (lib/core/policy/local-queue.ts): it keeps one watch per contended resource and
@@ -59,7 +66,7 @@ export class ReleaseNotifier {
    * the channel was newly subscribed (a release may have been missed meanwhile: retry at once),
    * `live` when at least one master confirmed it. Never rejects.
    */
-  async watch(key: string, listener: (cleanup: boolean) => void): Promise<ReleaseWatch> {
+  async watch(key: string, listener: (announced: Announced) => void): Promise<ReleaseWatch> {
     let channel = this.channels.get(key);
     const fresh = channel === undefined;
     if (!channel) {
@@ -69,7 +76,7 @@ export class ReleaseNotifier {
     }
     const ch = channel;
     // A distinct entry per watch: the same function may watch twice.
-    const entry = (cleanup: boolean): void => listener(cleanup);
+    const entry = (announced: Announced): void => listener(announced);
     ch.listeners.add(entry);
     let stopped = false;
     const stop = (): void => {
@@ -148,8 +155,12 @@ export class ReleaseNotifier {
     if (!ch || ch.recent.includes(message)) return;
     ch.recent.push(message);
     if (ch.recent.length > 8) ch.recent.shift();
-    const cleanup = message.startsWith(CLEANUP);
-    for (const listener of [...ch.listeners]) listener(cleanup);
+    const announced: Announced = message.startsWith(CLEANUP)
+      ? 'cleanup'
+      : message.startsWith(YIELD)
+        ? 'yield'
+        : 'release';
+    for (const listener of [...ch.listeners]) listener(announced);
   };
 
   private subscriberFor(node: MasterNode): Redis | undefined {

@@ -16,8 +16,8 @@ export type AttemptResult =
   | {
       readonly lock: Lock;
       readonly cleanup?: undefined;
-      /** A hand-over's grant: whether another engine may wait (`Grant.othersWaiting`). */
-      readonly othersWaiting?: boolean;
+      /** A hand-over's grant: the release watchers the masters counted (`Grant.watchers`). */
+      readonly watchers?: number;
     }
   | {
       readonly lock?: undefined;
@@ -121,7 +121,7 @@ export async function acquireLoop(
       }
       last = result;
       if (last.lock) {
-        if (ticket) queue.granted(ticket, last.lock, last.othersWaiting);
+        if (ticket) queue.granted(ticket, last.lock, last.watchers);
         return ctx.granted(last.lock, start, lockAtLeastFor);
       }
       if (last.error instanceof ShuttingDownError) {

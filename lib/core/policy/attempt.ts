@@ -54,7 +54,7 @@ function resultOf(
 ): AttemptResult {
   if (outcome.grant) {
     const lock = createLock(ctx, outcome.grant, attemptNo);
-    return { lock, othersWaiting: outcome.grant.othersWaiting };
+    return { lock, watchers: outcome.grant.watchers };
   }
   const detail: LockErrorDetail = {
     resources: req.resources,

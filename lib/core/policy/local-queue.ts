@@ -41,6 +41,12 @@ import { Timeline } from './timeline';
  *   that their attempts reach the masters first. A busy process cannot keep a resource for
  *   itself while others wait; alone (no other watcher seen), it yields once per
  *   {@link MAX_ALONE_STREAK} hand-offs.
+ * - **Ordered races.** When two or more other engines watch the resource, the yield is announced
+ *   as such, and each process's head delays its attempt by {@link raceDelay}: the process that
+ *   lost the most races since it last held the resource goes first, and the yielding one last.
+ *   Without it the heads raced at once and the winner was whoever got the CPU first; a process
+ *   could lose many releases in a row, and simultaneous attempts split the masters' votes.
+ *   Plain releases (one waiting process) wake the head at once, as before.
  *
  * Kinds with several holders (shared locks, semaphores) join with `exclusive: false`: admitted
  * when every entry before them is non-exclusive, never held back by local non-exclusive holders
@@ -70,6 +76,15 @@ export const MAX_ALONE_STREAK = 64;
  * release announcement: enough for their attempt to reach the masters before its own.
  */
 export const YIELD_MS = 1;
+
+/**
+ * Ordered races after a yield (see {@link raceDelay}): a head that lost `k` races since its
+ * queue's last grant attempts `RACE_STEP_MS × max(0, RACE_LEVELS − k)` ms after the
+ * announcement — the longest waiting process first, at most RACE_LEVELS × RACE_STEP_MS late.
+ */
+export const RACE_LEVELS = 3;
+/** See {@link RACE_LEVELS}. */
+export const RACE_STEP_MS = 1;
 
 /** See the file comment. One per engine. */
 export class LocalQueue {
@@ -116,7 +131,8 @@ export class LocalQueue {
           watch: undefined,
           watchedSince: Infinity,
           streak: 0,
-          othersWaiting: true,
+          watchers: Infinity,
+          lost: 0,
           yielding: false,
           votes: [],
           heldByOne: false,
@@ -201,8 +217,10 @@ export class LocalQueue {
 
   private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
     line.watching ??= this.store
-      .watchReleases(line.resource, (cleanup) => {
-        if (!(cleanup && line.heldByOne)) this.handOff(line, false);
+      .watchReleases(line.resource, (announced) => {
+        if (!(announced === 'cleanup' && line.heldByOne)) {
+          this.handOff(line, false, announced === 'yield');
+        }
       })
       .then((w) => {
         // The queue emptied meanwhile: nobody needs the watch any more.
@@ -221,6 +239,7 @@ export class LocalQueue {
       line.heldByOne = heldByOne;
       line.streak = 0;
       line.yielding = false;
+      line.lost++;
     }
   }
 
@@ -232,14 +251,15 @@ export class LocalQueue {
 
   /**
    * `ticket` was granted `lock`: it is recorded as the local holder, then leaves the queue.
-   * `othersWaiting`: what a hand-over's grant learnt (`Grant.othersWaiting`); not known otherwise.
+   * `watchers`: what a hand-over's grant learnt (`Grant.watchers`); not known otherwise.
    */
-  granted(ticket: Ticket, lock: Lock, othersWaiting?: boolean): void {
+  granted(ticket: Ticket, lock: Lock, watchers?: number): void {
     for (const { line } of ticket.slots) {
       if (ticket.exclusive) line.holder = lock;
       line.heldByOne = false;
       line.streak = ticket.local ? line.streak + 1 : 0;
-      line.othersWaiting = othersWaiting ?? true;
+      line.watchers = watchers ?? Infinity;
+      line.lost = 0;
       // Others wait behind it: they may have to wait for a release announcement (streak).
       if (line.first !== line.last) void this.watchLine(line);
     }
@@ -306,6 +326,19 @@ export class LocalQueue {
     return handover;
   }
 
+  /**
+   * How the release of `lock` (its end was just reported: {@link ended}) is announced: `yield`
+   * when its next local waiter yields to the waiters of two or more other engines, whose heads
+   * then attempt in order ({@link raceDelay}); otherwise a plain `release`.
+   */
+  announceAs(lock: Lock): 'release' | 'yield' {
+    for (const resource of lock.resources) {
+      const line = this.lines.get(resource);
+      if (line?.yielding && line.watchers > 2) return 'yield';
+    }
+    return 'release';
+  }
+
   /** Wakes every sleeper (the engine drains or closes) and stops the timer. */
   close(): void {
     this.wakeAll();
@@ -315,8 +348,11 @@ export class LocalQueue {
     for (const t of [...this.tickets]) t.wake?.();
   }
 
-  /** Wakes the admitted entries at the front of `line` (after a release of its resource). */
-  private handOff(line: Line, local: boolean): void {
+  /**
+   * Wakes the admitted entries at the front of `line` (after a release of its resource; `yielded`:
+   * announced as a yield, see {@link raceDelay}).
+   */
+  private handOff(line: Line, local: boolean, yielded = false): void {
     if (this.lines.get(line.resource) !== line) return;
     // A busy process keeps a resource for at most MAX_LOCAL_STREAK local hand-offs in a row
     // (MAX_ALONE_STREAK when no other engine was seen watching); then its next waiter waits for
@@ -326,12 +362,23 @@ export class LocalQueue {
       line.yielding = true;
       return;
     }
-    if (!local && line.yielding) {
-      line.yielding = false;
-      line.streak = 0;
-      this.timeline.add(monotonicNow() + YIELD_MS, () => this.handOff(line, false));
-      return;
+    if (!local) {
+      let delay = yielded ? raceDelay(line) : 0;
+      if (line.yielding) {
+        line.yielding = false;
+        line.streak = 0;
+        delay = Math.max(delay, YIELD_MS);
+      }
+      if (delay > 0) {
+        this.timeline.add(monotonicNow() + delay, () => this.wakeFront(line, false));
+        return;
+      }
     }
+    this.wakeFront(line, local);
+  }
+
+  private wakeFront(line: Line, local: boolean): void {
+    if (this.lines.get(line.resource) !== line) return;
     for (const t of this.front(line)) {
       if (t.wake) {
         t.local = local;
@@ -370,5 +417,16 @@ function noop(): void {}
 /** Whether the next local waiter of `line` must yield to other processes (see the file comment). */
 function mustYield(line: Line): boolean {
   if (!line.watch?.live) return false; // others' waiters would not hear the release: no yield
-  return line.streak >= (line.othersWaiting ? MAX_LOCAL_STREAK : MAX_ALONE_STREAK);
+  return line.streak >= (line.watchers > 1 ? MAX_LOCAL_STREAK : MAX_ALONE_STREAK);
+}
+
+/**
+ * How long (ms) the head of `line` waits after a yield announcement before it attempts:
+ * {@link RACE_STEP_MS} for each of the {@link RACE_LEVELS} races it has not lost yet. The heads
+ * of other processes that lost more races since their last grant go first; the yielding
+ * process (none lost: it just held the resource) goes last. No coordination: every process
+ * reads its own count, and ties race as before.
+ */
+export function raceDelay(line: Pick<Line, 'lost'>): number {
+  return RACE_STEP_MS * Math.max(0, RACE_LEVELS - line.lost);
 }

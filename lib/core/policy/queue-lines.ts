@@ -48,10 +48,13 @@ export interface Line {
   /** Consecutive grants that came from a local hand-off. */
   streak: number;
   /**
-   * Whether another engine may wait for the resource, as the last grant learnt
-   * (`Grant.othersWaiting`; `true` when it did not tell): sets the streak's bound.
+   * Release watchers of the resource (engines waiting for it, this one included) as the last
+   * grant learnt (`Grant.watchers`; `Infinity` when it did not tell): more than one sets the
+   * streak's bound, more than two makes a yield ordered (policy/local-queue.ts).
    */
-  othersWaiting: boolean;
+  watchers: number;
+  /** Contended attempts made from this queue since its last grant (races lost: raceDelay). */
+  lost: number;
   /** The next local waiter yields: it waits for the release announcement, then local-queue.ts YIELD_MS. */
   yielding: boolean;
   /** Votes of the last contended attempt made from this queue (reported to those who give up). */

@@ -19,6 +19,8 @@ export interface ReleaseContext {
   readonly held: HeldLocks;
   /** Starts a local hand-over of `lock` (policy/handover.ts), when a local waiter may take it. */
   readonly handover?: (lock: Lock, token: string) => Handover | undefined;
+  /** How the release of `lock`, once ended, is announced (policy/local-queue.ts `announceAs`). */
+  readonly announceAs?: (lock: Lock) => 'release' | 'yield';
 }
 
 const RELEASE_OPTION_NAMES = Object.freeze(['lockAtLeastFor'] as const);
@@ -121,7 +123,10 @@ export async function releaseLock(
       result = handoverResult((taken?.lock as Lock).votes, others);
     }
   } else {
-    result = await ctx.store.release(grant, waitAll, keepFor);
+    // A lock whose next local waiter yields to other processes is announced as such (their heads
+    // then attempt in order: policy/local-queue.ts); kept keys are not announced at all.
+    const announce = keepFor === undefined ? (ctx.announceAs?.(lock) ?? 'release') : 'release';
+    result = await ctx.store.release(grant, waitAll, keepFor, undefined, announce);
   }
   if (ctx.observers.active) {
     const end = monotonicNow();

@@ -39,12 +39,12 @@ export interface Grant {
   /** The kind of lock granted; a plain lock (mutex) when absent. */
   readonly kind?: LockKindSpec;
   /**
-   * A local hand-over's grant (policy/handover.ts): whether an engine other than this one may
-   * be waiting for the resources — `false` only when every granting master counted no release
-   * watcher but this engine's. The local queue keeps handing over while it is `false`
-   * (policy/local-queue.ts, MAX_LOCAL_STREAK). Absent for other grants (not known).
+   * A local hand-over's grant (policy/handover.ts): the most release watchers (engines
+   * subscribed to the resources' release announcements, this one's included) that a granting
+   * master counted; `Infinity` when one did not say. The local queue reads from it whether
+   * other engines wait (policy/local-queue.ts, MAX_LOCAL_STREAK). Absent for other grants.
    */
-  readonly othersWaiting?: boolean;
+  readonly watchers?: number;
 }
 
 /** One acquire attempt. */
@@ -109,6 +109,15 @@ export type ExtendOutcome =
     };
 
 /**
+ * What a release announcement says (masters/handoff.ts): `release`, a holder released the
+ * resource; `cleanup`, the keys of another engine's failed attempt were deleted (not a holder's
+ * release); `yield`, a holder whose engine has more local waiters released it so that other
+ * processes' waiters go first — they attempt in the order of how long they waited
+ * (policy/local-queue.ts, raceDelay).
+ */
+export type Announced = 'release' | 'cleanup' | 'yield';
+
+/**
  * A registration for the release announcements of one resource (hand-off), see
  * {@link LockStore.watchReleases}.
  */
@@ -171,12 +180,15 @@ export interface LockStore {
    * (ms, > 0: `lockAtLeastFor`), compare-and-pexpire to `keepFor` instead: keys still holding
    * the grant's token stay, with that TTL; nothing is announced to waiters. `only`: on those
    * masters (indexes) only, the others vote `held` (after a local hand-over: policy/handover.ts).
+   * `announce`: how the release is announced (default `'release'`; `'yield'` when the engine's
+   * next local waiter lets other processes' waiters go first, policy/local-queue.ts).
    */
   release(
     grant: Grant,
     waitAll: boolean,
     keepFor?: number,
     only?: readonly number[],
+    announce?: 'release' | 'yield',
   ): Promise<ReleaseResult>;
   /**
    * One read-only round about `resource`: no write of any kind, not an attempt (see
@@ -188,13 +200,12 @@ export interface LockStore {
   /**
    * Calls `onRelease` whenever a release of `resource` is announced (by this process or any
    * other), until the watch is stopped. The engine's local queue (policy/local-queue.ts) keeps
-   * one watch per contended resource and wakes the head of its queue. `cleanup`: the keys of
-   * another engine's failed attempt were deleted (not a holder's release). `undefined` when the
-   * store announces nothing; waiters then poll.
+   * one watch per contended resource and wakes the head of its queue. See {@link Announced}.
+   * `undefined` when the store announces nothing; waiters then poll.
    */
   watchReleases(
     resource: string,
-    onRelease: (cleanup: boolean) => void,
+    onRelease: (announced: Announced) => void,
   ): Promise<ReleaseWatch | undefined>;
   readonly footprint: StoreFootprint;
   /** An error's message without credentials (for logs). */

@@ -148,8 +148,8 @@ return res
  * Release: compare-and-delete over several keys; publishes the token on each deleted key's
  * channel (the channel is named like the key) so that waiters can retry at once.
  * KEYS: lock keys. ARGV: token, publish flag ('0' no, '1' a release, '2' the clean-up of a
- * failed attempt: published as `~token`, see masters/handoff.ts). Returns the number of keys
- * deleted.
+ * failed attempt: published as `~token`, '3' a yield to other processes' waiters: `^token`; see
+ * masters/handoff.ts). Returns the number of keys deleted.
  * A key held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's
  * WRONGTYPE into an error table, which never equals the token — no extra command, no error.
  */
@@ -165,6 +165,8 @@ for i = 1, #KEYS do
       redis.call('PUBLISH', KEYS[i], ARGV[1])
     elseif ARGV[2] == '2' then
       redis.call('PUBLISH', KEYS[i], '~' .. ARGV[1])
+    elseif ARGV[2] == '3' then
+      redis.call('PUBLISH', KEYS[i], '^' .. ARGV[1])
     end
   end
 end

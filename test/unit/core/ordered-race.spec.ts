@@ -1,0 +1,88 @@
+/**
+ * Ordered races after a yield (lib/core/policy/local-queue.ts, raceDelay): two engines' local
+ * queues over one announcement bus (a fake store: only release announcements matter here). On
+ * a yield announcement the head of the queue that lost more races since its last grant is woken
+ * first, whatever the order in which the engines hear it; a plain release wakes every head at
+ * once.
+ */
+import { afterEach, describe, expect, it } from '@jest/globals';
+import {
+  LocalQueue,
+  RACE_LEVELS,
+  RACE_STEP_MS,
+  raceDelay,
+} from '../../../lib/core/policy/local-queue';
+import type { Ticket } from '../../../lib/core/policy/local-queue';
+import type { Announced, LockStore, ReleaseWatch } from '../../../lib/core/policy/store';
+
+/** A store that only announces: `announce` calls every watch, in the order they were made. */
+function bus(): { store: LockStore; announce(announced: Announced): void } {
+  const listeners = new Set<(announced: Announced) => void>();
+  const store = {
+    watchReleases: (_resource: string, on: (a: Announced) => void): Promise<ReleaseWatch> => {
+      listeners.add(on);
+      return Promise.resolve({ fresh: false, live: true, stop: () => listeners.delete(on) });
+    },
+  } as unknown as LockStore;
+  return {
+    store,
+    announce: (announced) => {
+      for (const on of [...listeners]) on(announced);
+    },
+  };
+}
+
+const queues: LocalQueue[] = [];
+afterEach(() => {
+  for (const q of queues.splice(0)) q.close();
+});
+
+/** An engine's queue with one waiter for `resource` that lost `lost` races; it watches the bus. */
+async function waiter(
+  store: LockStore,
+  resource: string,
+  lost: number,
+): Promise<{ queue: LocalQueue; ticket: Ticket }> {
+  const queue = new LocalQueue(store, new AbortController().signal);
+  queues.push(queue);
+  const ticket = queue.join([resource], true);
+  for (let i = 0; i < lost; i++) queue.refused(ticket, [], true);
+  await queue.watch(ticket, 0);
+  return { queue, ticket };
+}
+
+describe('ordered races', () => {
+  it('after a yield, the head that lost more races attempts first, whoever hears it first', async () => {
+    const { store, announce } = bus();
+    // `late` watches first, so it hears every announcement first.
+    const late = await waiter(store, 'r', 1);
+    const early = await waiter(store, 'r', RACE_LEVELS);
+    const woken: string[] = [];
+    const sleeps = [
+      late.queue.sleep(late.ticket, Infinity, undefined).then(() => woken.push('late')),
+      early.queue.sleep(early.ticket, Infinity, undefined).then(() => woken.push('early')),
+    ];
+    announce('yield');
+    await Promise.all(sleeps);
+    expect(woken).toEqual(['early', 'late']);
+  });
+
+  it('a plain release wakes every head at once, in the order they hear it', async () => {
+    const { store, announce } = bus();
+    const first = await waiter(store, 'r', 0);
+    const second = await waiter(store, 'r', RACE_LEVELS);
+    let woken = 0;
+    void first.queue.sleep(first.ticket, Infinity, undefined).then(() => woken++);
+    void second.queue.sleep(second.ticket, Infinity, undefined).then(() => woken++);
+    announce('release');
+    await Promise.resolve();
+    expect(woken).toBe(2); // no delay: woken within the announcement's tick
+  });
+
+  it('raceDelay: one step per race not yet lost, none from RACE_LEVELS lost races on', () => {
+    expect(raceDelay({ lost: 0 })).toBe(RACE_LEVELS * RACE_STEP_MS);
+    expect(raceDelay({ lost: 1 })).toBe((RACE_LEVELS - 1) * RACE_STEP_MS);
+    expect(raceDelay({ lost: RACE_LEVELS })).toBe(0);
+    expect(raceDelay({ lost: RACE_LEVELS + 5 })).toBe(0);
+  });
+});
