@@ -92,31 +92,31 @@ export function checkAcquire(
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
     throw new InvalidArgumentError('signal', 'must be an AbortSignal');
   }
-  const opt = <K extends keyof AcquireOptions>(
-    key: K,
-    fallback: number | undefined,
-    check: (v: unknown) => number,
-  ): number | undefined => (options[key] === undefined ? fallback : check(options[key]));
-  const retryDelay = opt('retryDelay', s.retryDelay, (v) =>
-    checkDelay('retryDelay', v, argError),
-  ) as number;
-  const retryJitter = opt('retryJitter', s.retryJitter, (v) =>
-    checkDelay('retryJitter', v, argError),
-  ) as number;
+  // Each option: the setting when absent, else checked (no closure per call: 10,000 waiters
+  // queued in one tick, issue 13 item 4).
+  const o = options;
+  const retryDelay =
+    o.retryDelay === undefined ? s.retryDelay : checkDelay('retryDelay', o.retryDelay, argError);
+  const retryJitter =
+    o.retryJitter === undefined
+      ? s.retryJitter
+      : checkDelay('retryJitter', o.retryJitter, argError);
   checkRetryWait(retryDelay, retryJitter, argError);
-  const kind = checkKind(options.shared, options.limit);
-  const retryCount = opt('retryCount', s.retryCount, (v) =>
-    checkInteger('retryCount', v, 0, 1_000_000, argError),
-  ) as number;
+  const kind = checkKind(o.shared, o.limit);
+  const retryCount =
+    o.retryCount === undefined
+      ? s.retryCount
+      : checkInteger('retryCount', o.retryCount, 0, 1_000_000, argError);
   return {
     resources: list,
-    ttl: opt('ttl', s.ttl, (v) => checkTtl('ttl', v, s, argError)) as number,
+    ttl: o.ttl === undefined ? s.ttl : checkTtl('ttl', o.ttl, s, argError),
     retryCount,
     retryDelay,
     retryJitter,
-    waitTimeout: opt('waitTimeout', undefined, (v) =>
-      checkInteger('waitTimeout', v, 0, MAX_TIMER_MS, argError),
-    ),
+    waitTimeout:
+      o.waitTimeout === undefined
+        ? undefined
+        : checkInteger('waitTimeout', o.waitTimeout, 0, MAX_TIMER_MS, argError),
     signal: options.signal,
     kind,
     writerWait:
@@ -131,7 +131,11 @@ const argError = (field: string, problem: string): Error =>
 
 /** Validates resource names and returns them de-duplicated and sorted. */
 export function normalizeResources(resources: unknown): string[] {
-  const list = typeof resources === 'string' ? [resources] : resources;
+  // One name: no set, no sort (the common case, and 10,000 waiters queued in one tick).
+  if (typeof resources === 'string') {
+    return [checkResourceName('resources', resources, MAX_RESOURCE_LENGTH, argError)];
+  }
+  const list = resources;
   if (!Array.isArray(list)) {
     throw new InvalidArgumentError(
       'resources',
@@ -147,7 +151,7 @@ export function normalizeResources(resources: unknown): string[] {
   // An indexed loop, not forEach: holes of a sparse array (`[, 'a']`, `new Array(2)`) are checked.
   const names: string[] = [];
   for (let i = 0; i < list.length; i++) {
-    const field = typeof resources === 'string' ? 'resources' : `resources[${i}]`;
+    const field = `resources[${i}]`;
     names.push(checkResourceName(field, (list as unknown[])[i], MAX_RESOURCE_LENGTH, argError));
   }
   return [...new Set(names)].sort();
