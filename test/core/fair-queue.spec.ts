@@ -12,7 +12,7 @@ import { LockAbortedError, LockContendedError } from '../../lib/core/errors';
 import type { Lock } from '../../lib/core/lock';
 import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK } from '../../lib/core/policy/local-queue';
 import { STORE_FACTORY } from '../../lib/core/policy/store';
-import type { StoreFactory } from '../../lib/core/policy/store';
+import type { AttemptRequest, StoreFactory } from '../../lib/core/policy/store';
 import { RedisStore } from '../../lib/core/redis-store';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockSettings } from '../../lib/core/settings';
@@ -24,9 +24,8 @@ let clients: Redis[];
 let probe: Redis[];
 const engines: Redlock[] = [];
 
-/** An engine whose store counts the attempts it makes (per resource list). */
-function counted(settings: RedlockSettings = {}): { rl: Redlock; attempts: () => number } {
-  let attempts = 0;
+/** An engine whose store shows `onAttempt` each attempt's request before making it. */
+function observed(settings: RedlockSettings, onAttempt: (req: AttemptRequest) => void): Redlock {
   const factory: StoreFactory = {
     [STORE_FACTORY]: true,
     masters: clients.length,
@@ -34,7 +33,7 @@ function counted(settings: RedlockSettings = {}): { rl: Redlock; attempts: () =>
       const store = new RedisStore(clients, resolved);
       const attempt = store.attempt.bind(store);
       store.attempt = (req) => {
-        attempts++;
+        onAttempt(req);
         return attempt(req);
       };
       return store;
@@ -42,6 +41,13 @@ function counted(settings: RedlockSettings = {}): { rl: Redlock; attempts: () =>
   };
   const rl = new Redlock(factory, { quarantine: false, requestTimeout: 250, ...settings });
   engines.push(rl);
+  return rl;
+}
+
+/** An engine whose store counts the attempts it makes (per resource list). */
+function counted(settings: RedlockSettings = {}): { rl: Redlock; attempts: () => number } {
+  let attempts = 0;
+  const rl = observed(settings, () => attempts++);
   return { rl, attempts: () => attempts };
 }
 
@@ -216,27 +222,9 @@ describe('the local streak', () => {
   /** An engine whose store records, per attempt, whether it was a local hand-over. */
   function recorded(): { rl: Redlock; handovers: boolean[] } {
     const handovers: boolean[] = [];
-    const factory: StoreFactory = {
-      [STORE_FACTORY]: true,
-      masters: clients.length,
-      open: (resolved) => {
-        const store = new RedisStore(clients, resolved);
-        const attempt = store.attempt.bind(store);
-        store.attempt = (req) => {
-          handovers.push(req.handoverFrom !== undefined);
-          return attempt(req);
-        };
-        return store;
-      },
-    };
-    const rl = new Redlock(factory, {
-      quarantine: false,
-      requestTimeout: 250,
-      retryDelay: 10,
-      retryJitter: 10,
-      retryCount: 10_000,
-    });
-    engines.push(rl);
+    const rl = observed({ retryDelay: 10, retryJitter: 10, retryCount: 10_000 }, (req) =>
+      handovers.push(req.handoverFrom !== undefined),
+    );
     return { rl, handovers };
   }
 
