@@ -179,16 +179,13 @@ export class Redlock {
   acquire(resources: string | readonly string[], options: AcquireOptions = {}): Promise<Lock> {
     // Not an async function: a queued acquire keeps one suspended frame (the loop's), not two —
     // the memory of 10,000 waiters (issue 13, item 4). Bad arguments still reject, never throw.
-    let req: CheckedAcquire;
-    let lockAtLeastFor: number | undefined;
     try {
-      const taken = takeLockAtLeastFor(options, this.settings);
-      lockAtLeastFor = taken.lockAtLeastFor;
-      req = this.prepare(resources, taken.rest);
+      const { rest, lockAtLeastFor } = takeLockAtLeastFor(options, this.settings);
+      const req = this.prepare(resources, rest);
+      return acquireLoop(this.loop, req, monotonicNow(), lockAtLeastFor);
     } catch (err) {
       return Promise.reject(err);
     }
-    return acquireLoop(this.loop, req, monotonicNow(), lockAtLeastFor);
   }
 
   /**

@@ -10,7 +10,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { LockAbortedError, LockContendedError } from '../../lib/core/errors';
 import type { Lock } from '../../lib/core/lock';
-import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK } from '../../lib/core/policy/local-queue';
+import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK } from '../../lib/core/policy/streak';
 import { STORE_FACTORY } from '../../lib/core/policy/store';
 import type { AttemptRequest, StoreFactory } from '../../lib/core/policy/store';
 import { RedisStore } from '../../lib/core/redis-store';

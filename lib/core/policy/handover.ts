@@ -22,7 +22,7 @@ import type { AttemptResult } from './acquire-loop';
  * others only (compare-and-delete of its token: a key already taken over is not touched), and on
  * every master when the taker made no attempt (it gave up or aborted) or was not granted.
  *
- * Fairness across processes is unchanged: the local queue hands over at most MAX_LOCAL_STREAK
+ * Fairness across processes is unchanged: the local queue hands over at most MAX_LOCAL_STREAK (policy/streak.ts)
  * times in a row while other processes may wait (policy/local-queue.ts); then the lock is
  * released and announced.
  */

@@ -8,6 +8,7 @@ import type { Handover } from './handover';
 import { holderUntil } from './queue-lines';
 import type { Line, Slot, Ticket } from './queue-lines';
 import type { LockStore, ReleaseWatch } from './store';
+import { YIELD_MS, mustYield, raceDelay } from './streak';
 import { Timeline } from './timeline';
 
 /**
@@ -34,13 +35,13 @@ import { Timeline } from './timeline';
  *   ({@link LockStore.watchReleases}: one watch per contended resource, not per waiter) and wake
  *   the head the same way. A head that is busy with an attempt when a release is announced is
  *   "handed" it: its next sleep returns at once (no missed wake-up).
- * - **Fair across processes.** A local release hands over locally at most
- *   {@link MAX_LOCAL_STREAK} times in a row while announcements are live and another engine
+ * - **Fair across processes** (the rules: policy/streak.ts). A local release hands over locally
+ *   at most `MAX_LOCAL_STREAK` times in a row while announcements are live and another engine
  *   watches the resource; the next local head then waits for the release announcement — which
  *   the heads of the other processes receive at the same time — and {@link YIELD_MS} more, so
  *   that their attempts reach the masters first. A busy process cannot keep a resource for
  *   itself while others wait; alone (no other watcher seen), it yields once per
- *   {@link MAX_ALONE_STREAK} hand-offs.
+ *   `MAX_ALONE_STREAK` hand-offs.
  * - **Ordered races.** When two or more other engines watch the resource, the yield is announced
  *   as such, and each process's head delays its attempt by {@link raceDelay}: the process that
  *   lost the most races since it last held the resource goes first, and the yielding one last.
@@ -55,36 +56,7 @@ import { Timeline } from './timeline';
  */
 
 export type { Ticket } from './queue-lines';
-
-/**
- * Consecutive local hand-offs of one resource before the next local waiter yields to others,
- * when another engine watches the resource (`Grant.othersWaiting`, learnt from the last
- * hand-over: the masters count the subscribers of its release channel).
- */
-export const MAX_LOCAL_STREAK = 8;
-
-/**
- * The same when no other engine was seen watching: a process alone pays the yield (a release
- * round, the announcement and {@link YIELD_MS}) once per this many hand-offs instead of once per
- * {@link MAX_LOCAL_STREAK}, and a waiter of another process whose subscriptions all failed (it
- * polls, unseen) still gets a turn.
- */
-export const MAX_ALONE_STREAK = 64;
-
-/**
- * How long (ms) a local waiter that yields lets the waiters of other processes go first after a
- * release announcement: enough for their attempt to reach the masters before its own.
- */
-export const YIELD_MS = 1;
-
-/**
- * Ordered races after a yield (see {@link raceDelay}): a head that lost `k` races since its
- * queue's last grant attempts `RACE_STEP_MS × max(0, RACE_LEVELS − k)` ms after the
- * announcement — the longest waiting process first, at most RACE_LEVELS × RACE_STEP_MS late.
- */
-export const RACE_LEVELS = 3;
-/** See {@link RACE_LEVELS}. */
-export const RACE_STEP_MS = 1;
+// The cross-process rules (streak bounds, ordered races) live in policy/streak.ts.
 
 /** See the file comment. One per engine. */
 export class LocalQueue {
@@ -290,7 +262,7 @@ export class LocalQueue {
 
   /**
    * A lock of this engine ended (released by its holder, or lost): wakes the head of each of its
-   * resources' queues at once (see {@link MAX_LOCAL_STREAK}). Called before the release is sent.
+   * resources' queues at once (see `MAX_LOCAL_STREAK` (streak.ts)). Called before the release is sent.
    */
   ended(lock: Lock): void {
     for (const resource of lock.resources) {
@@ -304,7 +276,7 @@ export class LocalQueue {
   /**
    * Hands `lock` (a plain lock being released with `token`) to the next local waiter
    * (policy/handover.ts): one that asks for exactly its resources as a plain lock, sleeps,
-   * comes first in each of their queues, within {@link MAX_LOCAL_STREAK}. It is woken to take
+   * comes first in each of their queues, within `MAX_LOCAL_STREAK` (streak.ts). It is woken to take
    * the lock over in its next attempt. `undefined` when none may (the release goes on as usual).
    */
   handover(lock: Lock, token: string): Handover | undefined {
@@ -413,20 +385,3 @@ export class LocalQueue {
 }
 
 function noop(): void {}
-
-/** Whether the next local waiter of `line` must yield to other processes (see the file comment). */
-function mustYield(line: Line): boolean {
-  if (!line.watch?.live) return false; // others' waiters would not hear the release: no yield
-  return line.streak >= (line.watchers > 1 ? MAX_LOCAL_STREAK : MAX_ALONE_STREAK);
-}
-
-/**
- * How long (ms) the head of `line` waits after a yield announcement before it attempts:
- * {@link RACE_STEP_MS} for each of the {@link RACE_LEVELS} races it has not lost yet. The heads
- * of other processes that lost more races since their last grant go first; the yielding
- * process (none lost: it just held the resource) goes last. No coordination: every process
- * reads its own count, and ties race as before.
- */
-export function raceDelay(line: Pick<Line, 'lost'>): number {
-  return RACE_STEP_MS * Math.max(0, RACE_LEVELS - line.lost);
-}

@@ -19,7 +19,7 @@ export interface Ticket {
   wake: (() => void) | undefined;
   /** A release was announced while it was busy: its next sleep returns at once. */
   handed: boolean;
-  /** Its last wake-up was a local hand-off (counts toward local-queue.ts MAX_LOCAL_STREAK). */
+  /** Its last wake-up was a local hand-off (counts toward streak.ts MAX_LOCAL_STREAK). */
   local: boolean;
   /** A lock handed over to it, taken over by its next attempt (policy/handover.ts). */
   takeover: Handover | undefined;
@@ -55,7 +55,7 @@ export interface Line {
   watchers: number;
   /** Contended attempts made from this queue since its last grant (races lost: raceDelay). */
   lost: number;
-  /** The next local waiter yields: it waits for the release announcement, then local-queue.ts YIELD_MS. */
+  /** The next local waiter yields: it waits for the release announcement, then streak.ts YIELD_MS. */
   yielding: boolean;
   /** Votes of the last contended attempt made from this queue (reported to those who give up). */
   votes: readonly NodeVote[];

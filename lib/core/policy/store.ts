@@ -42,7 +42,7 @@ export interface Grant {
    * A local hand-over's grant (policy/handover.ts): the most release watchers (engines
    * subscribed to the resources' release announcements, this one's included) that a granting
    * master counted; `Infinity` when one did not say. The local queue reads from it whether
-   * other engines wait (policy/local-queue.ts, MAX_LOCAL_STREAK). Absent for other grants.
+   * other engines wait (policy/streak.ts, MAX_LOCAL_STREAK). Absent for other grants.
    */
   readonly watchers?: number;
 }
@@ -113,7 +113,7 @@ export type ExtendOutcome =
  * resource; `cleanup`, the keys of another engine's failed attempt were deleted (not a holder's
  * release); `yield`, a holder whose engine has more local waiters released it so that other
  * processes' waiters go first — they attempt in the order of how long they waited
- * (policy/local-queue.ts, raceDelay).
+ * (policy/streak.ts, raceDelay).
  */
 export type Announced = 'release' | 'cleanup' | 'yield';
 

@@ -6,12 +6,8 @@
  * once.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import {
-  LocalQueue,
-  RACE_LEVELS,
-  RACE_STEP_MS,
-  raceDelay,
-} from '../../../lib/core/policy/local-queue';
+import { RACE_LEVELS, RACE_STEP_MS, raceDelay } from '../../../lib/core/policy/streak';
+import { LocalQueue } from '../../../lib/core/policy/local-queue';
 import type { Ticket } from '../../../lib/core/policy/local-queue';
 import type { Announced, LockStore, ReleaseWatch } from '../../../lib/core/policy/store';
 

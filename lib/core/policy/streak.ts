@@ -1,0 +1,54 @@
+/**
+ * The local queue's rules across processes (policy/local-queue.ts, "Fair across processes" and
+ * "Ordered races"): how long a process may keep handing a resource to its own waiters, and in
+ * which order the heads of the processes that wait attempt after it lets go. Efficiency and
+ * fairness only: the masters decide who holds a lock.
+ */
+import type { Line } from './queue-lines';
+
+/**
+ * Consecutive local hand-offs of one resource before the next local waiter yields to others,
+ * when another engine watches the resource (`Grant.watchers`, learnt from the last
+ * hand-over: the masters count the subscribers of its release channel).
+ */
+export const MAX_LOCAL_STREAK = 8;
+
+/**
+ * The same when no other engine was seen watching: a process alone pays the yield (a release
+ * round, the announcement and {@link YIELD_MS}) once per this many hand-offs instead of once per
+ * {@link MAX_LOCAL_STREAK}, and a waiter of another process whose subscriptions all failed (it
+ * polls, unseen) still gets a turn.
+ */
+export const MAX_ALONE_STREAK = 64;
+
+/**
+ * How long (ms) a local waiter that yields lets the waiters of other processes go first after a
+ * release announcement: enough for their attempt to reach the masters before its own.
+ */
+export const YIELD_MS = 1;
+
+/**
+ * Ordered races after a yield (see {@link raceDelay}): a head that lost `k` races since its
+ * queue's last grant attempts `RACE_STEP_MS × max(0, RACE_LEVELS − k)` ms after the
+ * announcement — the longest waiting process first, at most RACE_LEVELS × RACE_STEP_MS late.
+ */
+export const RACE_LEVELS = 3;
+/** See {@link RACE_LEVELS}. */
+export const RACE_STEP_MS = 1;
+
+/** Whether the next local waiter of `line` must yield to other processes (policy/local-queue.ts). */
+export function mustYield(line: Line): boolean {
+  if (!line.watch?.live) return false; // others' waiters would not hear the release: no yield
+  return line.streak >= (line.watchers > 1 ? MAX_LOCAL_STREAK : MAX_ALONE_STREAK);
+}
+
+/**
+ * How long (ms) the head of `line` waits after a yield announcement before it attempts:
+ * {@link RACE_STEP_MS} for each of the {@link RACE_LEVELS} races it has not lost yet. The heads
+ * of other processes that lost more races since their last grant go first; the yielding
+ * process (none lost: it just held the resource) goes last. No coordination: every process
+ * reads its own count, and ties race as before.
+ */
+export function raceDelay(line: Pick<Line, 'lost'>): number {
+  return RACE_STEP_MS * Math.max(0, RACE_LEVELS - line.lost);
+}
