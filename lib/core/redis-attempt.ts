@@ -126,7 +126,7 @@ export async function attemptOnMasters(
       votes: tally.votes,
       cleanup,
       quorum,
-      heldByOne: refusal === 'contended' && heldByOne(tally.replies, quorum),
+      heldBy: refusal === 'contended' ? holderWithQuorum(tally.replies, quorum) : undefined,
       ...(found ? { found } : {}),
     };
   };
@@ -204,19 +204,22 @@ function mostWatchers(tally: Tally<AcquireAnswer>): number {
 }
 
 /**
- * Whether one plain lock's token refused the attempt on a quorum of masters: that holder holds
- * the resource, and only its release frees it (not another engine's failed attempt).
+ * The token of the one plain lock that refused the attempt on a quorum of masters, if any: that
+ * holder holds the resource, and only its release frees it (not another engine's failed attempt).
  */
-function heldByOne(replies: Tally<AcquireAnswer>['replies'], quorum: number): boolean {
+function holderWithQuorum(
+  replies: Tally<AcquireAnswer>['replies'],
+  quorum: number,
+): string | undefined {
   const counts = new Map<string, number>();
   for (const r of replies) {
     const holder = r?.kind === 'reply' ? r.value.holder : undefined;
     if (holder === undefined) continue;
     const c = (counts.get(holder) ?? 0) + 1;
-    if (c >= quorum) return true;
+    if (c >= quorum) return holder;
     counts.set(holder, c);
   }
-  return false;
+  return undefined;
 }
 
 /**

@@ -10,7 +10,7 @@ import { ReleaseNotifier, announcement } from './masters/handoff';
 import { MasterNode, errorMessage } from './masters/node';
 import { QuarantineNotice, annotateQuarantined } from './masters/quarantine-notice';
 import type {
-  Announced,
+  AnnouncementListener,
   AttemptOutcome,
   AttemptRequest,
   ExtendOutcome,
@@ -298,7 +298,7 @@ export class RedisStore implements LockStore {
   /** Release announcements of `resource` through the masters' pub/sub (masters/handoff.ts). */
   watchReleases(
     resource: string,
-    onRelease: (announced: Announced) => void,
+    onRelease: AnnouncementListener,
   ): Promise<ReleaseWatch | undefined> {
     if (!this.settings.handoff) return Promise.resolve(undefined);
     return this.notifier.watch(this.keyOf(resource), onRelease);

@@ -5,7 +5,7 @@ import { expire, lockOfGrant, lockState } from '../core/lock';
 import type { Lock } from '../core/lock';
 import { STORE_FACTORY } from '../core/policy/store';
 import type {
-  Announced,
+  AnnouncementListener,
   AttemptOutcome,
   AttemptRequest,
   ExtendOutcome,
@@ -208,13 +208,11 @@ export class InMemoryStore implements LockStore {
    * Every change that may free a resource — release, `free()`, `loseLock()`, `reset()`, the end
    * of a simulated outage — is announced synchronously to the watchers of that resource.
    */
-  async watchReleases(
-    resource: string,
-    onRelease: (announced: Announced) => void,
-  ): Promise<ReleaseWatch> {
+  async watchReleases(resource: string, onRelease: AnnouncementListener): Promise<ReleaseWatch> {
     let set = this.watchers.get(resource);
     if (!set) this.watchers.set(resource, (set = new Set()));
-    const entry = (): void => onRelease('release');
+    // One announcement per change (no masters to repeat it); no token to name.
+    const entry = (): void => onRelease('release', '', false);
     set.add(entry);
     const watchers = set;
     return {

@@ -175,3 +175,55 @@ it('a release announced while the waiter is busy with an attempt is not missed',
   expect(Date.now() - started).toBeLessThan(5000); // the retry timer alone would take 5 s
   await next.release();
 });
+
+it('a waiter refused by the releasing holder on masters the release has not reached yet wakes on their announcements', async () => {
+  // The release reaches masters 0–1 first (as when the other masters answer slowly, or run the
+  // release script only after a NOSCRIPT fallback): the waiter, woken by the first announcement,
+  // is refused by the same holder on masters 2–4 — and the later announcements of that token
+  // must wake it again. Before, they were dropped as duplicates and the waiter slept until the
+  // holder's key expired (10 s): the handoff.spec flake seen under load.
+  const holderEngine = engine();
+  let attempts = 0;
+  const counting: StoreFactory = {
+    [STORE_FACTORY]: true,
+    masters: clients.length,
+    open: (settings) => {
+      const store = new RedisStore(clients, settings);
+      const attemptOnce = store.attempt.bind(store);
+      store.attempt = (req) => {
+        attempts++;
+        return attemptOnce(req);
+      };
+      return store;
+    },
+  };
+  const waiter = new Redlock(counting, {
+    quarantine: false,
+    retryDelay: 5000,
+    retryJitter: 0,
+    retryCount: 100,
+  });
+  engines.push(waiter);
+  const r = uniqueResource('partial-release');
+  const key = waiter.keyOf(r);
+  const lock = await holderEngine.acquire(r, { ttl: 10_000 });
+  const started = Date.now();
+  const pending = waiter.acquire(r, { ttl: 10_000 });
+  await waitUntil(async () => (await subscribers(key)) === 5);
+  await waitUntil(() => attempts >= 2); // refused, then the retry once subscribed
+  /** What the release script does on one master: compare-and-delete, then announce. */
+  const releaseOn = async (c: Redis): Promise<void> => {
+    expect(await c.get(key)).toBe(lock.value);
+    await c.del(key);
+    await c.publish(key, lock.value);
+  };
+  await releaseOn(probe[0]);
+  await releaseOn(probe[1]);
+  await waitUntil(() => attempts >= 3); // woken, and refused by the holder on masters 2–4
+  await sleep(50);
+  for (const c of probe.slice(2)) await releaseOn(c);
+  const next = await pending;
+  expect(Date.now() - started).toBeLessThan(5000); // the holder's key would last 10 s
+  expect(next.attempts).toBeLessThanOrEqual(5);
+  await next.release();
+});

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { MasterNode } from './node';
 import { errorMessage } from './node';
-import type { Announced, ReleaseWatch } from '../policy/store';
+import type { Announced, AnnouncementListener, ReleaseWatch } from '../policy/store';
 import type { RedlockLogger } from '../settings';
 
 /**
@@ -24,7 +24,7 @@ export function announcement(token: string, cleanup: boolean): string {
 /** One subscribed release channel (a lock key) and who listens to it. */
 interface Channel {
   /** One entry per watch (the engine's local queue keeps one watch per contended resource). */
-  readonly listeners: Set<(announced: Announced) => void>;
+  readonly listeners: Set<AnnouncementListener>;
   /** Recently announced tokens: every master announces each release once. At most 8. */
   readonly recent: string[];
   /** Settles once the subscriptions were confirmed or failed. */
@@ -36,9 +36,10 @@ interface Channel {
 /**
  * Fast hand-off: the release script publishes the released token on a channel named like each
  * released key; watchers subscribe through one shared subscriber connection per master and are
- * called once per release (the announcements of the N masters are de-duplicated by token). The
- * clean-up of a failed attempt is announced as `~token`, a yield as `^token`; watchers are told
- * which it was.
+ * called for each master's announcement, with the token and whether another master already
+ * announced it (`repeat`: the N announcements of one release are told apart from news by
+ * token). The clean-up of a failed attempt is announced as `~token`, a yield as `^token`;
+ * watchers are told which it was.
  *
  * The notifier only maps announcements to watchers. Who goes first is decided by the engine's
  * local queue (lib/core/policy/local-queue.ts): it keeps one watch per contended resource and
@@ -66,7 +67,7 @@ export class ReleaseNotifier {
    * the channel was newly subscribed (a release may have been missed meanwhile: retry at once),
    * `live` when at least one master confirmed it. Never rejects.
    */
-  async watch(key: string, listener: (announced: Announced) => void): Promise<ReleaseWatch> {
+  async watch(key: string, listener: AnnouncementListener): Promise<ReleaseWatch> {
     let channel = this.channels.get(key);
     const fresh = channel === undefined;
     if (!channel) {
@@ -76,7 +77,8 @@ export class ReleaseNotifier {
     }
     const ch = channel;
     // A distinct entry per watch: the same function may watch twice.
-    const entry = (announced: Announced): void => listener(announced);
+    const entry: AnnouncementListener = (announced, token, repeat) =>
+      listener(announced, token, repeat);
     ch.listeners.add(entry);
     let stopped = false;
     const stop = (): void => {
@@ -152,15 +154,21 @@ export class ReleaseNotifier {
 
   private onMessage = (channel: string, message: string): void => {
     const ch = this.channels.get(channel);
-    if (!ch || ch.recent.includes(message)) return;
-    ch.recent.push(message);
-    if (ch.recent.length > 8) ch.recent.shift();
+    if (!ch) return;
+    // Every master that deleted a key announces the token: listeners hear the first as news and
+    // the others as repeats (policy/local-queue.ts wakes a head refused by that holder again).
+    const repeat = ch.recent.includes(message);
+    if (!repeat) {
+      ch.recent.push(message);
+      if (ch.recent.length > 8) ch.recent.shift();
+    }
     const announced: Announced = message.startsWith(CLEANUP)
       ? 'cleanup'
       : message.startsWith(YIELD)
         ? 'yield'
         : 'release';
-    for (const listener of [...ch.listeners]) listener(announced);
+    const token = announced === 'release' ? message : message.slice(1);
+    for (const listener of [...ch.listeners]) listener(announced, token, repeat);
   };
 
   private subscriberFor(node: MasterNode): Redis | undefined {

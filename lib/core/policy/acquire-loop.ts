@@ -24,8 +24,8 @@ export type AttemptResult =
       readonly cleanup?: Promise<void>;
       /** ShuttingDownError: granted after the engine began to drain (released at once). */
       readonly error: LockContendedError | NoQuorumError | ShuttingDownError;
-      /** Contended by one holder with a quorum (see `AttemptOutcome`). */
-      readonly heldByOne?: boolean;
+      /** Contended by one holder with a quorum: its token (see `AttemptOutcome`). */
+      readonly heldBy?: string;
     };
 
 /** What the acquire loop needs from the engine. */
@@ -138,7 +138,7 @@ export async function acquireLoop(
       const contended = error instanceof LockContendedError;
       let live = false;
       if (ticket && contended) {
-        queue.refused(ticket, error.votes, last.heldByOne === true);
+        queue.refused(ticket, error.votes, last.heldBy);
         const watch = await queue.watch(ticket, sentAt);
         if (watch.fresh) continue; // a release may have been missed while subscribing
         live = watch.live;

@@ -75,7 +75,7 @@ function resultOf(
           reason: outcome.refusal,
           quorum: outcome.quorum ?? ctx.store.quorum,
         });
-  return { error, cleanup: outcome.cleanup, heldByOne: outcome.heldByOne };
+  return { error, cleanup: outcome.cleanup, heldBy: outcome.heldBy };
 }
 
 /** Wraps a grant in a lock the engine tracks (held locks, 'lost' events). */

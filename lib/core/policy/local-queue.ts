@@ -107,7 +107,7 @@ export class LocalQueue {
           lost: 0,
           yielding: false,
           votes: [],
-          heldByOne: false,
+          heldBy: undefined,
         };
         this.lines.set(resource, line);
       }
@@ -189,8 +189,16 @@ export class LocalQueue {
 
   private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
     line.watching ??= this.store
-      .watchReleases(line.resource, (announced) => {
-        if (!(announced === 'cleanup' && line.heldByOne)) {
+      .watchReleases(line.resource, (announced, token, repeat) => {
+        if (repeat) {
+          // Another master announces a release already heard. It matters to a head refused by
+          // that very holder: its attempt, woken by the first announcement, reached masters
+          // where the release had not run yet (a slow master, a NOSCRIPT fallback). Without
+          // this it would sleep until the holder's key expired elsewhere — a whole ttl.
+          if (announced !== 'cleanup' && token === line.heldBy) this.handOff(line, false);
+          return;
+        }
+        if (!(announced === 'cleanup' && line.heldBy !== undefined)) {
           this.handOff(line, false, announced === 'yield');
         }
       })
@@ -204,11 +212,14 @@ export class LocalQueue {
     return line.watching;
   }
 
-  /** Records a contended attempt of `ticket` (its votes are reported to those who give up). */
-  refused(ticket: Ticket, votes: readonly NodeVote[], heldByOne: boolean): void {
+  /**
+   * Records a contended attempt of `ticket` (its votes are reported to those who give up);
+   * `heldBy`: the token of the one holder that refused it on a quorum, if any.
+   */
+  refused(ticket: Ticket, votes: readonly NodeVote[], heldBy: string | undefined): void {
     for (const { line } of ticket.slots) {
       line.votes = votes;
-      line.heldByOne = heldByOne;
+      line.heldBy = heldBy;
       line.streak = 0;
       line.yielding = false;
       line.lost++;
@@ -228,7 +239,7 @@ export class LocalQueue {
   granted(ticket: Ticket, lock: Lock, watchers?: number): void {
     for (const { line } of ticket.slots) {
       if (ticket.exclusive) line.holder = lock;
-      line.heldByOne = false;
+      line.heldBy = undefined;
       line.streak = ticket.local ? line.streak + 1 : 0;
       line.watchers = watchers ?? Infinity;
       line.lost = 0;

@@ -60,10 +60,12 @@ export interface Line {
   /** Votes of the last contended attempt made from this queue (reported to those who give up). */
   votes: readonly NodeVote[];
   /**
-   * That attempt was refused by one holder with a quorum: only a release frees the resource, so
-   * the clean-up announcements of other engines' failed attempts do not wake the head.
+   * That attempt was refused by one holder with a quorum: its token. Only a release frees the
+   * resource, so the clean-up announcements of other engines' failed attempts do not wake the
+   * head; that holder's own release announcement wakes it each time a master announces it
+   * (policy/local-queue.ts, watchLine).
    */
-  heldByOne: boolean;
+  heldBy: string | undefined;
 }
 
 /** Until when `line`'s local holder is valid (monotonic ms); -Infinity when it has none. */

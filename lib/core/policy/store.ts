@@ -82,10 +82,11 @@ export type AttemptOutcome =
       /** The votes the request's kind needed (the store's quorum when absent). */
       readonly quorum?: number;
       /**
-       * Contended, and one holder (a plain lock's token) refused it on a quorum: that holder's
-       * release is announced; a failed attempt's clean-up does not free the resource.
+       * Contended, and one holder refused it on a quorum: that plain lock's token (internal,
+       * never in votes or errors). Its release is announced; a failed attempt's clean-up does
+       * not free the resource.
        */
-      readonly heldByOne?: boolean;
+      readonly heldBy?: string;
     };
 
 /** The outcome of one extension round. */
@@ -116,6 +117,13 @@ export type ExtendOutcome =
  * (policy/streak.ts, raceDelay).
  */
 export type Announced = 'release' | 'cleanup' | 'yield';
+
+/**
+ * Called for each release announcement of a watched resource: what it says, the token whose
+ * keys were deleted, and `repeat` when another master already announced that token (every
+ * master that deleted a key announces it; the first is not a `repeat`).
+ */
+export type AnnouncementListener = (announced: Announced, token: string, repeat: boolean) => void;
 
 /**
  * A registration for the release announcements of one resource (hand-off), see
@@ -200,12 +208,13 @@ export interface LockStore {
   /**
    * Calls `onRelease` whenever a release of `resource` is announced (by this process or any
    * other), until the watch is stopped. The engine's local queue (policy/local-queue.ts) keeps
-   * one watch per contended resource and wakes the head of its queue. See {@link Announced}.
+   * one watch per contended resource and wakes the head of its queue. See
+   * {@link AnnouncementListener}.
    * `undefined` when the store announces nothing; waiters then poll.
    */
   watchReleases(
     resource: string,
-    onRelease: (announced: Announced) => void,
+    onRelease: AnnouncementListener,
   ): Promise<ReleaseWatch | undefined>;
   readonly footprint: StoreFootprint;
   /** An error's message without credentials (for logs). */

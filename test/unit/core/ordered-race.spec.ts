@@ -9,13 +9,18 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { RACE_LEVELS, RACE_STEP_MS, raceDelay } from '../../../lib/core/policy/streak';
 import { LocalQueue } from '../../../lib/core/policy/local-queue';
 import type { Ticket } from '../../../lib/core/policy/local-queue';
-import type { Announced, LockStore, ReleaseWatch } from '../../../lib/core/policy/store';
+import type {
+  Announced,
+  AnnouncementListener,
+  LockStore,
+  ReleaseWatch,
+} from '../../../lib/core/policy/store';
 
 /** A store that only announces: `announce` calls every watch, in the order they were made. */
 function bus(): { store: LockStore; announce(announced: Announced): void } {
-  const listeners = new Set<(announced: Announced) => void>();
+  const listeners = new Set<AnnouncementListener>();
   const store = {
-    watchReleases: (_resource: string, on: (a: Announced) => void): Promise<ReleaseWatch> => {
+    watchReleases: (_resource: string, on: AnnouncementListener): Promise<ReleaseWatch> => {
       listeners.add(on);
       return Promise.resolve({ fresh: false, live: true, stop: () => listeners.delete(on) });
     },
@@ -23,7 +28,7 @@ function bus(): { store: LockStore; announce(announced: Announced): void } {
   return {
     store,
     announce: (announced) => {
-      for (const on of [...listeners]) on(announced);
+      for (const on of [...listeners]) on(announced, 'released-token', false);
     },
   };
 }
@@ -42,7 +47,7 @@ async function waiter(
   const queue = new LocalQueue(store, new AbortController().signal);
   queues.push(queue);
   const ticket = queue.join([resource], true);
-  for (let i = 0; i < lost; i++) queue.refused(ticket, [], true);
+  for (let i = 0; i < lost; i++) queue.refused(ticket, [], 'holder');
   await queue.watch(ticket, 0);
   return { queue, ticket };
 }
