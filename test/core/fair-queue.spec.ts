@@ -11,11 +11,10 @@ import { runInNewContext } from 'node:vm';
 import { LockAbortedError, LockContendedError } from '../../lib/core/errors';
 import type { Lock } from '../../lib/core/lock';
 import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK } from '../../lib/core/policy/streak';
-import { STORE_FACTORY } from '../../lib/core/policy/store';
-import type { AttemptRequest, StoreFactory } from '../../lib/core/policy/store';
-import { RedisStore } from '../../lib/core/redis-store';
+import type { AttemptRequest } from '../../lib/core/policy/store';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockSettings } from '../../lib/core/settings';
+import { observedStore } from '../harness/engines';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
@@ -26,20 +25,11 @@ const engines: Redlock[] = [];
 
 /** An engine whose store shows `onAttempt` each attempt's request before making it. */
 function observed(settings: RedlockSettings, onAttempt: (req: AttemptRequest) => void): Redlock {
-  const factory: StoreFactory = {
-    [STORE_FACTORY]: true,
-    masters: clients.length,
-    open: (resolved) => {
-      const store = new RedisStore(clients, resolved);
-      const attempt = store.attempt.bind(store);
-      store.attempt = (req) => {
-        onAttempt(req);
-        return attempt(req);
-      };
-      return store;
-    },
-  };
-  const rl = new Redlock(factory, { quarantine: false, requestTimeout: 250, ...settings });
+  const rl = new Redlock(observedStore(clients, onAttempt), {
+    quarantine: false,
+    requestTimeout: 250,
+    ...settings,
+  });
   engines.push(rl);
   return rl;
 }

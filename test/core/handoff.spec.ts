@@ -4,6 +4,7 @@
  */
 import type { Redis } from 'ioredis';
 import { Lock, Redlock, WaitTimeoutError } from '../../lib';
+import { observedStore } from '../harness/engines';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 import { STORE_FACTORY } from '../../lib/core/policy/store';
@@ -184,25 +185,15 @@ it('a waiter refused by the releasing holder on masters the release has not reac
   // holder's key expired (10 s): the handoff.spec flake seen under load.
   const holderEngine = engine();
   let attempts = 0;
-  const counting: StoreFactory = {
-    [STORE_FACTORY]: true,
-    masters: clients.length,
-    open: (settings) => {
-      const store = new RedisStore(clients, settings);
-      const attemptOnce = store.attempt.bind(store);
-      store.attempt = (req) => {
-        attempts++;
-        return attemptOnce(req);
-      };
-      return store;
+  const waiter = new Redlock(
+    observedStore(clients, () => attempts++),
+    {
+      quarantine: false,
+      retryDelay: 5000,
+      retryJitter: 0,
+      retryCount: 100,
     },
-  };
-  const waiter = new Redlock(counting, {
-    quarantine: false,
-    retryDelay: 5000,
-    retryJitter: 0,
-    retryCount: 100,
-  });
+  );
   engines.push(waiter);
   const r = uniqueResource('partial-release');
   const key = waiter.keyOf(r);

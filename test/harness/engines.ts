@@ -6,6 +6,9 @@
  */
 import { afterAll, beforeAll } from '@jest/globals';
 import type { Redis } from 'ioredis';
+import { STORE_FACTORY } from '../../lib/core/policy/store';
+import type { AttemptRequest, StoreFactory } from '../../lib/core/policy/store';
+import { RedisStore } from '../../lib/core/redis-store';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockSettings } from '../../lib/core/settings';
 import { RedisMasters } from './redis-masters';
@@ -65,6 +68,29 @@ export function useMasters(n: number, defaults: RedlockSettings = {}): MasterSui
       const rl = new Redlock(on, { ...SUITE_DEFAULTS, ...defaults, ...settings });
       engines.push(rl);
       return rl;
+    },
+  };
+}
+
+/**
+ * A Redis store over `clients` that shows `onAttempt` each attempt's request before making it
+ * (`new Redlock(observedStore(...), settings)`): for tests that count or classify attempts.
+ */
+export function observedStore(
+  clients: readonly Redis[],
+  onAttempt: (req: AttemptRequest) => void,
+): StoreFactory {
+  return {
+    [STORE_FACTORY]: true,
+    masters: clients.length,
+    open: (resolved) => {
+      const store = new RedisStore(clients, resolved);
+      const attempt = store.attempt.bind(store);
+      store.attempt = (req) => {
+        onAttempt(req);
+        return attempt(req);
+      };
+      return store;
     },
   };
 }
