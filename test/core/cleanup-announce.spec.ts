@@ -10,12 +10,9 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import type { Lock } from '../../lib/core/lock';
-import { STORE_FACTORY } from '../../lib/core/policy/store';
-import type { StoreFactory } from '../../lib/core/policy/store';
-import { RedisStore } from '../../lib/core/redis-store';
 import { Redlock } from '../../lib/core/redlock';
 import { DelayProxy } from '../harness/delay-proxy';
-import { SUITE_DEFAULTS, useMasters } from '../harness/engines';
+import { SUITE_DEFAULTS, observedStore, useMasters } from '../harness/engines';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
@@ -26,20 +23,13 @@ afterAll(() => Promise.all(closing.map((e) => e.close())));
 /** An engine whose store counts its attempts. */
 function counted(): { rl: Redlock; attempts: () => number } {
   let attempts = 0;
-  const factory: StoreFactory = {
-    [STORE_FACTORY]: true,
-    masters: suite.clients.length,
-    open: (resolved) => {
-      const store = new RedisStore(suite.clients, resolved);
-      const attempt = store.attempt.bind(store);
-      store.attempt = (req) => {
-        attempts++;
-        return attempt(req);
-      };
-      return store;
+  const rl = new Redlock(
+    observedStore(suite.clients, () => attempts++),
+    {
+      ...SUITE_DEFAULTS,
+      retryCount: 1_000,
     },
-  };
-  const rl = new Redlock(factory, { ...SUITE_DEFAULTS, retryCount: 1_000 });
+  );
   closing.push(rl);
   return { rl, attempts: () => attempts };
 }
@@ -48,7 +38,12 @@ function counted(): { rl: Redlock; attempts: () => number } {
 const hold = (key: string, value: string, at: number[]): Promise<unknown> =>
   Promise.all(at.map((i) => suite.probe[i].set(key, value, 'PX', 10_000)));
 
-/** A waiter on `r` asleep after its refusal(s): its attempt count no longer moves. */
+/**
+ * A waiter on `r` asleep after its refusals: the first, then the retry once its release watch
+ * became active (always made: the watch is new), and its attempt count no longer moves. (Waiting
+ * for the first alone failed under load: subscribing took longer than the 100 ms of stillness,
+ * and the retry came after `before` was read.)
+ */
 async function asleep(
   rl: Redlock,
   r: string,
@@ -56,8 +51,8 @@ async function asleep(
 ): Promise<{ waiting: Promise<Lock> }> {
   const waiting = rl.acquire(r);
   waiting.catch(() => undefined); // a failed test closes the engine under it
-  await waitUntil(() => attempts() >= 1, 5_000);
   await waitUntil(() => rl.footprint.handoffChannels === 1, 5_000); // its release watch
+  await waitUntil(() => attempts() >= 2, 5_000);
   let seen = -1;
   await waitUntil(async () => {
     const now = attempts();
