@@ -182,8 +182,10 @@ async function main(): Promise<void> {
   const report = await app.get(Health).check();
   const locks = report.info?.locks as { status?: string; usable?: number } | undefined;
 
-  // A lock error from a provider method called by a route: answered by the module's filter.
-  const held = await redlock.acquire('consumer:job:9', { ttl: 5000 });
+  // A lock error from a provider method called by a route: answered by the module's filter. Held
+  // far longer than the call's retry budget (about 3.5 s): with a 5 s ttl, a loaded machine that
+  // took 1.5 s to reach the route let the key expire first and the call was granted (200).
+  const held = await redlock.acquire('consumer:job:9', { ttl: 30_000 });
   const providerHttp = await get(port, '/orders/job/9');
   await held.release();
 
