@@ -2,8 +2,9 @@
  * Safety soak checker: reads the worker and fault logs of a run and verifies
  *
  * 1. mutual exclusion within validity (REDLOCK.md, "Properties we promise" 1): no two critical
- *    sections overlap on [start, min(end, validityEnd)];
- * 2. fencing: tokens strictly increase in acquisition (start) order;
+ *    sections overlap on [start, min(end, validityEnd)] (a section that starts past its validity
+ *    end, its process paused between grant and routine, has an empty window: it never held);
+ * 2. fencing: tokens strictly increase in acquisition (start) order among the sections that held;
  * 3. lock-loss signal: a section that ran past its validity end saw `lock.signal` aborted
  *    (REDLOCK.md, "Clocks": a paused holder must learn that its lock ended);
  * 4. the counter: every write the counter server accepted is in the final value (no lost update).
@@ -144,13 +145,21 @@ export function check(
   const windowEnd = (s: Section): number =>
     Math.min(s.exit?.end ?? Infinity, s.exit?.validityEnd ?? s.enter.validityEnd);
 
+  // A section whose validity had already ended when it started (its process was paused between
+  // the grant and the routine) never held the resource: its window is empty, its signal was
+  // aborted on entry and it wrote nothing. It cannot overlap anything, and its token — drawn
+  // at the grant, before the pause — says nothing about the order of the sections that held.
+  // Whatever it did all the same is still judged by rules 3 and 4.
+  const held = (s: Section): boolean => windowEnd(s) > s.enter.start;
+
   // 1. Mutual exclusion: sweep in start order, comparing with every earlier window still open.
   let maxOverlap = 0;
   const open: Section[] = [];
   for (const s of sections) {
+    if (!held(s)) continue;
     for (let i = open.length - 1; i >= 0; i--) {
       const o = open[i];
-      const overlap = windowEnd(o) - s.enter.start;
+      const overlap = Math.min(windowEnd(o), windowEnd(s)) - s.enter.start;
       if (overlap > 0) {
         maxOverlap = Math.max(maxOverlap, overlap);
         violations.push({
@@ -165,14 +174,15 @@ export function check(
     open.push(s);
   }
 
-  // 2. Fencing tokens strictly increase in acquisition order.
-  for (let i = 1; i < sections.length; i++) {
-    const prev = sections[i - 1].enter.fencingToken;
-    const cur = sections[i].enter.fencingToken;
+  // 2. Fencing tokens strictly increase in acquisition order (among the sections that held).
+  const holding = sections.filter(held);
+  for (let i = 1; i < holding.length; i++) {
+    const prev = holding[i - 1].enter.fencingToken;
+    const cur = holding[i].enter.fencingToken;
     if (prev === null || cur === null || !(cur > prev)) {
       violations.push({
         kind: 'fencing',
-        message: `${describe(sections[i])} got token ${cur} after ${describe(sections[i - 1])}`,
+        message: `${describe(holding[i])} got token ${cur} after ${describe(holding[i - 1])}`,
       });
     }
   }

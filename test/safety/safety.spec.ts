@@ -89,6 +89,25 @@ describe('safety checker (hand-made logs)', () => {
     ).toEqual(['overlap']);
   });
 
+  it('accepts a section whose process was paused between grant and entry (empty window)', () => {
+    // Seen in a run: worker 0 was granted token 120, then SIGSTOPped for 858 ms; its key expired,
+    // workers 1 and 2 held the lock with tokens 121–129, and worker 0 resumed inside worker 2's
+    // window. It entered with no validity left (signal aborted) and skipped its write.
+    const events = [
+      ...section(1, 1, 100, 150, 490, 121),
+      ...section(2, 1, 200, 700, 1100, 129), // holds (extended) from 200 on
+      ...section(0, 1, 680, 681, 680, 120, { aborted: true, write: 'skipped' }),
+      ...section(1, 2, 1101, 1150, 1490, 130),
+    ];
+    const report = check(events, [], { value: 3, accepted: 3 });
+    expect(report.violations).toEqual([]);
+    expect(report.pastValidity).toBe(1);
+    // ...but an entry with validity left inside another window still overlaps.
+    expect(
+      kinds([...section(2, 1, 200, 700, 1100, 129), ...section(0, 1, 680, 681, 690, 130)]),
+    ).toEqual(['overlap']);
+  });
+
   it('flags fencing tokens that do not strictly increase', () => {
     expect(
       kinds([...section(0, 1, 100, 150, 490, 10), ...section(1, 1, 200, 250, 590, 10)]),
