@@ -6,6 +6,8 @@
 import type { Redis } from 'ioredis';
 import type { Socket } from 'node:net';
 import { Redlock } from '../../lib/core/redlock';
+import { evalScript } from '../../lib/core/scripts/lua';
+import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '../../lib/core/scripts/mutex';
 import { RedisMasters } from '../harness/redis-masters';
 import { uniqueResource } from '../harness/util';
 
@@ -45,6 +47,13 @@ function countWrites(client: Redis): { readonly count: number; stop(): void } {
   return counter;
 }
 
+/** Loads the acquire and release scripts on every master. */
+async function loadScripts(): Promise<void> {
+  for (const c of clients) {
+    for (const s of [ACQUIRE_SCRIPT, RELEASE_SCRIPT]) await c.script('LOAD', s.source);
+  }
+}
+
 beforeAll(async () => {
   masters = await RedisMasters.start(3);
   clients = masters.createClients();
@@ -58,8 +67,10 @@ afterAll(async () => {
 
 it('sends the acquires and the releases of one tick to each master in one write', async () => {
   const rl = engine();
-  // Warm up: scripts loaded, nothing pending.
+  // Warm up: nothing pending, and the scripts loaded on every master (the warm-up's acquire is
+  // decided by two masters; the third may answer NOSCRIPT after that, and then does not run it).
   await (await rl.acquire(uniqueResource('warm'))).release();
+  await loadScripts();
   const counters = clients.map(countWrites);
   try {
     const resources = Array.from({ length: 20 }, (_, i) => uniqueResource(`tick${i}`));
@@ -76,6 +87,37 @@ it('sends the acquires and the releases of one tick to each master in one write'
   } finally {
     for (const c of counters) c.stop();
   }
+});
+
+it('sends the NOSCRIPT fallbacks of one tick in one write as well', async () => {
+  const rl = engine();
+  await (await rl.acquire(uniqueResource('warm'))).release();
+  await loadScripts();
+  await clients[0].script('FLUSH'); // master 0 restarted, say
+  const counters = clients.map(countWrites);
+  try {
+    const resources = Array.from({ length: 20 }, (_, i) => uniqueResource(`noscript${i}`));
+    const locks = await Promise.all(resources.map((r) => rl.acquire(r, { ttl: 10_000 })));
+    const writes = counters[0].count;
+    await Promise.all(locks.map((l) => l.release()));
+    // 20 EVALSHA (answered NOSCRIPT), then 20 EVAL: two ticks of two writes at most each.
+    // Sent one by one, the EVALs made 20 writes of their own.
+    expect(writes).toBeLessThanOrEqual(4);
+  } finally {
+    for (const c of counters) c.stop();
+  }
+});
+
+it('loads a script whose NOSCRIPT fallback is not sent any more', async () => {
+  const client = clients[1];
+  await client.script('FLUSH');
+  const key = `coalesce:${uniqueResource('unwanted')}`;
+  const call = evalScript(client, RELEASE_SCRIPT, [key], ['token', '0'], () => false);
+  await expect(call).rejects.toThrow(/NOSCRIPT/);
+  // The next call finds the script: no second NOSCRIPT round-trip. Nothing was run.
+  expect(await client.script('EXISTS', RELEASE_SCRIPT.sha)).toEqual([1]);
+  expect(await client.exists(key)).toBe(0);
+  await loadScripts();
 });
 
 it('still answers a lone call at once, and leaves the socket uncorked after the tick', async () => {

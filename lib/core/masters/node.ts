@@ -272,8 +272,11 @@ export class MasterNode {
     stillWanted?: () => boolean,
   ): Promise<unknown> {
     this.coalesce();
-    return evalScript(this.client, script, keys, args, stillWanted);
+    return evalScript(this.client, script, keys, args, stillWanted, this.coalesceFallback);
   }
+
+  /** The NOSCRIPT fallbacks of one tick leave in one write as well (scripts/lua.ts). */
+  private readonly coalesceFallback = (): void => this.coalesce();
 
   /** Whether this master already got a script call in the current tick. */
   private inTick = false;

@@ -18,7 +18,14 @@ export function script(name: string, source: string): LuaScript {
  * (NOSCRIPT: a restarted or flushed master), sends the source. The EVAL goes out after whatever
  * was sent meanwhile; when `stillWanted()` says the caller has moved on (a release of the same
  * token may already be on the wire), it is not sent at all — a late acquire must never land
- * after its own release.
+ * after its own release. The script is then loaded without running it (SCRIPT LOAD, standalone
+ * masters; a Cluster would pick any node), so that the next call does not pay the NOSCRIPT
+ * round-trip again: an acquire decided by the other masters before a restarted one answered
+ * used to leave it without the script for every later call.
+ *
+ * `beforeFallback` runs right before the EVAL or SCRIPT LOAD is sent (the caller's write
+ * coalescing, masters/node.ts: the fallbacks of many calls answered NOSCRIPT together leave in
+ * one write too).
  */
 export function evalScript(
   client: Redis | Cluster,
@@ -26,10 +33,18 @@ export function evalScript(
   keys: readonly string[],
   args: readonly (string | Buffer)[],
   stillWanted?: () => boolean,
+  beforeFallback?: () => void,
 ): Promise<unknown> {
   return client.evalsha(s.sha, keys.length, ...keys, ...args).catch((err: unknown) => {
     if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-    if (stillWanted && !stillWanted()) throw err;
+    if (stillWanted && !stillWanted()) {
+      if (!client.isCluster) {
+        beforeFallback?.();
+        client.script('LOAD', s.source).catch(() => undefined);
+      }
+      throw err;
+    }
+    beforeFallback?.();
     return client.eval(s.source, keys.length, ...keys, ...args);
   });
 }
