@@ -10,8 +10,11 @@ import { randomBytes } from 'node:crypto';
 import { LockContendedError } from '../../lib/core/errors';
 import { fenceKey, lockKey, markerKey } from '../../lib/core/keys';
 import { Redlock } from '../../lib/core/redlock';
+import type { RedlockSettings } from '../../lib/core/settings';
+import { MAX_LOCAL_STREAK } from '../../lib/core/policy/streak';
 import { keySlot } from '../../lib/core/masters/slots';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';
+import { observedStore } from '../harness/engines';
 import { uniqueResource, waitUntil } from '../harness/util';
 
 let cluster: LocalCluster;
@@ -114,4 +117,86 @@ it("key formats are injective and keep a resource's lock key and fencing counter
     expect(lockKey(prefix, 'a{b')).toBe(`${prefix}{a{b}`);
     expect(fenceKey(prefix, 'order:42')).toBe(`${prefix}fence:{order:42}`);
   }
+});
+
+describe('release announcements on a Cluster master', () => {
+  let one: LocalCluster;
+  let oneClient: Cluster;
+  const engines: Redlock[] = [];
+  /** An engine whose only master is `client` (quorum 1). */
+  const only = (client: Cluster, settings: RedlockSettings): Redlock => {
+    const e = new Redlock([client], { quarantine: false, requestTimeout: 250, ...settings });
+    engines.push(e);
+    return e;
+  };
+
+  beforeAll(async () => {
+    one = await LocalCluster.start(1); // one node: its NUMSUB counts every engine's watch
+    oneClient = new Cluster(one.seeds, {
+      enableOfflineQueue: true,
+      redisOptions: { maxRetriesPerRequest: 1 },
+    });
+    oneClient.on('error', () => undefined);
+    await waitUntil(() => oneClient.status === 'ready', 20_000);
+  });
+
+  afterAll(async () => {
+    await Promise.all(engines.map((e) => e.close()));
+    oneClient?.disconnect();
+    await one?.stop();
+  });
+
+  it("wake a waiter of another engine at the holder's release, on a Cluster of three nodes", async () => {
+    // Without announcements the waiter would poll: its next attempt after retryDelay (20 s).
+    const holderEngine = only(clusterClient, {});
+    let attempts = 0;
+    const waiterEngine = new Redlock(
+      observedStore([clusterClient], () => attempts++),
+      { quarantine: false, requestTimeout: 250, retryDelay: 20_000, retryJitter: 0 },
+    );
+    engines.push(waiterEngine);
+    const r = uniqueResource('cluster-wake');
+    const holder = await holderEngine.acquire(r, { ttl: 30_000 });
+    const started = Date.now();
+    const pending = waiterEngine.acquire(r, { ttl: 30_000, waitTimeout: 25_000 });
+    // Refused, then (announcements live) the retry made once subscribed: it sleeps from here.
+    await waitUntil(() => attempts >= 2, 10_000);
+    await holder.release();
+    const next = await pending;
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(attempts).toBeLessThanOrEqual(3);
+    await next.release();
+  });
+
+  it('two engines on one resource: neither keeps the lock while the other waits', async () => {
+    const a = only(oneClient, { retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
+    const b = only(oneClient, { retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
+    const r = uniqueResource('cluster-two');
+    const grants: string[] = [];
+    const rounds = 8;
+    const caller = async (rl: Redlock, name: string): Promise<void> => {
+      for (let i = 0; i < rounds; i++) {
+        const lock = await rl.acquire(r);
+        grants.push(name);
+        await new Promise((done) => setTimeout(done, 1));
+        await lock.release();
+      }
+    };
+    await Promise.all([
+      ...[0, 1, 2, 3].map((i) => caller(a, `a${i}`)),
+      ...[0, 1, 2, 3].map((i) => caller(b, `b${i}`)),
+    ]);
+    expect(grants).toHaveLength(8 * rounds);
+    // Without announcements the engine that got the lock first handed it to its own callers
+    // until they were done (32 in a row): the other engine's polls never found the key free.
+    const lastOf = (p: string): number => grants.reduce((m, g, i) => (g[0] === p ? i : m), -1);
+    const both = grants.slice(0, Math.min(lastOf('a'), lastOf('b')));
+    let run = 0;
+    let longest = 0;
+    both.forEach((g, i) => {
+      run = i > 0 && g[0] === both[i - 1][0] ? run + 1 : 1;
+      longest = Math.max(longest, run);
+    });
+    expect(longest).toBeLessThanOrEqual(2 * (MAX_LOCAL_STREAK + 1));
+  });
 });

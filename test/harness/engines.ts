@@ -7,6 +7,7 @@
 import { afterAll, beforeAll } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import { STORE_FACTORY } from '../../lib/core/policy/store';
+import type { RedlockClient } from '../../lib/core/settings';
 import type { AttemptRequest, StoreFactory } from '../../lib/core/policy/store';
 import { RedisStore } from '../../lib/core/redis-store';
 import { Redlock } from '../../lib/core/redlock';
@@ -77,7 +78,7 @@ export function useMasters(n: number, defaults: RedlockSettings = {}): MasterSui
  * (`new Redlock(observedStore(...), settings)`): for tests that count or classify attempts.
  */
 export function observedStore(
-  clients: readonly Redis[],
+  clients: readonly RedlockClient[],
   onAttempt: (req: AttemptRequest) => void,
 ): StoreFactory {
   return {

@@ -410,7 +410,10 @@ function assertRedisServer(): void {
   }
 }
 
-/** A local Redis Cluster of `n` masters (no replicas), made with `redis-cli --cluster create`. */
+/**
+ * A local Redis Cluster of `n` masters (no replicas), made with `redis-cli --cluster create`;
+ * one node (which `redis-cli` refuses) gets every slot with CLUSTER ADDSLOTSRANGE.
+ */
 export class LocalCluster {
   private constructor(readonly nodes: RedisMaster[]) {}
 
@@ -432,6 +435,9 @@ export class LocalCluster {
             'nodes.conf',
             '--cluster-node-timeout',
             '2000',
+            // Without it a node that never met another one reports an empty IP in CLUSTER SLOTS.
+            '--cluster-announce-ip',
+            '127.0.0.1',
           ],
         }),
       );
@@ -439,20 +445,8 @@ export class LocalCluster {
     const cluster = new LocalCluster(nodes);
     try {
       await Promise.all(nodes.map((m) => m.start()));
-      const create = spawnSync(
-        process.env.REDIS_CLI_BIN ?? 'redis-cli',
-        [
-          '--cluster',
-          'create',
-          ...nodes.map((m) => `127.0.0.1:${m.port}`),
-          '--cluster-replicas',
-          '0',
-          '--cluster-yes',
-        ],
-        { encoding: 'utf8', timeout: 20_000 },
-      );
-      if (create.status !== 0)
-        throw new Error(`redis-cli --cluster create failed: ${create.stderr || create.stdout}`);
+      if (n === 1) await LocalCluster.takeEverySlot(nodes[0].port);
+      else LocalCluster.create(nodes);
       const deadline = Date.now() + 10_000;
       for (;;) {
         const states = await Promise.all(
@@ -475,6 +469,35 @@ export class LocalCluster {
       throw err;
     }
     return cluster;
+  }
+
+  /** Makes a cluster of the nodes with `redis-cli --cluster create` (three nodes at least). */
+  private static create(nodes: readonly RedisMaster[]): void {
+    const create = spawnSync(
+      process.env.REDIS_CLI_BIN ?? 'redis-cli',
+      [
+        '--cluster',
+        'create',
+        ...nodes.map((m) => `127.0.0.1:${m.port}`),
+        '--cluster-replicas',
+        '0',
+        '--cluster-yes',
+      ],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
+    if (create.status !== 0)
+      throw new Error(`redis-cli --cluster create failed: ${create.stderr || create.stdout}`);
+  }
+
+  /** A one-node cluster: the node takes every slot itself. */
+  private static async takeEverySlot(port: number): Promise<void> {
+    const c = new Redis({ host: '127.0.0.1', port, lazyConnect: true });
+    try {
+      await c.connect();
+      await c.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
+    } finally {
+      c.disconnect();
+    }
   }
 
   /** Seed nodes for an ioredis `Cluster`. */

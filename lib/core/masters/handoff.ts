@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { MasterNode } from './node';
 import { errorMessage } from './node';
 import type { Announced, AnnouncementListener, ReleaseWatch } from '../policy/store';
@@ -51,7 +51,7 @@ interface Channel {
  * - Subscriber connections are closed by {@link close}.
  */
 export class ReleaseNotifier {
-  private readonly subscribers = new Map<number, Redis>();
+  private readonly subscribers = new Map<number, Redis | Cluster>();
   private readonly channels = new Map<string, Channel>();
   private closed = false;
 
@@ -104,7 +104,6 @@ export class ReleaseNotifier {
     await Promise.all(
       this.nodes.map(async (node) => {
         const sub = this.subscriberFor(node);
-        if (!sub) return;
         // Waited for at most the request timeout; a subscription confirmed later (a subscriber
         // connection still being made) makes the channel live then.
         const confirm = (): Promise<unknown> =>
@@ -171,16 +170,32 @@ export class ReleaseNotifier {
     for (const listener of [...ch.listeners]) listener(announced, token, repeat);
   };
 
-  private subscriberFor(node: MasterNode): Redis | undefined {
-    if (node.cluster) return undefined;
+  /**
+   * The subscriber connection of `node`, made on first use. A Cluster master gets a Cluster
+   * client of its own: a PUBLISH reaches every node of a Cluster, so its subscriber hears the
+   * releases of every slot (ioredis subscribes on one node and moves on a failover). The
+   * masters' subscriber count in a hand-over (PUBSUB NUMSUB, scripts/mutex.ts) is per node, so
+   * on a Cluster of several nodes another engine's watch may go unseen: the local streak is then
+   * bounded by MAX_ALONE_STREAK instead of MAX_LOCAL_STREAK (policy/streak.ts) — still bounded.
+   */
+  private subscriberFor(node: MasterNode): Redis | Cluster {
     let sub = this.subscribers.get(node.index);
     if (!sub) {
-      sub = (node.client as Redis).duplicate({
-        lazyConnect: false,
-        // SUBSCRIBE may be sent while the new connection is still being made.
-        enableOfflineQueue: true,
-        maxRetriesPerRequest: null,
-      });
+      sub = node.cluster
+        ? (node.client as Cluster).duplicate([], {
+            lazyConnect: false,
+            enableOfflineQueue: true,
+            redisOptions: {
+              ...(node.client as Cluster).options.redisOptions,
+              maxRetriesPerRequest: null,
+            },
+          })
+        : (node.client as Redis).duplicate({
+            lazyConnect: false,
+            // SUBSCRIBE may be sent while the new connection is still being made.
+            enableOfflineQueue: true,
+            maxRetriesPerRequest: null,
+          });
       sub.on('error', (err: unknown) =>
         this.logger.debug?.(
           `Redlock: subscriber of ${node.name}: ${node.redact(errorMessage(err))}`,
