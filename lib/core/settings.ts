@@ -102,7 +102,12 @@ export interface RedlockSettings {
   fencingKeyTtl?: number;
   /** Restart quarantine; `false` disables it. Default enabled. */
   quarantine?: boolean | QuarantineSettings;
-  /** Wake waiting acquires through Redis pub/sub as soon as a holder releases. Default `true`. */
+  /**
+   * Wake waiting acquires through Redis pub/sub as soon as a holder releases (standalone and
+   * Cluster masters). Default `true`. With `false` waiters poll every `retryDelay`, and nothing
+   * bounds how long a process busy with a resource hands it to its own callers while another
+   * process waits: its hand-overs never free the key.
+   */
   handoff?: boolean;
   /**
    * Self-healing extension: an extension puts the lock's key back (`SET NX`, same token, the new
