@@ -17,21 +17,7 @@ export function onAbort(signal: AbortSignal, wake: () => void): () => void {
     wake();
     return () => undefined;
   }
-  let waiters = waitersOf.get(signal);
-  if (!waiters) {
-    const set = new Set<() => void>();
-    waiters = set;
-    waitersOf.set(signal, set);
-    signal.addEventListener(
-      'abort',
-      () => {
-        waitersOf.delete(signal);
-        for (const w of [...set]) w();
-        set.clear();
-      },
-      { once: true },
-    );
-  }
+  const waiters = waitersOf.get(signal) ?? watch(signal);
   // A distinct entry per call: the same function may wait twice.
   const entry = (): void => wake();
   waiters.add(entry);
@@ -42,6 +28,27 @@ export function onAbort(signal: AbortSignal, wake: () => void): () => void {
     // The listener stays installed while the signal lives (at most one per signal, released
     // with it): removing and re-adding it for every wait would cost more than it saves.
   };
+}
+
+/**
+ * Installs the one listener of `signal`. In a function of its own: a listener created inside
+ * {@link onAbort} would share its scope and keep the first waiter's `wake` — and everything
+ * that waiter's sleep holds — for as long as the signal lives (a shared signal passed to every
+ * acquire of a long-running process: one ever-growing chain of old queue entries).
+ */
+function watch(signal: AbortSignal): Set<() => void> {
+  const set = new Set<() => void>();
+  waitersOf.set(signal, set);
+  signal.addEventListener(
+    'abort',
+    () => {
+      waitersOf.delete(signal);
+      for (const w of [...set]) w();
+      set.clear();
+    },
+    { once: true },
+  );
+  return set;
 }
 
 /** Number of waiters currently watching `signal` (for diagnostics and tests). */

@@ -15,6 +15,7 @@ import { MAX_LOCAL_STREAK } from '../../lib/core/policy/streak';
 import { keySlot } from '../../lib/core/masters/slots';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';
 import { observedStore } from '../harness/engines';
+import { contend, longestStreak } from '../harness/two-engines';
 import { uniqueResource, waitUntil } from '../harness/util';
 
 let cluster: LocalCluster;
@@ -171,32 +172,10 @@ describe('release announcements on a Cluster master', () => {
   it('two engines on one resource: neither keeps the lock while the other waits', async () => {
     const a = only(oneClient, { retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
     const b = only(oneClient, { retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
-    const r = uniqueResource('cluster-two');
-    const grants: string[] = [];
-    const rounds = 8;
-    const caller = async (rl: Redlock, name: string): Promise<void> => {
-      for (let i = 0; i < rounds; i++) {
-        const lock = await rl.acquire(r);
-        grants.push(name);
-        await new Promise((done) => setTimeout(done, 1));
-        await lock.release();
-      }
-    };
-    await Promise.all([
-      ...[0, 1, 2, 3].map((i) => caller(a, `a${i}`)),
-      ...[0, 1, 2, 3].map((i) => caller(b, `b${i}`)),
-    ]);
-    expect(grants).toHaveLength(8 * rounds);
+    const grants = await contend(a, b, uniqueResource('cluster-two'), 8);
+    expect(grants).toHaveLength(8 * 8);
     // Without announcements the engine that got the lock first handed it to its own callers
     // until they were done (32 in a row): the other engine's polls never found the key free.
-    const lastOf = (p: string): number => grants.reduce((m, g, i) => (g[0] === p ? i : m), -1);
-    const both = grants.slice(0, Math.min(lastOf('a'), lastOf('b')));
-    let run = 0;
-    let longest = 0;
-    both.forEach((g, i) => {
-      run = i > 0 && g[0] === both[i - 1][0] ? run + 1 : 1;
-      longest = Math.max(longest, run);
-    });
-    expect(longest).toBeLessThanOrEqual(2 * (MAX_LOCAL_STREAK + 1));
+    expect(longestStreak(grants)).toBeLessThanOrEqual(2 * (MAX_LOCAL_STREAK + 1));
   });
 });

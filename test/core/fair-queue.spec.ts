@@ -15,6 +15,7 @@ import type { AttemptRequest } from '../../lib/core/policy/store';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockSettings } from '../../lib/core/settings';
 import { observedStore } from '../harness/engines';
+import { contend, longestStreak } from '../harness/two-engines';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
@@ -348,33 +349,11 @@ describe('across processes', () => {
   it('two engines on one resource: every caller gets its turns, neither engine keeps the lock', async () => {
     const a = engine({ retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
     const b = engine({ retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
-    const r = uniqueResource('two');
-    const grants: string[] = [];
-    const rounds = 8;
-    const caller = async (rl: Redlock, name: string): Promise<void> => {
-      for (let i = 0; i < rounds; i++) {
-        const lock = await rl.acquire(r);
-        grants.push(name);
-        await sleep(1);
-        await lock.release();
-      }
-    };
-    await Promise.all([
-      ...[0, 1, 2, 3].map((i) => caller(a, `a${i}`)),
-      ...[0, 1, 2, 3].map((i) => caller(b, `b${i}`)),
-    ]);
-    expect(grants).toHaveLength(8 * rounds);
+    const grants = await contend(a, b, uniqueResource('two'), 8);
+    expect(grants).toHaveLength(8 * 8);
     // While both engines still had callers, one engine never kept the lock for long: the local
     // streak is bounded, then the waiters of both compete for each release.
-    const lastOf = (p: string): number => grants.reduce((m, g, i) => (g[0] === p ? i : m), -1);
-    const both = grants.slice(0, Math.min(lastOf('a'), lastOf('b')));
-    let run = 0;
-    let longest = 0;
-    both.forEach((g, i) => {
-      run = i > 0 && g[0] === both[i - 1][0] ? run + 1 : 1;
-      longest = Math.max(longest, run);
-    });
-    expect(longest).toBeLessThanOrEqual(2 * (MAX_LOCAL_STREAK + 1));
+    expect(longestStreak(grants)).toBeLessThanOrEqual(2 * (MAX_LOCAL_STREAK + 1));
     expect(a.footprint.queuedAcquires + b.footprint.queuedAcquires).toBe(0);
   });
 });

@@ -262,6 +262,10 @@ export class LocalQueue {
       else line.first = slot.next;
       if (slot.next) slot.next.prev = slot.prev;
       else line.last = slot.prev;
+      // A ticket that is still referenced after it left (a caller's frame, a closure) must not
+      // keep the entries queued after it alive through a stale link, nor they the next ones.
+      slot.prev = undefined;
+      slot.next = undefined;
       if (!line.first) {
         this.lines.delete(line.resource);
         line.watch?.stop();
