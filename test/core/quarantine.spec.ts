@@ -31,16 +31,20 @@ async function world(quarantine: boolean, appendFsyncAlways = false): Promise<Wo
     retryJitter: 20,
     quarantine: quarantine ? {} : false,
   };
+  const aClients = masters.createClients();
   const bClients = masters.createClients();
   const w: World = {
     masters,
-    a: new Redlock(masters.createClients(), settings),
+    a: new Redlock(aClients, settings),
     b: new Redlock(bClients, settings),
     bClients,
     probe: masters.createClients(),
   };
   worlds.push(w);
-  await RedisMasters.ready([...w.probe, ...bClients]);
+  // A's clients too: restartScenario waits for A's SET on every master, and a connection still
+  // being made (no offline queue) fails its command at once — under load the SET never landed
+  // on that master and the wait timed out (flake check, ioredis 5, quarantine disabled).
+  await RedisMasters.ready([...w.probe, ...aClients, ...bClients]);
   return w;
 }
 
