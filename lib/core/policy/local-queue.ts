@@ -56,7 +56,6 @@ import { Timeline } from './timeline';
  */
 
 export type { Ticket } from './queue-lines';
-// The cross-process rules (streak bounds, ordered races) live in policy/streak.ts.
 
 /** See the file comment. One per engine. */
 export class LocalQueue {
@@ -262,8 +261,7 @@ export class LocalQueue {
       else line.first = slot.next;
       if (slot.next) slot.next.prev = slot.prev;
       else line.last = slot.prev;
-      // A ticket that is still referenced after it left (a caller's frame, a closure) must not
-      // keep the entries queued after it alive through a stale link, nor they the next ones.
+      // No stale link: a ticket still referenced after it left keeps no later entry alive.
       slot.prev = undefined;
       slot.next = undefined;
       if (!line.first) {
