@@ -3,7 +3,7 @@ import { configValue } from '../replies';
 import type { Writable } from 'node:stream';
 import type { Cluster, Redis } from 'ioredis';
 import { monotonicNow } from '../clock';
-import { evalScript } from '../scripts/lua';
+import { evalScript, loadScripts } from '../scripts/lua';
 import type { LuaScript } from '../scripts/lua';
 import { MARKER_READ_SCRIPT, MARKER_SEED_SCRIPT } from '../scripts/marker';
 import type { RedlockClient, RedlockLogger } from '../settings';
@@ -79,7 +79,13 @@ export class MasterNode {
   private waiting:
     { promise: Promise<void>; resolve(): void; reject(err: Error): void } | undefined;
   private warned = false;
-  private readonly onReady = (): void => void this.verify();
+  /**
+   * After every (re)connect: the post-connect check (restart quarantine), which loads the
+   * engine's scripts too, or — when there is none — just the scripts (scripts/lua.ts,
+   * loadScripts). Written at once, before any command the engine sends on the new connection.
+   */
+  private readonly onReady = (): void =>
+    void (this.quarantine.enabled ? this.verify() : loadScripts(this.client as Redis));
   private readonly onClose = (): void => {
     this.epoch++;
     this.birth = undefined;
@@ -111,10 +117,10 @@ export class MasterNode {
   ) {
     this.name = describeClient(client);
     this.cluster = isCluster(client);
-    if (this.quarantine.enabled && !this.cluster) {
+    if (!this.cluster) {
       client.on('ready', this.onReady);
-      client.on('close', this.onClose);
-      if (client.status === 'ready') void this.verify();
+      if (this.quarantine.enabled) client.on('close', this.onClose);
+      if (client.status === 'ready') this.onReady();
     }
   }
 
@@ -214,7 +220,10 @@ export class MasterNode {
     const client = this.client as Redis;
     let seeded: SeedResult | undefined;
     try {
+      // Written first, so every script the engine sends after the check finds its script loaded.
+      const loaded = loadScripts(client);
       const durable = this.quarantine.trustAppendFsyncAlways && (await this.detectDurable(client));
+      await loaded;
       if (epoch !== this.epoch) return;
       this.durable = durable;
       const info = await client.info('server');

@@ -8,9 +8,35 @@ export interface LuaScript {
   readonly sha: string;
 }
 
-/** Names a Lua source and computes its SHA1 once. */
+/** Every script defined with {@link script}, in definition order (loaded on connect). */
+const defined: LuaScript[] = [];
+
+/** Names a Lua source and computes its SHA1 once; the script is loaded on every master's connect. */
 export function script(name: string, source: string): LuaScript {
-  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+  const s = { name, source, sha: createHash('sha1').update(source).digest('hex') };
+  defined.push(s);
+  return s;
+}
+
+/** The scripts {@link loadScripts} loads: every script the engine defines. */
+export function definedScripts(): readonly LuaScript[] {
+  return defined;
+}
+
+/**
+ * Loads every script the engine defines on a standalone master (SCRIPT LOAD, pipelined; nothing
+ * runs), right after it (re)connects (masters/node.ts): the first call of each script on a fresh,
+ * restarted or flushed master then finds it, instead of answering NOSCRIPT and sending the source
+ * again one round-trip later. Besides that round-trip, the fallback lets commands written
+ * meanwhile on the same connection run first: the EVAL of a release answered NOSCRIPT ran after
+ * a read sent once the other masters had confirmed the release, which saw the released key
+ * still there (flake check, protocols.spec). Never rejects: a master whose ACL forbids SCRIPT,
+ * or one that goes away meanwhile, falls back to EVAL on NOSCRIPT as before.
+ */
+export function loadScripts(client: Redis): Promise<void> {
+  return Promise.all(
+    defined.map((s) => client.script('LOAD', s.source).catch(() => undefined)),
+  ).then(() => undefined);
 }
 
 /**
