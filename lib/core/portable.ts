@@ -28,7 +28,7 @@ export interface SerializedLock {
   readonly keyPrefix: string;
   /** Locked resources, de-duplicated and sorted. */
   readonly resources: readonly string[];
-  /** The lock's random token (base64url, 160 bits). */
+  /** The lock's token (base64url: the engine id, then 160 random bits). */
   readonly token: string;
   /** TTL in ms of the last acquire or extension. */
   readonly ttl: number;
@@ -59,8 +59,11 @@ const FIELDS: readonly string[] = Object.freeze([
   'lockAtLeastFor',
 ]);
 
-/** The engine's tokens: 20 random bytes, base64url (27 characters, no padding). */
-const TOKEN = /^[A-Za-z0-9_-]{27}$/;
+/**
+ * The engine's tokens (token.ts): the engine id (12 characters) and 20 random bytes, base64url
+ * (27 characters, no padding); a token without the id is accepted too.
+ */
+const TOKEN = /^(?:[A-Za-z0-9_-]{12})?[A-Za-z0-9_-]{27}$/;
 
 const fail = (field: string, problem: string): Error =>
   new InvalidLockDataError(`data${field === '' ? '' : `.${field}`}`, problem);

@@ -19,7 +19,7 @@ import {
   validityAfter,
 } from './quorum/protocol';
 import type { RedisStore } from './redis-store';
-import { newToken } from './request';
+import { newToken } from './token';
 import { FENCE_RAISE_SCRIPT } from './scripts/fencing';
 
 /**
@@ -34,7 +34,7 @@ export async function attemptOnMasters(
   const { driftFactor, fencing, quarantine, keyPrefix } = store.settings;
   const kind = store.kindOf(req.kind);
   const quorum = kind.quorum(store.nodes.length, store.quorum);
-  const token = newToken();
+  const token = newToken(store.engineId);
   const start = monotonicNow();
   const wallStart = Date.now();
   const keys = resources.map((r) => store.keyOf(r));
@@ -50,6 +50,7 @@ export async function attemptOnMasters(
     fenceTtl: store.settings.fencingKeyTtl,
     waitKeys: wait.waitKeys,
     waitTtl: wait.waitTtl,
+    pollKeys: wait.pollKeys,
     handoverFrom: kind.name === 'mutex' ? req.handoverFrom : undefined,
   };
   // Built once per attempt, when first needed; a Cluster master gets one call per slot group.
@@ -73,15 +74,17 @@ export async function attemptOnMasters(
           node,
           resources,
           keys,
-          (groupKeys, group) =>
-            group === resources
-              ? forNode(node)
-              : kind.acquire({
-                  ...input,
-                  keys: groupKeys,
-                  fenceKeys: fencing ? group.map((r) => store.fenceKeyOf(r)) : undefined,
-                  waitKeys: input.waitKeys && waitInput(kind, 1, keyPrefix, group).waitKeys,
-                }),
+          (groupKeys, group) => {
+            if (group === resources) return forNode(node);
+            const groupWait = input.waitKeys && waitInput(kind, 1, keyPrefix, group);
+            return kind.acquire({
+              ...input,
+              keys: groupKeys,
+              fenceKeys: fencing ? group.map((r) => store.fenceKeyOf(r)) : undefined,
+              waitKeys: groupWait?.waitKeys,
+              pollKeys: groupWait?.pollKeys,
+            });
+          },
           input.handoverFrom === undefined
             ? (groups) => kind.readAcquire(groups, resources)
             : (groups) => readHandover(kind, groups, resources),
@@ -165,14 +168,15 @@ export async function attemptOnMasters(
     fencingTokens,
     ended: false,
     ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
-    ...(input.handoverFrom === undefined ? {} : { watchers: mostWatchers(tally) }),
+    ...(input.handoverFrom === undefined ? {} : othersOf(tally)),
   });
   return { grant };
 }
 
 /**
- * A hand-over's acquire reply carries one more number when granted (ACQUIRE_SCRIPT: the release
- * channels' subscriber count); it is taken off before the kind reads the rest.
+ * A hand-over's acquire reply carries two more numbers when granted (ACQUIRE_SCRIPT: the release
+ * channels' subscriber count, the longest poll mark); they are taken off before the kind reads
+ * the rest.
  */
 function readHandover(
   kind: LockKind,
@@ -180,27 +184,34 @@ function readHandover(
   resources: readonly string[],
 ): AcquireAnswer {
   let watchers = 0;
+  let polled = 0;
   const rest = groups.map((g): GroupReply => {
     const v = g.value;
-    if (!Array.isArray(v) || v[0] !== 1 || v.length < 3) return g;
-    const w: unknown = v[v.length - 1];
+    if (!Array.isArray(v) || v[0] !== 1 || v.length < 4) return g;
+    const w: unknown = v[v.length - 2];
+    const p: unknown = v[v.length - 1];
     watchers = Math.max(watchers, typeof w === 'number' && w >= 0 ? w : Infinity);
-    return { resources: g.resources, value: v.slice(0, -1) };
+    if (typeof p === 'number' && p > 0) polled = Math.max(polled, p);
+    return { resources: g.resources, value: v.slice(0, -2) };
   });
   const answer = kind.readAcquire(rest, resources);
-  return answer.granted ? { ...answer, watchers } : answer;
+  return answer.granted ? { ...answer, watchers, polled } : answer;
 }
 
 /**
- * The most subscriber connections a granting master counted on a hand-over's release channels
- * (this engine's own watch is one of them); `Infinity` when one did not say.
+ * What the granting masters said of a hand-over's resources: the most subscriber connections
+ * one counted on the release channels (this engine's own watch is one of them; `Infinity` when
+ * one did not say), and the longest remaining poll mark (ms; 0 when none).
  */
-function mostWatchers(tally: Tally<AcquireAnswer>): number {
-  let most = 0;
+function othersOf(tally: Tally<AcquireAnswer>): { watchers: number; polled: number } {
+  let watchers = 0;
+  let polled = 0;
   for (const r of tally.replies) {
-    if (r?.kind === 'reply' && r.value.granted) most = Math.max(most, r.value.watchers ?? Infinity);
+    if (r?.kind !== 'reply' || !r.value.granted) continue;
+    watchers = Math.max(watchers, r.value.watchers ?? Infinity);
+    polled = Math.max(polled, r.value.polled ?? 0);
   }
-  return most;
+  return { watchers, polled };
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
 import type { Announce, LockKind } from './kinds/kind';
 import { lockKindFor } from './kinds/holders';
+import { pollKey } from './kinds/kind-keys';
 import type { LockKindSpec } from './kinds/kind-spec';
 import { fenceKey, lockKey, markerKey } from './keys';
 import { Dispatch } from './masters/dispatch';
@@ -21,6 +22,7 @@ import type {
   StoreFootprint,
 } from './policy/store';
 import { releaseSummary } from './quorum/protocol';
+import { newEngineId } from './token';
 import type { ReleaseResult } from './quorum/protocol';
 import { runRound } from './quorum/round';
 import type { RoundSpec, Tally } from './quorum/round';
@@ -30,7 +32,7 @@ import { attemptOnMasters } from './redis-attempt';
 import { extendOnMasters } from './redis-extend';
 import { inspectOnMasters } from './redis-inspect';
 import { MARKER_AGE_SCRIPT } from './scripts/marker';
-import { describe } from './settings';
+import { MAX_TIMER_MS, describe } from './settings';
 import type { RedlockClient, ResolvedSettings } from './settings';
 import type { MasterHealth } from './types';
 
@@ -46,6 +48,12 @@ export class RedisStore implements LockStore {
   readonly dispatch: Dispatch;
   /** The boot marker's key (restart quarantine). */
   readonly markerKey: string;
+  /**
+   * This engine's id, the first characters of each of its tokens (token.ts): the
+   * acquire script raises a poll mark (kinds/kind-keys.ts `pollKey`) only against another
+   * engine's holder, and a hand-over counts only other engines' marks.
+   */
+  readonly engineId = newEngineId();
   /** Tells the logger, once per master, why it is in restart quarantine and for how long. */
   readonly quarantineNotice: QuarantineNotice;
   /** Removes credentials — also the known passwords of the clients — from texts it reports. */
@@ -293,6 +301,14 @@ export class RedisStore implements LockStore {
         };
       }),
     );
+  }
+
+  markPolling(resource: string, ms: number): void {
+    const key = pollKey(this.settings.keyPrefix, resource);
+    const ttl = Math.max(1, Math.min(MAX_TIMER_MS, Math.ceil(ms)));
+    for (const node of this.nodes) {
+      node.client.set(key, this.engineId, 'PX', ttl).catch(() => undefined); // best effort
+    }
   }
 
   /** Release announcements of `resource` through the masters' pub/sub (masters/handoff.ts). */

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError } from './errors';
 import { MUTEX_SPEC, SHARED_SPEC } from './kinds/kind-spec';
 import type { LockKindSpec } from './kinds/kind-spec';
@@ -21,22 +20,6 @@ import {
 export const MAX_RESOURCE_LENGTH = 1024;
 /** Most resources accepted in one lock. */
 export const MAX_RESOURCES = 256;
-
-/** Random bytes are drawn from the CSPRNG in blocks; each token uses 20 fresh bytes, once. */
-const TOKEN_BYTES = 20;
-let pool = Buffer.alloc(0);
-let poolOffset = 0;
-
-/** A new lock token: 160 bits from `crypto.randomBytes`, base64url. */
-export function newToken(): string {
-  if (poolOffset + TOKEN_BYTES > pool.length) {
-    pool = randomBytes(TOKEN_BYTES * 256);
-    poolOffset = 0;
-  }
-  const token = pool.toString('base64url', poolOffset, poolOffset + TOKEN_BYTES);
-  poolOffset += TOKEN_BYTES;
-  return token;
-}
 
 /** Acquire options checked against the engine settings, with defaults filled in. */
 export interface CheckedAcquire {

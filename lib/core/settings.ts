@@ -104,9 +104,10 @@ export interface RedlockSettings {
   quarantine?: boolean | QuarantineSettings;
   /**
    * Wake waiting acquires through Redis pub/sub as soon as a holder releases (standalone and
-   * Cluster masters). Default `true`. With `false` waiters poll every `retryDelay`, and nothing
-   * bounds how long a process busy with a resource hands it to its own callers while another
-   * process waits: its hand-overs never free the key.
+   * Cluster masters). Default `true`. With `false` waiters poll every `retryDelay ± retryJitter`;
+   * a process busy with a resource still lets the other processes' pollers in after 8 local
+   * hand-overs: their refused attempts leave poll marks that its hand-overs read, and it then
+   * holds its own waiters back for one of their retry intervals.
    */
   handoff?: boolean;
   /**

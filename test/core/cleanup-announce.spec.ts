@@ -124,7 +124,7 @@ describe('a failed attempt that may be set on a quorum (its answers came too lat
       for (const p of proxies) p.setDelays({ down: 300 });
       await expect(rl.tryAcquire(r)).rejects.toMatchObject({ reason: 'unavailable' });
       await waitUntil(() => heard.length > 0, 5_000);
-      expect(heard[0]).toMatch(/^[A-Za-z0-9_-]{27}$/); // the attempt's token, not `~token`
+      expect(heard[0]).toMatch(/^[A-Za-z0-9_-]{39}$/); // the attempt's token, not `~token`
     } finally {
       listener.disconnect();
       for (const c of clients) c.disconnect();

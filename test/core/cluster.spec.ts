@@ -178,4 +178,15 @@ describe('release announcements on a Cluster master', () => {
     // until they were done (32 in a row): the other engine's polls never found the key free.
     expect(longestStreak(grants)).toBeLessThanOrEqual(2 * (MAX_LOCAL_STREAK + 1));
   });
+
+  it('two engines on a Cluster of three nodes: poll marks bound the streak where NUMSUB cannot', async () => {
+    // A watch subscribes on one node; the lock key's node may not count it (PUBSUB NUMSUB is per
+    // node), and the streak was then bounded by MAX_ALONE_STREAK only: 32 in a row here. The
+    // waiters' poll marks live in the lock key's slot, so the holder's hand-overs see them.
+    const a = only(clusterClient, { retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
+    const b = only(clusterClient, { retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
+    const grants = await contend(a, b, uniqueResource('cluster-three'), 8);
+    expect(grants).toHaveLength(8 * 8);
+    expect(longestStreak(grants)).toBeLessThanOrEqual(2 * (MAX_LOCAL_STREAK + 1));
+  });
 });

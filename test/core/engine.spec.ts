@@ -52,7 +52,7 @@ describe('acquire and release', () => {
     const rl = engine();
     const r = uniqueResource('basic');
     const lock = await rl.acquire(r, { ttl: 5000 });
-    expect(lock.value).toMatch(/^[A-Za-z0-9_-]{27}$/); // 20 bytes, base64url
+    expect(lock.value).toMatch(/^[A-Za-z0-9_-]{39}$/); // the engine id (9 bytes), 20 random bytes, base64url
     expect(lock.resources).toEqual([r]);
     expect(lock.remainingValidity).toBeGreaterThan(0);
     expect(lock.remainingValidity).toBeLessThanOrEqual(5000 - 52); // ttl − drift at most

@@ -356,6 +356,19 @@ describe('across processes', () => {
     expect(longestStreak(grants)).toBeLessThanOrEqual(2 * (MAX_LOCAL_STREAK + 1));
     expect(a.footprint.queuedAcquires + b.footprint.queuedAcquires).toBe(0);
   });
+
+  it('without release announcements (handoff: false), a polling engine is not starved', async () => {
+    // No pub/sub: the other engine's waiters poll. Its refused attempts leave poll marks; the
+    // busy engine's hand-overs see them and let go after MAX_LOCAL_STREAK, holding its own
+    // waiters back until the pollers had their turn (policy/streak.ts).
+    const settings = { handoff: false, retryDelay: 10, retryJitter: 10, retryCount: 100_000 };
+    const a = engine(settings);
+    const b = engine(settings);
+    const grants = await contend(a, b, uniqueResource('two-polling'), 8);
+    expect(grants).toHaveLength(8 * 8);
+    expect(longestStreak(grants)).toBeLessThanOrEqual(2 * (MAX_LOCAL_STREAK + 1));
+    expect(a.footprint.queuedAcquires + b.footprint.queuedAcquires).toBe(0);
+  });
 });
 
 describe('a failed attempt', () => {
@@ -405,7 +418,7 @@ describe('the clean-up of a failed attempt', () => {
       expect(await rl.tryAcquire(r)).toBeNull(); // resolves after the clean-up
       await waitUntil(() => heard.length > 0, 2000);
       expect(heard[0]).not.toBe('someone');
-      expect(heard[0]).toMatch(/^~[A-Za-z0-9_-]{27}$/); // the failed attempt's own token, marked
+      expect(heard[0]).toMatch(/^~[A-Za-z0-9_-]{39}$/); // the failed attempt's own token, marked
     } finally {
       for (const c of subs) c.disconnect();
     }

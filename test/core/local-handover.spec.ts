@@ -87,7 +87,7 @@ describe('ACQUIRE_SCRIPT with a hand-over token (ARGV[8])', () => {
     expect(await c.get(key(r))).toBe('other');
   });
 
-  it("reports the release channels' subscriber count last (the most over its keys)", async () => {
+  it("reports the release channels' subscriber count (the most over its keys), then the poll mark", async () => {
     const [a, b] = [uniqueResource('subs'), uniqueResource('subs')];
     const subs = [0, 1].map(() => suite.probe[0].duplicate({ enableOfflineQueue: true }));
     try {
@@ -95,10 +95,12 @@ describe('ACQUIRE_SCRIPT with a hand-over token (ARGV[8])', () => {
       await subs[1].subscribe(key(b));
       await acquire([a, b], 'old');
       const taken = (await acquire([a, b], 'new', 'old')) as number[];
-      // {1, age, counter a, counter b, watchers}: b has two subscribers, a one.
-      expect(taken).toHaveLength(5);
+      // {1, age, counter a, counter b, watchers, poll mark}: b has two subscribers, a one; no
+      // poll mark (none given: poll-marks.spec).
+      expect(taken).toHaveLength(6);
       expect(taken[0]).toBe(1);
       expect(taken[4]).toBe(2);
+      expect(taken[5]).toBe(0);
       await subs[1].unsubscribe(key(b));
       expect(((await acquire([a, b], 'newer', 'new')) as number[])[4]).toBe(1);
       // Without a hand-over token the reply is as before: no count.

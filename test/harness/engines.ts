@@ -8,7 +8,7 @@ import { afterAll, beforeAll } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import { STORE_FACTORY } from '../../lib/core/policy/store';
 import type { RedlockClient } from '../../lib/core/settings';
-import type { AttemptRequest, StoreFactory } from '../../lib/core/policy/store';
+import type { AttemptOutcome, AttemptRequest, StoreFactory } from '../../lib/core/policy/store';
 import { RedisStore } from '../../lib/core/redis-store';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockSettings } from '../../lib/core/settings';
@@ -75,11 +75,13 @@ export function useMasters(n: number, defaults: RedlockSettings = {}): MasterSui
 
 /**
  * A Redis store over `clients` that shows `onAttempt` each attempt's request before making it
- * (`new Redlock(observedStore(...), settings)`): for tests that count or classify attempts.
+ * (`new Redlock(observedStore(...), settings)`), and `onOutcome` its outcome: for tests that
+ * count or classify attempts.
  */
 export function observedStore(
   clients: readonly RedlockClient[],
   onAttempt: (req: AttemptRequest) => void,
+  onOutcome?: (req: AttemptRequest, outcome: AttemptOutcome) => void,
 ): StoreFactory {
   return {
     [STORE_FACTORY]: true,
@@ -87,9 +89,11 @@ export function observedStore(
     open: (resolved) => {
       const store = new RedisStore(clients, resolved);
       const attempt = store.attempt.bind(store);
-      store.attempt = (req) => {
+      store.attempt = async (req) => {
         onAttempt(req);
-        return attempt(req);
+        const outcome = await attempt(req);
+        onOutcome?.(req, outcome);
+        return outcome;
       };
       return store;
     },

@@ -3,7 +3,8 @@
  * `lockKey(prefix, resource)` for every kind; only the Redis type stored there differs (a string
  * for the mutex / writer, a zset of holders for readers and semaphores).
  *
- * One extra key per resource, the "writer waiting" flag of shared locks:
+ * Two extra keys per resource, the "writer waiting" flag of shared locks and the poll mark of
+ * plain locks (`${prefix}poll:<tagged resource>`, {@link pollKey}, built the same way):
  *
  * - `${prefix}wait:<tagged resource>`: the part after the prefix is exactly the lock key's, so the
  *   flag has the same `{hash tag}` and lands in the same Cluster slot as the lock key and the
@@ -18,6 +19,16 @@ import { fenceKey, lockKey } from '../keys';
 /** Redis key of the "writer waiting" flag of a resource (same Cluster slot as its lock key). */
 export function waitKey(prefix: string, resource: string): string {
   return `${prefix}wait:${lockKey(prefix, resource).slice(prefix.length)}`;
+}
+
+/**
+ * Redis key of the poll mark of a resource (same Cluster slot as its lock key): a plain lock
+ * that will retry and is refused by another plain lock raises it for one retry interval, so the
+ * holder's process learns that someone polls for the resource (scripts/mutex.ts, ACQUIRE_SCRIPT;
+ * policy/streak.ts). Unlike the writer-waiting flag it holds back no one: readers ignore it.
+ */
+export function pollKey(prefix: string, resource: string): string {
+  return `${prefix}poll:${lockKey(prefix, resource).slice(prefix.length)}`;
 }
 
 /** What an acquire script needs besides the lock keys. */

@@ -46,6 +46,11 @@ export interface AcquireInput {
   /** How long a plain lock refused by readers keeps their writer-waiting flag up (ms; 0 = none). */
   readonly waitTtl?: number | undefined;
   /**
+   * Poll-mark keys of the resources (kind-keys.ts `pollKey`; plain locks, with the `waitKeys`):
+   * raised for `waitTtl` ms by a plain lock refused by another plain lock, read by a hand-over.
+   */
+  readonly pollKeys?: readonly string[] | undefined;
+  /**
    * A local hand-over (policy/handover.ts; mutex only): the token of this process's releasing
    * holder — keys holding it count as free and are overwritten. Other kinds never get one.
    */
@@ -81,6 +86,11 @@ export interface AcquireAnswer {
    * (policy/local-queue.ts: whether another engine waits).
    */
   readonly watchers?: number;
+  /**
+   * Granted by a local hand-over: the longest remaining poll mark of the resources on this master
+   * (ms; 0 or absent when none): a plain lock of another engine polls for them (kind-keys.ts).
+   */
+  readonly polled?: number;
   /**
    * Another kind of lock at one of the keys (`{-1, age, keyTtl, kind, limit}`): the request's
    * kind cannot be granted there whatever the timing — a `KindMismatchError` (errors.ts), never

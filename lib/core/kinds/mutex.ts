@@ -33,12 +33,13 @@ export const MUTEX: LockKind = {
 
   acquire(input: AcquireInput): ScriptCall {
     const { keys, fenceKeys, marker } = input;
-    // The writer-waiting flags go along only when this plain lock will retry (waitTtl > 0).
+    // The writer-waiting flags and poll marks go along only when this plain lock will retry
+    // (waitTtl > 0): KEYS[w0 + i] and KEYS[w0 + n + i] in ACQUIRE_SCRIPT.
     const waitKeys = input.waitTtl ? input.waitKeys : undefined;
     let scriptKeys: readonly string[] = keys;
     if (fenceKeys || marker || waitKeys) {
       const all = fenceKeys ? [...keys, ...fenceKeys] : [...keys];
-      if (waitKeys) all.push(...waitKeys);
+      if (waitKeys) all.push(...waitKeys, ...(input.pollKeys ?? []));
       if (marker) all.push(marker);
       scriptKeys = all;
     }

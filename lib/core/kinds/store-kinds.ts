@@ -1,22 +1,29 @@
 import type { Tally } from '../quorum/round';
 import type { AcquireAnswer, LockKind } from './kind';
-import { waitKey } from './kind-keys';
+import { pollKey, waitKey } from './kind-keys';
 
 /** What the Redis store (lib/core/redis-store.ts) needs to know of the kinds, beside LockKind. */
 
 /**
  * The writer-waiting flag part of an acquire's input (kind-keys.ts, docs/lock-kinds.md): readers
- * always read the flags; a plain lock raises them only when it will retry (`writerWait` > 0 ms).
+ * always read the flags; a plain lock raises them only when it will retry (`writerWait` > 0 ms),
+ * and then also gets its poll marks (kind-keys.ts `pollKey`).
  */
 export function waitInput(
   kind: LockKind,
   writerWait: number | undefined,
   prefix: string,
   resources: readonly string[],
-): { waitKeys?: readonly string[]; waitTtl?: number } {
+): { waitKeys?: readonly string[]; waitTtl?: number; pollKeys?: readonly string[] } {
   const keys = (): string[] => resources.map((r) => waitKey(prefix, r));
   if (kind.name === 'shared') return { waitKeys: keys() };
-  if (kind.name === 'mutex' && writerWait) return { waitKeys: keys(), waitTtl: writerWait };
+  if (kind.name === 'mutex' && writerWait) {
+    return {
+      waitKeys: keys(),
+      waitTtl: writerWait,
+      pollKeys: resources.map((r) => pollKey(prefix, r)),
+    };
+  }
   return {};
 }
 

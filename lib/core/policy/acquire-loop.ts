@@ -18,6 +18,8 @@ export type AttemptResult =
       readonly cleanup?: undefined;
       /** A hand-over's grant: the release watchers the masters counted (`Grant.watchers`). */
       readonly watchers?: number;
+      /** A hand-over's grant: the longest poll mark the masters had (`Grant.polled`). */
+      readonly polled?: number;
     }
   | {
       readonly lock?: undefined;
@@ -121,7 +123,7 @@ export async function acquireLoop(
       }
       last = result;
       if (last.lock) {
-        if (ticket) queue.granted(ticket, last.lock, last.watchers);
+        if (ticket) queue.granted(ticket, last.lock, last.watchers, last.polled);
         return ctx.granted(last.lock, start, lockAtLeastFor);
       }
       if (last.error instanceof ShuttingDownError) {

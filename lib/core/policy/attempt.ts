@@ -54,7 +54,7 @@ function resultOf(
 ): AttemptResult {
   if (outcome.grant) {
     const lock = createLock(ctx, outcome.grant, attemptNo);
-    return { lock, watchers: outcome.grant.watchers };
+    return { lock, watchers: outcome.grant.watchers, polled: outcome.grant.polled };
   }
   const detail: LockErrorDetail = {
     resources: req.resources,

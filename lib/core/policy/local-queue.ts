@@ -41,7 +41,9 @@ import { Timeline } from './timeline';
  *   the heads of the other processes receive at the same time — and {@link YIELD_MS} more, so
  *   that their attempts reach the masters first. A busy process cannot keep a resource for
  *   itself while others wait; alone (no other watcher seen), it yields once per
- *   `MAX_ALONE_STREAK` hand-offs.
+ *   `MAX_ALONE_STREAK` hand-offs. Waiters that poll (no announcements) are seen by their poll
+ *   marks instead; the yield then holds the local waiters back for the time the marks had left
+ *   (streak.ts `mustYield`).
  * - **Ordered races.** When two or more other engines watch the resource, the yield is announced
  *   as such, and each process's head delays its attempt by {@link raceDelay}: the process that
  *   lost the most races since it last held the resource goes first, and the yielding one last.
@@ -103,6 +105,7 @@ export class LocalQueue {
           watchedSince: Infinity,
           streak: 0,
           watchers: Infinity,
+          polled: 0,
           lost: 0,
           yielding: false,
           votes: [],
@@ -233,14 +236,17 @@ export class LocalQueue {
 
   /**
    * `ticket` was granted `lock`: it is recorded as the local holder, then leaves the queue.
-   * `watchers`: what a hand-over's grant learnt (`Grant.watchers`); not known otherwise.
+   * `watchers`, `polled`: what a hand-over's grant learnt (`Grant.watchers`, `Grant.polled`);
+   * not known otherwise.
    */
-  granted(ticket: Ticket, lock: Lock, watchers?: number): void {
+  granted(ticket: Ticket, lock: Lock, watchers?: number, polled = 0): void {
     for (const { line } of ticket.slots) {
       if (ticket.exclusive) line.holder = lock;
       line.heldBy = undefined;
       line.streak = ticket.local ? line.streak + 1 : 0;
-      line.watchers = watchers ?? Infinity;
+      // A poll mark is another engine waiting, whether or not the masters count its watch.
+      line.watchers = polled > 0 ? Math.max(watchers ?? Infinity, 2) : (watchers ?? Infinity);
+      line.polled = polled;
       line.lost = 0;
       // Others wait behind it: they may have to wait for a release announcement (streak).
       if (line.first !== line.last) void this.watchLine(line);
@@ -344,7 +350,17 @@ export class LocalQueue {
     // the release announcement, which the waiters of other processes receive too, and lets them
     // go first (YIELD_MS). Without other waiters it takes the lock then.
     if (local && mustYield(line)) {
-      line.yielding = true;
+      if (line.watch?.live) {
+        line.yielding = true;
+        return;
+      }
+      // No announcement will come: the pollers get the time their poll mark had left, and this
+      // engine leaves its own, so that their holder's streak is bounded too (policy/streak.ts).
+      const holdBack = line.polled;
+      line.streak = 0;
+      line.polled = 0;
+      this.store.markPolling?.(line.resource, 2 * holdBack);
+      this.timeline.add(monotonicNow() + holdBack, () => this.wakeFront(line, false));
       return;
     }
     if (!local) {

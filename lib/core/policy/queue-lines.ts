@@ -53,6 +53,12 @@ export interface Line {
    * streak's bound, more than two makes a yield ordered (policy/local-queue.ts).
    */
   watchers: number;
+  /**
+   * The longest poll mark the last hand-over's grant saw (`Grant.polled`, ms; 0: none): another
+   * engine polls for the resource — announcements or not, the streak is bounded, and without
+   * announcements a yield holds the local waiters back this long (policy/streak.ts).
+   */
+  polled: number;
   /** Contended attempts made from this queue since its last grant (races lost: raceDelay). */
   lost: number;
   /** The next local waiter yields: it waits for the release announcement, then streak.ts YIELD_MS. */

@@ -45,6 +45,12 @@ export interface Grant {
    * other engines wait (policy/streak.ts, MAX_LOCAL_STREAK). Absent for other grants.
    */
   readonly watchers?: number;
+  /**
+   * A local hand-over's grant: the longest remaining poll mark a granting master had on the
+   * resources (ms; 0 when none) — another engine's plain lock was refused there and will poll
+   * again within it (policy/streak.ts). Absent for other grants.
+   */
+  readonly polled?: number;
 }
 
 /** One acquire attempt. */
@@ -216,6 +222,13 @@ export interface LockStore {
     resource: string,
     onRelease: AnnouncementListener,
   ): Promise<ReleaseWatch | undefined>;
+  /**
+   * Leaves this engine's poll mark on `resource` for `ms` on every master, without waiting for
+   * the answers (kinds/kind-keys.ts `pollKey`): its local queue let the resource go to the
+   * pollers of other engines and wants it back (policy/streak.ts). Stores without poll marks
+   * (one process: the in-memory store) leave it out.
+   */
+  markPolling?(resource: string, ms: number): void;
   readonly footprint: StoreFootprint;
   /** An error's message without credentials (for logs). */
   describe(err: unknown): string;

@@ -14,10 +14,9 @@ import type { Line } from './queue-lines';
 export const MAX_LOCAL_STREAK = 8;
 
 /**
- * The same when no other engine was seen watching: a process alone pays the yield (a release
- * round, the announcement and {@link YIELD_MS}) once per this many hand-offs instead of once per
- * {@link MAX_LOCAL_STREAK}, and a waiter of another process whose subscriptions all failed (it
- * polls, unseen) still gets a turn.
+ * The same when no other engine was seen watching (neither counted on the release channel nor
+ * by a poll mark): a process alone pays the yield (a release round, the announcement and
+ * {@link YIELD_MS}) once per this many hand-offs instead of once per {@link MAX_LOCAL_STREAK}.
  */
 export const MAX_ALONE_STREAK = 64;
 
@@ -36,9 +35,20 @@ export const RACE_LEVELS = 3;
 /** See {@link RACE_LEVELS}. */
 export const RACE_STEP_MS = 1;
 
-/** Whether the next local waiter of `line` must yield to other processes (policy/local-queue.ts). */
+/**
+ * Whether the next local waiter of `line` must yield to other processes (policy/local-queue.ts).
+ *
+ * Without release announcements (`handoff: false`, or subscriptions that failed) the waiters of
+ * other processes poll, and a process that hands a resource over locally never frees its key:
+ * their polls would never find it free. Their refused attempts leave poll marks on the masters
+ * (kinds/kind-keys.ts `pollKey`, raised for one of their retry intervals), which the hand-overs
+ * read (`Line.polled`). With a mark seen, the streak is bounded by {@link MAX_LOCAL_STREAK} here
+ * too, and the yield holds the local waiters back for as long as the mark had left
+ * (local-queue.ts `handOff`): the poller that left it attempts within that time, while the key
+ * is free. Without a mark nobody polls, and the process keeps its streak.
+ */
 export function mustYield(line: Line): boolean {
-  if (!line.watch?.live) return false; // others' waiters would not hear the release: no yield
+  if (!line.watch?.live) return line.polled > 0 && line.streak >= MAX_LOCAL_STREAK;
   return line.streak >= (line.watchers > 1 ? MAX_LOCAL_STREAK : MAX_ALONE_STREAK);
 }
 

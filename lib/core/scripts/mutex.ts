@@ -1,7 +1,14 @@
 /** The mutex's scripts: acquire, release, extend, extend-with-repair (one master each). */
 import { NOW_LUA, kindOf, prune, pttl } from '../kinds/lua';
 import { FENCE_COUNTERS_LUA } from './fencing';
+import { ENGINE_ID_LENGTH } from '../token';
 import { bootMarkerAge, script } from './lua';
+
+/** Lua: 1 when the boot marker is the last key (ARGV[4] ~= '0'), else 0. */
+const MARKER_SLOT = `(ARGV[4] ~= '0' and 1 or 0)`;
+
+/** Lua: the engine id that starts a token (token.ts). */
+const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_ID_LENGTH})`;
 
 /**
  * The refused path of ACQUIRE_SCRIPT (some key exists), the only place where the mutex looks at
@@ -15,6 +22,9 @@ import { bootMarkerAge, script } from './lua';
  * flag is there — and the reply is `{0, age, pttl, holder}` of the first held key (`holder`: its
  * token when a plain lock holds it; the waiter tells one holder with a quorum from split keys).
  * When no key refuses any more, the script goes on to set them all (the granted path).
+ * On each key held by a plain lock of another engine (the engine id starts each token: token.ts), the poll mark (KEYS[w0 + n + i], when given) is set to this engine's id for
+ * ARGV[7] ms: the holder's process reads it in its next hand-over (policy/streak.ts). Last
+ * writer wins; a poller still waiting sets it again at its next attempt.
  */
 const REFUSED_LUA = `
 local kinds = {}
@@ -26,10 +36,12 @@ for i = 1, n do${kindOf('KEYS[i]')}
   kinds[i] = kind
 end${NOW_LUA}
 local readers = {}
+local writers = {}
 local refused = nil
 local holder = nil
 for i = 1, n do
   if kinds[i] == 'mutex' then
+    writers[#writers + 1] = i
     if not refused then
       refused = redis.call('PTTL', KEYS[i])
       holder = redis.call('GET', KEYS[i])
@@ -55,6 +67,17 @@ if refused then
         if redis.call('PTTL', w) < fttl then redis.call('PEXPIRE', w, fttl) end
       end
     end
+    -- Poll marks (KEYS[w0 + n + i], when given): this plain lock will be back within waitTtl
+    -- ms for a key that a plain lock of another engine holds (the engine id starts each token).
+    if #KEYS >= w0 + 2 * n + ${MARKER_SLOT} then
+      local me = ${ENGINE_OF('ARGV[1]')}
+      for _, i in ipairs(writers) do
+        local h = redis.call('GET', KEYS[i])
+        if h and ${ENGINE_OF('h')} ~= me then
+          redis.call('SET', KEYS[w0 + n + i], me, 'PX', waitTtl)
+        end
+      end
+    end
   end
   if holder then return {0, age, refused, holder} end
   return {0, age, refused}
@@ -66,6 +89,7 @@ end`;
  * KEYS[1..n]    lock keys
  * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
  * then n writer-waiting flags (only when ARGV[7] > 0; see kinds/kind-keys.ts `waitKey`)
+ * then n poll marks (only with the flags, and optional; kinds/kind-keys.ts `pollKey`)
  * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
  * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
  *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [waitTtl, [prev]]
@@ -77,11 +101,13 @@ end`;
  *
  * Returns {1, age} on success, followed by one fencing counter per key when fencing is on and,
  * for a hand-over (`prev` given), by the largest subscriber count of the keys' release channels
- * (PUBSUB NUMSUB: the watchers of every engine, this one's included; policy/local-queue.ts);
+ * (PUBSUB NUMSUB: the watchers of every engine, this one's included; policy/local-queue.ts) and
+ * the longest remaining poll mark of another engine on the keys in ms (0: none; policy/streak.ts);
  * {0, age, pttl[, holder]} when some key is held (of the first held key); {-1, age, pttl, kind, limit}
  * when a key holds a semaphore or something foreign (REFUSED_LUA: the other kinds are looked at
  * only once refused, so the granted path stays one `SET NX`). A plain lock is the writer (the
- * exclusive side) of a shared lock: refused by readers, it raises their writer-waiting flag.
+ * exclusive side) of a shared lock: refused by readers, it raises their writer-waiting flag;
+ * refused by another plain lock, it raises the key's poll mark (REFUSED_LUA) when given.
  * `age` is how long ago (ms, server clock) this master's boot marker was born, -1 when not checked,
  * -2 when the marker still holds the known old value passed in ARGV[4].
  * A missing marker means the data set is younger than any lock we may have taken: the marker is
@@ -132,13 +158,30 @@ local res = {1, age}
 ${FENCE_COUNTERS_LUA}
 if prev then
   -- A hand-over also reports the release channels' subscriber connections on this master (the
-  -- most over its keys): more than the taker's own engine means another engine waits.
+  -- most over its keys): more than the taker's own engine means another engine waits; and the
+  -- longest remaining poll mark of its keys (ms, 0 when none): someone polls for them.
   local counts = redis.call('PUBSUB', 'NUMSUB', unpack(KEYS, 1, n))
   local w = 0
   for i = 2, #counts, 2 do
     if counts[i] > w then w = counts[i] end
   end
   res[#res + 1] = w
+  local poll = 0
+  local p0 = n
+  if ARGV[3] == '1' then p0 = 2 * n end
+  p0 = p0 + n
+  -- (Not read when another engine's watch was counted: it tells the same.)
+  if w <= 1 and (tonumber(ARGV[7]) or 0) > 0 and #KEYS >= p0 + n + ${MARKER_SLOT} then
+    local me = ${ENGINE_OF('ARGV[1]')}
+    for i = 1, n do
+      local mark = redis.call('GET', KEYS[p0 + i])
+      if mark and mark ~= me then
+        local t = redis.call('PTTL', KEYS[p0 + i])
+        if t > poll then poll = t end
+      end
+    end
+  end
+  res[#res + 1] = poll
 end
 return res
 `,

@@ -1,0 +1,116 @@
+/**
+ * Poll marks (kinds/kind-keys.ts `pollKey`, scripts/mutex.ts ACQUIRE_SCRIPT, policy/streak.ts):
+ * a plain lock that will retry and is refused by another plain lock raises the resource's poll
+ * mark for one retry interval on the masters that refused it; a single attempt raises none;
+ * shared readers ignore the mark (it holds no one back); and the holder's process reads it in
+ * its next local hand-over. The fairness it buys across processes without release
+ * announcements is in fair-queue.spec ("a polling engine is not starved").
+ */
+import { describe, expect, it } from '@jest/globals';
+import { pollKey, waitKey } from '../../lib/core/kinds/kind-keys';
+import type { Line } from '../../lib/core/policy/queue-lines';
+import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK, mustYield } from '../../lib/core/policy/streak';
+import { Redlock } from '../../lib/core/redlock';
+import { SUITE_DEFAULTS, observedStore, useMasters } from '../harness/engines';
+import { uniqueResource, waitUntil } from '../harness/util';
+
+const noop = (): void => undefined;
+
+const PREFIX = 'lock:'; // the default keyPrefix
+const suite = useMasters(3);
+
+/** PTTL of `key` on every master (-2: missing). */
+function pttls(key: string): Promise<number[]> {
+  return Promise.all(suite.probe.map((c) => c.pttl(key)));
+}
+
+describe('poll marks', () => {
+  it("a plain lock that will retry raises the mark where another engine's plain lock refused it", async () => {
+    const rl = suite.engine({ handoff: false, retryDelay: 400, retryJitter: 0 });
+    const other = suite.engine({ handoff: false, retryDelay: 400, retryJitter: 0 });
+    const r = uniqueResource('poll-mark');
+    const holder = await rl.acquire(r, { ttl: 5000 });
+    expect(await pttls(pollKey(PREFIX, r))).toEqual([-2, -2, -2]);
+    const waiting = other.acquire(r, { retryCount: 1 });
+    // Refused once, then asleep: its mark lives one retry interval (retryDelay + retryJitter +
+    // 2 × requestTimeout = 400 + 0 + 500 ms), never longer.
+    await waitUntil(async () => (await pttls(pollKey(PREFIX, r))).every((t) => t > 0), 2000);
+    for (const t of await pttls(pollKey(PREFIX, r))) expect(t).toBeLessThanOrEqual(900);
+    // It is not the writer-waiting flag: a plain lock held by a plain lock raises none.
+    expect(await pttls(waitKey(PREFIX, r))).toEqual([-2, -2, -2]);
+    await holder.release();
+    await (await waiting).release();
+  });
+
+  it('a single attempt (tryAcquire, retryCount: 0) raises none', async () => {
+    const rl = suite.engine({ handoff: false });
+    const r = uniqueResource('poll-once');
+    const holder = await rl.acquire(r, { ttl: 5000 });
+    expect(await rl.tryAcquire(r)).toBeNull();
+    await expect(rl.acquire(r, { retryCount: 0 })).rejects.toThrow();
+    expect(await pttls(pollKey(PREFIX, r))).toEqual([-2, -2, -2]);
+    await holder.release();
+  });
+
+  it('holds no reader back: a shared lock is granted while the mark is up', async () => {
+    const rl = suite.engine({ handoff: false, retryDelay: 2000, retryJitter: 0 });
+    const r = uniqueResource('poll-reader');
+    const holder = await rl.acquire(r, { ttl: 5000 });
+    // The poller is another engine (a waiter of the same engine would be handed the lock).
+    const other = suite.engine({ handoff: false, retryDelay: 2000, retryJitter: 0 });
+    const waiting = other.acquire(r, { retryCount: 1 }).catch(() => undefined);
+    await waitUntil(async () => (await pttls(pollKey(PREFIX, r))).every((t) => t > 0), 2000);
+    await holder.release();
+    const reader = await rl.acquire(r, { shared: true, retryCount: 0 });
+    expect(reader.kind).toBe('shared');
+    expect((await pttls(pollKey(PREFIX, r))).every((t) => t > 0)).toBe(true);
+    await reader.release();
+    await (await waiting)?.release();
+  });
+
+  it('a local hand-over reads it, and the queue then bounds its streak without announcements', async () => {
+    const polled: (number | undefined)[] = [];
+    const attempts: unknown[] = [];
+    const a = new Redlock(
+      observedStore(suite.clients, noop, (req, outcome) => {
+        attempts.push(outcome);
+        if (req.handoverFrom !== undefined) polled.push(outcome.grant?.polled);
+      }),
+      // Long retry delays: a waiter that was refused sleeps until a local release wakes it.
+      { ...SUITE_DEFAULTS, handoff: false, retryDelay: 5000, retryJitter: 0 },
+    );
+    try {
+      const r = uniqueResource('poll-handover');
+      const first = await a.acquire(r, { ttl: 5000 });
+      const second = a.acquire(r, { ttl: 5000 }); // queued behind `first`: a local hand-over next
+      // `second` is refused by `first` (the queue did not track `first`: nobody waited when it
+      // was granted), a holder of its own engine: no mark.
+      await waitUntil(() => attempts.length >= 2, 2000);
+      expect(await pttls(pollKey(PREFIX, r))).toEqual([-2, -2, -2]);
+      await first.release(); // handed over: nobody else polls
+      const third = a.acquire(r, { ttl: 5000 });
+      const handed = await second;
+      // Another engine's poller is refused by `handed`: its mark is up on every master.
+      const b = suite.engine({ handoff: false, retryDelay: 2000, retryJitter: 0 });
+      const polling = b.acquire(r, { retryCount: 1, ttl: 5000 }).catch(() => undefined);
+      await waitUntil(async () => (await pttls(pollKey(PREFIX, r))).every((t) => t > 0), 2000);
+      await handed.release(); // handed over to `third`, which reads the mark
+      await (await third).release();
+      expect(polled).toHaveLength(2);
+      expect(polled[0]).toBe(0);
+      expect(polled[1]).toBeGreaterThan(0);
+      expect(polled[1]).toBeLessThanOrEqual(2000 + 2 * 250);
+      await (await polling)?.release();
+    } finally {
+      await a.close();
+    }
+  });
+
+  it('the rule without announcements: a mark seen bounds the streak, none keeps it', () => {
+    const line = { watch: undefined, streak: MAX_LOCAL_STREAK, polled: 0 } as unknown as Line;
+    expect(mustYield(line)).toBe(false);
+    expect(mustYield({ ...line, streak: 10 * MAX_ALONE_STREAK })).toBe(false);
+    expect(mustYield({ ...line, polled: 100 })).toBe(true);
+    expect(mustYield({ ...line, streak: MAX_LOCAL_STREAK - 1, polled: 100 })).toBe(false);
+  });
+});
