@@ -22,8 +22,9 @@ const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_I
  * flag is there — and the reply is `{0, age, pttl, holder}` of the first held key (`holder`: its
  * token when a plain lock holds it; the waiter tells one holder with a quorum from split keys).
  * When no key refuses any more, the script goes on to set them all (the granted path).
- * On each key held by a plain lock of another engine (the engine id starts each token: token.ts), the poll mark (KEYS[w0 + n + i], when given) is set to this engine's id for
- * ARGV[7] ms: the holder's process reads it in its next hand-over (policy/streak.ts). Last
+ * On each key held by a plain lock of another engine (the engine id starts each token:
+ * lib/core/token.ts), the poll mark (KEYS[w0 + n + i], when given) is set to this engine's id
+ * for ARGV[7] ms: the holder's process reads it in its next hand-over (policy/streak.ts). Last
  * writer wins; a poller still waiting sets it again at its next attempt.
  */
 const REFUSED_LUA = `
