@@ -7,8 +7,8 @@
 import Redis from 'ioredis';
 import { ShuttingDownError } from '../../lib/core/errors';
 import { Redlock } from '../../lib/core/redlock';
-import { DelayProxy } from '../harness/delay-proxy';
-import { RedisMasters, closeClient } from '../harness/redis-masters';
+import { proxiedClients } from '../harness/delay-proxy';
+import { RedisMasters } from '../harness/redis-masters';
 import { uniqueResource, valuesOn, waitUntil } from '../harness/util';
 
 let masters: RedisMasters;
@@ -25,14 +25,8 @@ afterAll(async () => {
 });
 
 it('rejects a grant that arrives during close() and deletes its keys before close() resolves', async () => {
-  const proxies = await Promise.all(masters.masters.map((m) => DelayProxy.start(m.port)));
-  const clients = proxies.map((p) => {
-    const c = new Redis({ host: '127.0.0.1', port: p.port, maxRetriesPerRequest: 0 });
-    c.on('error', () => undefined);
-    return c;
-  });
+  const { proxies, clients, close } = await proxiedClients(masters.masters.map((m) => m.port));
   try {
-    await RedisMasters.ready(clients);
     const rl = new Redlock(clients, { quarantine: false, requestTimeout: 2000, ttl: 10_000 });
     // Warm up (scripts loaded), then hold every reply back for a while.
     await (await rl.acquire(uniqueResource('warm'))).release();
@@ -51,7 +45,6 @@ it('rejects a grant that arrives during close() and deletes its keys before clos
     expect(outcome).toBeInstanceOf(ShuttingDownError);
     expect(rl.heldLocks).toEqual([]);
   } finally {
-    await Promise.all(clients.map((c) => closeClient(c)));
-    await Promise.all(proxies.map((p) => p.close()));
+    await close();
   }
 });

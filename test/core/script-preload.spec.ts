@@ -10,23 +10,16 @@
 import Redis from 'ioredis';
 import { Redlock } from '../../lib/core/redlock';
 import { definedScripts } from '../../lib/core/scripts/lua';
-import { DelayProxy } from '../harness/delay-proxy';
+import { proxiedClients } from '../harness/delay-proxy';
 import { RedisMasters, closeClient } from '../harness/redis-masters';
+import { useMasters } from '../harness/engines';
 import { recordingLogger, uniqueResource, valuesOn, waitUntil } from '../harness/util';
 
-let masters: RedisMasters;
-let probe: Redis[];
-
-beforeAll(async () => {
-  masters = await RedisMasters.start(3);
-  probe = masters.createClients();
-  await RedisMasters.ready(probe);
-});
-afterAll(() => masters.stop());
+const suite = useMasters(3);
 
 /** Empties every master's script cache (a fresh master's state). */
 async function flushScripts(): Promise<void> {
-  await Promise.all(probe.map((c) => c.script('FLUSH')));
+  await Promise.all(suite.probe.map((c) => c.script('FLUSH')));
 }
 
 /** SCRIPT EXISTS of every defined script, asked on `client` (after what it already sent). */
@@ -42,7 +35,7 @@ it.each([
   ['without it (quarantine: false)', { quarantine: false as const }],
 ])('loads every script on connect, %s', async (_label, settings) => {
   await flushScripts();
-  const clients = masters.createClients();
+  const clients = suite.masters.createClients();
   await RedisMasters.ready(clients);
   const engine = new Redlock(clients, { ...settings, logger: recordingLogger() });
   try {
@@ -56,7 +49,7 @@ it.each([
 });
 
 it('loads them again after reconnecting to a master that lost them', async () => {
-  const clients = masters.createClients();
+  const clients = suite.masters.createClients();
   await RedisMasters.ready(clients);
   const engine = new Redlock(clients, { quarantine: false });
   try {
@@ -74,21 +67,20 @@ it('loads them again after reconnecting to a master that lost them', async () =>
 
 it('a release confirmed by a quorum is ordered before later commands on the slow master', async () => {
   await flushScripts();
-  const proxies = await Promise.all(masters.masters.map((m) => DelayProxy.start(m.port)));
-  const clients = proxies.map((p) => {
-    const c = new Redis({ host: '127.0.0.1', port: p.port, maxRetriesPerRequest: 0 });
-    c.on('error', () => undefined);
-    return c;
-  });
+  const { proxies, clients, close } = await proxiedClients(
+    suite.masters.masters.map((m) => m.port),
+  );
   try {
-    await RedisMasters.ready(clients);
     // No quarantine wait on these fresh masters: this test is about the order of commands.
     const engine = new Redlock(clients, { quarantine: false, requestTimeout: 2000, ttl: 10_000 });
     try {
       const resource = uniqueResource('preload-order');
       const key = engine.keyOf(resource);
       const lock = await engine.acquire(resource);
-      await waitUntil(async () => (await valuesOn(probe, key)).every((v) => v !== null), 5000);
+      await waitUntil(
+        async () => (await valuesOn(suite.probe, key)).every((v) => v !== null),
+        5000,
+      );
       // Replies from master 1 now take 300 ms: the release is confirmed by masters 0 and 2 first.
       proxies[1].setDelays({ down: 300 });
       const result = await lock.release();
@@ -100,7 +92,6 @@ it('a release confirmed by a quorum is ordered before later commands on the slow
       await engine.close();
     }
   } finally {
-    await Promise.all(clients.map((c) => closeClient(c)));
-    await Promise.all(proxies.map((p) => p.close()));
+    await close();
   }
 });

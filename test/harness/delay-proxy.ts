@@ -9,6 +9,8 @@
  * direction at most; `close()` destroys every socket and clears every timer.
  */
 import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
+import Redis from 'ioredis';
+import { RedisMasters, closeClient } from './redis-masters';
 
 /** Delays in ms: `up` client → Redis, `down` Redis → client. */
 export interface Delays {
@@ -155,4 +157,36 @@ export class DelayProxy {
     client.on('data', (d: Buffer) => up.push(d));
     upstream.on('data', (d: Buffer) => down.push(d));
   }
+}
+
+/** {@link proxiedClients}: the proxies, one ready client through each, and their clean-up. */
+export interface ProxiedClients {
+  readonly proxies: DelayProxy[];
+  readonly clients: Redis[];
+  /** Disconnects the clients, then closes the proxies. */
+  close(): Promise<void>;
+}
+
+/**
+ * One {@link DelayProxy} in front of each port (no delay yet) and one ioredis client through each
+ * (no per-request retries, errors swallowed), ready to use.
+ */
+export async function proxiedClients(ports: readonly number[]): Promise<ProxiedClients> {
+  const proxies = await Promise.all(ports.map((port) => DelayProxy.start(port)));
+  const clients = proxies.map((p) => {
+    const c = new Redis({ host: '127.0.0.1', port: p.port, maxRetriesPerRequest: 0 });
+    c.on('error', () => undefined);
+    return c;
+  });
+  const close = async (): Promise<void> => {
+    await Promise.all(clients.map((c) => closeClient(c)));
+    await Promise.all(proxies.map((p) => p.close()));
+  };
+  try {
+    await RedisMasters.ready(clients);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { proxies, clients, close };
 }
