@@ -6,8 +6,14 @@
  */
 import type { RedlockFootprint } from '../../lib/core/types';
 
-/** Keys on one master (−1 while it is down): DBSIZE, and the keys by kind (foreign: not ours). */
-export type KeyCounts = Record<'dbsize' | 'locks' | 'fences' | 'markers' | 'foreign', number>;
+/**
+ * Keys on one master (−1 while it is down): DBSIZE, and the keys by kind — `marks`: poll marks
+ * and writer-waiting flags, short-lived (one retry interval); foreign: not ours.
+ */
+export type KeyCounts = Record<
+  'dbsize' | 'locks' | 'fences' | 'marks' | 'markers' | 'foreign',
+  number
+>;
 
 export interface Sample {
   readonly t: number;
@@ -149,11 +155,12 @@ export function verdict(r: Omit<SoakResult, 'failures'>): string[] {
     );
   // Keys: bounded by the resource set at every sample (a master restarted empty refills, so
   // the trend is reported, not judged), and nothing but counters and the marker at the end.
-  const bound = 2 * run.resources + 2; // a lock key and a fencing counter per resource, the marker
+  // A lock key, a fencing counter and a poll mark per resource, the marker.
+  const bound = 3 * run.resources + 2;
   keys.forEach((k, i) => {
     if (k.dbsize.max > bound)
       failures.push(
-        `master ${i}: ${k.dbsize.max} keys in a sample, more than ${bound} (2 per resource + marker)`,
+        `master ${i}: ${k.dbsize.max} keys in a sample, more than ${bound} (3 per resource + marker)`,
       );
     if (k.locks.max > run.resources)
       failures.push(`master ${i}: ${k.locks.max} lock keys for ${run.resources} resources`);
@@ -193,6 +200,7 @@ export function formatSoak(result: SoakResult): string {
     ['dbsize', 14, (s) => per(s, (k) => k.dbsize)],
     ['lock keys', 12, (s) => per(s, (k) => k.locks)],
     ['fence keys', 14, (s) => per(s, (k) => k.fences)],
+    ['marks', 10, (s) => per(s, (k) => k.marks)],
     ['foreign', 8, (s) => per(s, (k) => k.foreign)],
   ];
   const line = (cells: string[]): string =>

@@ -46,15 +46,16 @@ function collector(): () => void {
  * expired; DBSIZE still counts them until Redis reclaims them).
  */
 async function keysOf(c: Redis): Promise<KeyCounts> {
-  const keys = { dbsize: -1, locks: -1, fences: -1, markers: -1, foreign: -1 };
+  const keys = { dbsize: -1, locks: -1, fences: -1, marks: -1, markers: -1, foreign: -1 };
   try {
     keys.dbsize = await c.dbsize();
-    [keys.locks, keys.fences, keys.markers, keys.foreign] = [0, 0, 0, 0];
+    [keys.locks, keys.fences, keys.marks, keys.markers, keys.foreign] = [0, 0, 0, 0, 0];
     let cursor = '0';
     do {
       const [next, batch] = await c.scan(cursor, 'COUNT', 1000);
       for (const k of batch) {
         if (k.startsWith(`${PREFIX}fence:`)) keys.fences++;
+        else if (k.startsWith(`${PREFIX}poll:`) || k.startsWith(`${PREFIX}wait:`)) keys.marks++;
         else if (k.startsWith(`${PREFIX}{`)) keys.locks++;
         else if (k === `${PREFIX}boot` || k === `${PREFIX}boot:run`) keys.markers++;
         else keys.foreign++;

@@ -11,6 +11,7 @@ const keys = (locks: number, fences = 100): KeyCounts => ({
   dbsize: locks + fences + 2,
   locks,
   fences,
+  marks: 0,
   markers: 2,
   foreign: 0,
 });
