@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { LockContendedError } from '../../lib/core/errors';
 import { fenceKey, lockKey, markerKey } from '../../lib/core/keys';
+import { pollKey, waitKey } from '../../lib/core/kinds/kind-keys';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockSettings } from '../../lib/core/settings';
 import { MAX_LOCAL_STREAK } from '../../lib/core/policy/streak';
@@ -96,7 +97,7 @@ it('locks any resource string on a Cluster master, braces included, alone and al
   expect(left).toEqual(Array(resources.length).fill(null));
 });
 
-it("key formats are injective and keep a resource's lock key and fencing counter in one slot", () => {
+it("key formats are injective and keep a resource's lock key, counter, flag and poll mark in one slot", () => {
   // Every string of length 1..6 over '{', '}', 'a' (1,092 resources).
   const resources: string[] = [];
   let layer = [''];
@@ -107,11 +108,16 @@ it("key formats are injective and keep a resource's lock key and fencing counter
   for (const prefix of ['lock:', 'app:locks:']) {
     const locks = resources.map((r) => lockKey(prefix, r));
     const fences = resources.map((r) => fenceKey(prefix, r));
-    const all = new Set([...locks, ...fences, markerKey(prefix)]);
-    expect(all.size).toBe(2 * resources.length + 1);
+    const waits = resources.map((r) => waitKey(prefix, r));
+    const polls = resources.map((r) => pollKey(prefix, r));
+    const all = new Set([...locks, ...fences, ...waits, ...polls, markerKey(prefix)]);
+    expect(all.size).toBe(4 * resources.length + 1);
     resources.forEach((r, i) => {
       const slot = keySlot(locks[i]);
-      if (keySlot(fences[i]) !== slot) throw new Error(`${JSON.stringify(r)}: different slots`);
+      for (const other of [fences[i], waits[i], polls[i]]) {
+        if (keySlot(other) !== slot) throw new Error(`${JSON.stringify(r)}: different slots`);
+        expect(other.startsWith(prefix)).toBe(true);
+      }
       expect(locks[i].startsWith(prefix)).toBe(true);
     });
     // A resource without '}' keeps the key format of earlier versions.
