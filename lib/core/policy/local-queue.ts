@@ -108,6 +108,7 @@ export class LocalQueue {
           polled: 0,
           lost: 0,
           yielding: false,
+          yieldFor: YIELD_MS,
           votes: [],
           heldBy: undefined,
         };
@@ -350,16 +351,21 @@ export class LocalQueue {
     // the release announcement, which the waiters of other processes receive too, and lets them
     // go first (YIELD_MS). Without other waiters it takes the lock then.
     if (local && mustYield(line)) {
+      // Told by a poll mark only (the masters did not count the other engine's watch: it polls,
+      // or it subscribed on another Cluster node and hears the release later): the others get
+      // the time their mark had left, and this engine leaves its own, so that their holder's
+      // streak is bounded too (policy/streak.ts).
+      const holdBack = line.polled;
+      if (holdBack > 0) {
+        line.polled = 0;
+        this.store.markPolling?.(line.resource, 2 * holdBack);
+      }
       if (line.watch?.live) {
         line.yielding = true;
+        line.yieldFor = Math.max(YIELD_MS, holdBack);
         return;
       }
-      // No announcement will come: the pollers get the time their poll mark had left, and this
-      // engine leaves its own, so that their holder's streak is bounded too (policy/streak.ts).
-      const holdBack = line.polled;
-      line.streak = 0;
-      line.polled = 0;
-      this.store.markPolling?.(line.resource, 2 * holdBack);
+      line.streak = 0; // no announcement will come: a timer ends the yield
       this.timeline.add(monotonicNow() + holdBack, () => this.wakeFront(line, false));
       return;
     }
@@ -368,7 +374,7 @@ export class LocalQueue {
       if (line.yielding) {
         line.yielding = false;
         line.streak = 0;
-        delay = Math.max(delay, YIELD_MS);
+        delay = Math.max(delay, line.yieldFor);
       }
       if (delay > 0) {
         this.timeline.add(monotonicNow() + delay, () => this.wakeFront(line, false));

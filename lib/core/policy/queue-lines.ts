@@ -63,6 +63,11 @@ export interface Line {
   lost: number;
   /** The next local waiter yields: it waits for the release announcement, then streak.ts YIELD_MS. */
   yielding: boolean;
+  /**
+   * How long (ms) the yielding waiter lets the others go first after the announcement:
+   * streak.ts YIELD_MS, or the time another engine's poll mark had left (local-queue.ts).
+   */
+  yieldFor: number;
   /** Votes of the last contended attempt made from this queue (reported to those who give up). */
   votes: readonly NodeVote[];
   /**
