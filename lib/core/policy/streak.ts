@@ -45,7 +45,9 @@ export const RACE_STEP_MS = 1;
  * read (`Line.polled`). With a mark seen, the streak is bounded by {@link MAX_LOCAL_STREAK} here
  * too, and the yield holds the local waiters back for as long as the mark had left
  * (local-queue.ts `handOff`): the poller that left it attempts within that time, while the key
- * is free. Without a mark nobody polls, and the process keeps its streak.
+ * is free. Without a mark nobody polls, and the process keeps its streak. The same hold-back
+ * applies with announcements when only a mark told of the other engine (a Cluster of several
+ * nodes, where the masters may not count its watch and it hears the release a little later).
  */
 export function mustYield(line: Line): boolean {
   if (!line.watch?.live) return line.polled > 0 && line.streak >= MAX_LOCAL_STREAK;
