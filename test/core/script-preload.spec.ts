@@ -95,3 +95,26 @@ it('a release confirmed by a quorum is ordered before later commands on the slow
     await close();
   }
 });
+
+it('any number of engines on the same clients adds one ready and one close listener per client', async () => {
+  const clients = suite.masters.createClients();
+  await RedisMasters.ready(clients);
+  const before = [clients[0].listenerCount('ready'), clients[0].listenerCount('close')];
+  const warnings: Error[] = [];
+  const onWarning = (w: Error): void => void warnings.push(w);
+  process.on('warning', onWarning);
+  const engines = Array.from(
+    { length: 12 },
+    (_, i) => new Redlock(clients, { quarantine: i % 2 === 0 ? false : undefined }),
+  );
+  try {
+    expect(clients[0].listenerCount('ready')).toBe(before[0] + 1);
+    expect(clients[0].listenerCount('close')).toBe(before[1] + 1);
+  } finally {
+    await Promise.all(engines.map((e) => e.close()));
+    process.off('warning', onWarning);
+    await Promise.all(clients.map((c) => closeClient(c)));
+  }
+  expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+  expect([clients[0].listenerCount('ready'), clients[0].listenerCount('close')]).toEqual(before);
+});

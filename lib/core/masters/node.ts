@@ -118,10 +118,43 @@ export class MasterNode {
     this.name = describeClient(client);
     this.cluster = isCluster(client);
     if (!this.cluster) {
-      client.on('ready', this.onReady);
-      if (this.quarantine.enabled) client.on('close', this.onClose);
+      MasterNode.listen(client, this);
       if (client.status === 'ready') this.onReady();
     }
+  }
+
+  /**
+   * One 'ready' and one 'close' listener per client, shared by every node (engine) on it: any
+   * number of engines over the same clients adds no listener per engine (no
+   * MaxListenersExceededWarning from 11 engines on one client).
+   */
+  private static readonly listeners = new WeakMap<
+    RedlockClient,
+    { nodes: Set<MasterNode>; ready: () => void; close: () => void }
+  >();
+
+  private static listen(client: RedlockClient, node: MasterNode): void {
+    let l = MasterNode.listeners.get(client);
+    if (!l) {
+      const nodes = new Set<MasterNode>();
+      l = {
+        nodes,
+        ready: () => nodes.forEach((n) => n.onReady()),
+        close: () => nodes.forEach((n) => n.quarantine.enabled && n.onClose()),
+      };
+      client.on('ready', l.ready);
+      client.on('close', l.close);
+      MasterNode.listeners.set(client, l);
+    }
+    l.nodes.add(node);
+  }
+
+  private static unlisten(client: RedlockClient, node: MasterNode): void {
+    const l = MasterNode.listeners.get(client);
+    if (!l?.nodes.delete(node) || l.nodes.size > 0) return;
+    client.off('ready', l.ready);
+    client.off('close', l.close);
+    MasterNode.listeners.delete(client);
   }
 
   /** The boot marker's value as last learnt, and when (monotonic) it is older than the quarantine. */
@@ -175,8 +208,7 @@ export class MasterNode {
 
   /** Stops listening to the client's events. The client itself is left alone. */
   detach(): void {
-    this.client.off('ready', this.onReady);
-    this.client.off('close', this.onClose);
+    MasterNode.unlisten(this.client, this);
     this.waiting?.resolve();
     this.waiting = undefined;
   }
