@@ -33,28 +33,15 @@ import { Timeline } from './timeline';
  *   on each master's connection after the release that woke it, so it finds the key deleted.
  *   Releases by other processes arrive through the store's release announcements
  *   ({@link LockStore.watchReleases}: one watch per contended resource, not per waiter) and wake
- *   the head the same way. A head that is busy with an attempt when a release is announced is
- *   "handed" it: its next sleep returns at once (no missed wake-up).
- * - **Fair across processes** (the rules: policy/streak.ts). A local release hands over locally
- *   at most `MAX_LOCAL_STREAK` times in a row while announcements are live and another engine
- *   watches the resource; the next local head then waits for the release announcement — which
- *   the heads of the other processes receive at the same time — and {@link YIELD_MS} more, so
- *   that their attempts reach the masters first. A busy process cannot keep a resource for
- *   itself while others wait; alone (no other watcher seen), it yields once per
- *   `MAX_ALONE_STREAK` hand-offs. Waiters that poll (no announcements) are seen by their poll
- *   marks instead; the yield then holds the local waiters back for the time the marks had left
- *   (streak.ts `mustYield`).
- * - **Ordered races.** When two or more other engines watch the resource, the yield is announced
- *   as such, and each process's head delays its attempt by {@link raceDelay}: the process that
- *   lost the most races since it last held the resource goes first, and the yielding one last.
- *   Without it the heads raced at once and the winner was whoever got the CPU first; a process
- *   could lose many releases in a row, and simultaneous attempts split the masters' votes.
- *   Plain releases (one waiting process) wake the head at once, as before.
+ *   the head the same way; a head busy with an attempt meanwhile is "handed" it (no lost wake-up).
+ * - **Fair across processes, ordered races** (the rules and why: policy/streak.ts). A process
+ *   hands a resource to its own waiters at most MAX_LOCAL_STREAK times in a row while another
+ *   engine watches or polls for it (`mustYield`), then lets the others go first: after the
+ *   release announcement and YIELD_MS, or for the time their poll mark had left; with two or more
+ *   other engines the yield is announced and each head waits `raceDelay`, longest waiter first.
  *
- * Kinds with several holders (shared locks, semaphores) join with `exclusive: false`: admitted
- * when every entry before them is non-exclusive, never held back by local non-exclusive holders
- * (only exclusive grants are recorded). The masters still decide; the queue keeps the order.
- * A plain lock released while a local waiter may take it is handed over (policy/handover.ts).
+ * Shared locks and semaphores join with `exclusive: false`: admitted when every entry before
+ * them is non-exclusive. Hand-overs of plain locks: policy/handover.ts.
  */
 
 export type { Ticket } from './queue-lines';
@@ -340,21 +327,12 @@ export class LocalQueue {
     for (const t of [...this.tickets]) t.wake?.();
   }
 
-  /**
-   * Wakes the admitted entries at the front of `line` (after a release of its resource; `yielded`:
-   * announced as a yield, see {@link raceDelay}).
-   */
+  /** Wakes the admitted entries at the front of `line` after a release (`yielded`: raceDelay). */
   private handOff(line: Line, local: boolean, yielded = false): void {
     if (this.lines.get(line.resource) !== line) return;
-    // A busy process keeps a resource for at most MAX_LOCAL_STREAK local hand-offs in a row
-    // (MAX_ALONE_STREAK when no other engine was seen watching); then its next waiter waits for
-    // the release announcement, which the waiters of other processes receive too, and lets them
-    // go first (YIELD_MS). Without other waiters it takes the lock then.
     if (local && mustYield(line)) {
-      // Told by a poll mark only (the masters did not count the other engine's watch: it polls,
-      // or it subscribed on another Cluster node and hears the release later): the others get
-      // the time their mark had left, and this engine leaves its own, so that their holder's
-      // streak is bounded too (policy/streak.ts).
+      // The streak ends (streak.ts): others go first. Told by a poll mark only, they get the
+      // time it had left, and this engine leaves its own mark for their holder's hand-overs.
       const holdBack = line.polled;
       if (holdBack > 0) {
         line.polled = 0;
