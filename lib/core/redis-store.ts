@@ -6,6 +6,7 @@ import { lockKindFor } from './kinds/holders';
 import { pollKey } from './kinds/kind-keys';
 import type { LockKindSpec } from './kinds/kind-spec';
 import { fenceKey, lockKey, markerKey } from './keys';
+import { slotTag } from './slot';
 import { Dispatch } from './masters/dispatch';
 import { ReleaseNotifier, announcement } from './masters/handoff';
 import { MasterNode, errorMessage } from './masters/node';
@@ -117,6 +118,9 @@ export class RedisStore implements LockStore {
     );
     this.notifier = new ReleaseNotifier(this.nodes, logger, settings.requestTimeout);
     this.dispatch = new Dispatch((r) => this.keyOf(r));
+    // The fencing counters' slot tags (keys.ts) are computed once per process: now, not inside
+    // the first acquire's validity.
+    if (settings.fencing) slotTag(0);
   }
 
   get masterNames(): readonly string[] {

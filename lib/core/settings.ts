@@ -93,11 +93,12 @@ export interface RedlockSettings {
    * the one its tokens came from. Hence at least {@link MIN_FENCING_KEY_TTL} (2 s: one clock
    * second, plus up to 1 s of disagreement between the masters' clocks). Default 1 hour.
    *
-   * Footprint: every distinct resource locked within the last `fencingKeyTtl` keeps one counter
-   * key (about 80 bytes) on each master. Tokens stay strictly increasing across a counter's expiry
-   * as long as no master's clock steps back by more than `fencingKeyTtl` (minus one second per
-   * million locks the counter handed out): a longer TTL tolerates larger clock steps, a shorter
-   * one leaves fewer keys.
+   * Footprint: one counter per Redis Cluster hash slot that a lock key fell in within the last
+   * `fencingKeyTtl`, shared by the resources of that slot (keys.ts): at most 16,384 keys of about
+   * 80 bytes (about 1.3 MB) on each master, however many resources are locked. Tokens stay
+   * strictly increasing across a counter's expiry as long as no master's clock steps back by more
+   * than `fencingKeyTtl` (minus one second per million locks the counter handed out): a longer
+   * TTL tolerates larger clock steps, a shorter one reads the clock more often.
    */
   fencingKeyTtl?: number;
   /** Restart quarantine; `false` disables it. Default enabled. */
@@ -166,15 +167,15 @@ export const DEFAULT_SETTINGS = Object.freeze({
 });
 
 /**
- * Smallest accepted `fencingKeyTtl`, in ms. Derived from the acquire script (scripts.ts): a
- * counter that is missing starts at `serverSeconds × 10^6 + 1` and its TTL is set when it starts
+ * Smallest accepted `fencingKeyTtl`, in ms. Derived from the acquire script (scripts/fencing.ts):
+ * a counter that is missing starts at `serverSeconds × 10^6 + 1` and its TTL is set when it starts
  * (or is raised to another master's value); later INCRs keep that TTL. Every token it hands out
  * is below `(S + 1) × 10^6` for a counter born (or raised to a value born) in clock second `S`,
- * as long as fewer than 10^6 locks per second are granted on the resource. When it expires it
- * restarts at `S' × 10^6 + 1`, which is larger than all of them exactly when `S' > S`: the
- * counter must outlive the rest of its clock second — 1000 ms on one clock. A raised value may
- * come from another master whose clock runs ahead; the extra 1000 ms covers clocks that disagree
- * by up to a second. With less, two successive holders could get the same token.
+ * as long as fewer than 10^6 locks per second are granted on the resources of its Cluster slot
+ * (the counter is shared by them, keys.ts). When it expires it restarts at `S' × 10^6 + 1`,
+ * which is larger than all of them exactly when `S' > S`: the counter must outlive the rest of
+ * its clock second — 1000 ms on one clock. A raised value may come from another master whose
+ * clock runs ahead; the extra 1000 ms covers clocks that disagree by up to a second. With less, two successive holders could get the same token.
  */
 export const MIN_FENCING_KEY_TTL = 2000;
 

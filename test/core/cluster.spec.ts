@@ -13,7 +13,7 @@ import { pollKey, waitKey } from '../../lib/core/kinds/kind-keys';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockSettings } from '../../lib/core/settings';
 import { MAX_LOCAL_STREAK } from '../../lib/core/policy/streak';
-import { keySlot } from '../../lib/core/masters/slots';
+import { SLOTS, keySlot, slotTag } from '../../lib/core/slot';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';
 import { observedStore } from '../harness/engines';
 import { contend, longestStreak } from '../harness/two-engines';
@@ -97,7 +97,7 @@ it('locks any resource string on a Cluster master, braces included, alone and al
   expect(left).toEqual(Array(resources.length).fill(null));
 });
 
-it("key formats are injective and keep a resource's lock key, counter, flag and poll mark in one slot", () => {
+it("key formats keep a resource's lock key, counter, flag and poll mark in one slot; one counter per slot", () => {
   // Every string of length 1..6 over '{', '}', 'a' (1,092 resources).
   const resources: string[] = [];
   let layer = [''];
@@ -110,8 +110,13 @@ it("key formats are injective and keep a resource's lock key, counter, flag and 
     const fences = resources.map((r) => fenceKey(prefix, r));
     const waits = resources.map((r) => waitKey(prefix, r));
     const polls = resources.map((r) => pollKey(prefix, r));
-    const all = new Set([...locks, ...fences, ...waits, ...polls, markerKey(prefix)]);
-    expect(all.size).toBe(4 * resources.length + 1);
+    // Lock keys, flags and marks are injective; counters are one per slot, never another key.
+    const perResource = new Set([...locks, ...waits, ...polls, markerKey(prefix)]);
+    expect(perResource.size).toBe(3 * resources.length + 1);
+    const counters = new Set(fences);
+    for (const f of counters) expect(perResource.has(f)).toBe(false);
+    const slots = new Set(locks.map((k) => keySlot(k)));
+    expect(counters.size).toBe(slots.size);
     resources.forEach((r, i) => {
       const slot = keySlot(locks[i]);
       for (const other of [fences[i], waits[i], polls[i]]) {
@@ -120,9 +125,25 @@ it("key formats are injective and keep a resource's lock key, counter, flag and 
       }
       expect(locks[i].startsWith(prefix)).toBe(true);
     });
-    // A resource without '}' keeps the key format of earlier versions.
+    // A resource without '}' keeps the key format of earlier versions; its counter is its slot's.
     expect(lockKey(prefix, 'a{b')).toBe(`${prefix}{a{b}`);
-    expect(fenceKey(prefix, 'order:42')).toBe(`${prefix}fence:{order:42}`);
+    expect(fenceKey(prefix, 'order:42')).toBe(`${prefix}fence:{${slotTag(keySlot('{order:42}'))}}`);
+  }
+});
+
+it('every slot has a tag of 1 to 4 base-36 digits that hashes to it, the first in counting order', () => {
+  const seen = new Set<string>();
+  for (let slot = 0; slot < SLOTS; slot++) {
+    const tag = slotTag(slot);
+    expect(keySlot(`{${tag}}`)).toBe(slot);
+    expect(tag).toMatch(/^(0|[1-9a-z][0-9a-z]{0,3})$/);
+    seen.add(tag);
+  }
+  expect(seen.size).toBe(SLOTS);
+  // Counting order: no smaller base-36 number hashes to the slot of a tag.
+  for (const slot of [0, 1, 100, 8191, 16383]) {
+    const n = parseInt(slotTag(slot), 36);
+    for (let i = 0; i < n; i++) expect(keySlot(`{${i.toString(36)}}`)).not.toBe(slot);
   }
 });
 

@@ -4,9 +4,12 @@
  * fencing necessary). Several OS processes contend; masters are restarted empty in between.
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { repoPath } from '../harness/paths';
 import type { Redis } from 'ioredis';
 import { InvalidArgumentError, Redlock, fencedRead, fencedWrite } from '../../lib';
+import { fenceKey } from '../../lib/core/keys';
+import { keySlot } from '../../lib/core/slot';
 import { RedisMaster, RedisMasters, freePort } from '../harness/redis-masters';
 import { sleep, uniqueResource } from '../harness/util';
 
@@ -102,6 +105,49 @@ it('hands out one token per resource of a multi-resource lock', async () => {
   expect(second.fencingTokens[a]).toBeGreaterThan(first.fencingTokens[a]);
   expect(second.fencingTokens[b]).toBeGreaterThan(first.fencingTokens[b]);
   await second.release();
+  await rl.close();
+});
+
+/** `count` fresh resources whose lock keys all fall in one Redis Cluster slot. */
+function sameSlot(count: number): string[] {
+  const base = uniqueResource('slot');
+  const slot = keySlot(`{${base}}`);
+  const found = [base];
+  for (let i = 0; found.length < count; i++) {
+    if (keySlot(`{${base}-${i}}`) === slot) found.push(`${base}-${i}`);
+  }
+  return found;
+}
+
+it('keeps one counter per Cluster slot, not per resource: tokens still increase per resource', async () => {
+  const keyPrefix = `fp${randomBytes(4).toString('hex')}:`;
+  const rl = new Redlock(clients, { keyPrefix, quarantine: false, requestTimeout: 250 });
+  const resources = sameSlot(40);
+  const tokens: number[] = [];
+  for (const r of resources) {
+    const lock = await rl.acquire(r);
+    tokens.push(lock.fencingToken as number);
+    await lock.release();
+  }
+  // 40 distinct resources of one slot left ONE counter on each master (before: 40 each).
+  for (const c of clients) {
+    expect(await c.keys(`${keyPrefix}fence:*`)).toEqual([fenceKey(keyPrefix, resources[0])]);
+  }
+  // A shared counter: each lock of the slot draws a larger token than the one before.
+  for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+
+  // Per resource, tokens strictly increase while other resources of the slot are locked in
+  // between, and a multi-resource lock over two resources of one slot draws two tokens.
+  const [a, b] = resources;
+  const first = await rl.acquire(a);
+  await first.release();
+  const other = await rl.acquire(b);
+  await other.release();
+  const both = await rl.acquire([b, a]);
+  expect(both.fencingTokens[a]).toBeGreaterThan(first.fencingToken as number);
+  expect(both.fencingTokens[b]).toBeGreaterThan(other.fencingToken as number);
+  expect(both.fencingTokens[a]).not.toBe(both.fencingTokens[b]);
+  await both.release();
   await rl.close();
 });
 

@@ -33,7 +33,9 @@ describe('hot path', () => {
   it('fencing tokens are per resource, in every order, whether read as a table or alone', async () => {
     const rl = suite.engine();
     const a = uniqueResource('fence-a');
-    const b = uniqueResource('fence-b');
+    let b = uniqueResource('fence-b');
+    // In another Cluster slot than a, so that each has a counter of its own (keys.ts).
+    while (fenceKey('lock:', b) === fenceKey('lock:', a)) b = uniqueResource('fence-b');
     // Distinct counters, the same on every master. (Counters that start from the masters' own
     // clocks differ by 10^6 when their first locks straddle a second boundary: a flake under load.)
     const seed = async (r: string, value: number): Promise<void> => {

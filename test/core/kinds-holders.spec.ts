@@ -18,7 +18,7 @@ import {
 } from '../../lib/core/kinds/kind-replies';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/semaphore-scripts';
 import { SHARED_ACQUIRE_SCRIPT, WRITE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/shared-scripts';
-import { keySlot } from '../../lib/core/masters/slots';
+import { keySlot } from '../../lib/core/slot';
 import { type Client, acquireLayout, key, run, snapshot, wkey } from '../harness/kind-scripts';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';
 import { uniqueResource, waitUntil } from '../harness/util';

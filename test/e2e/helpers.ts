@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { SampleApp, SampleAppOptions } from '../../sample/app.module';
 import type { RedlockModuleOptions } from '../../lib';
+import { fenceKey as fenceKeyOf } from '../../lib/core/keys';
 import { RedisMasters } from '../harness/redis-masters';
 
 /** The two HTTP platforms every HTTP behaviour is checked on. */
@@ -50,6 +51,11 @@ export async function bootSample(
 /** Redis key of a resource's lock with the default key prefix. */
 export function lockKey(resource: string): string {
   return `lock:{${resource}}`;
+}
+
+/** Redis key of the fencing counter that serves a resource (its slot's), default key prefix. */
+export function fenceKey(resource: string): string {
+  return fenceKeyOf('lock:', resource);
 }
 
 /** How many of the masters hold a lock key for `resource` (unreachable masters count as not). */

@@ -10,7 +10,7 @@ import {
   Redlock,
 } from '../../lib';
 import { normalizeResources } from '../../lib/core/request';
-import { keySlot } from '../../lib/core/masters/slots';
+import { keySlot } from '../../lib/core/slot';
 
 function lazyClients(n: number): Redis[] {
   return Array.from({ length: n }, (_, i) => new Redis({ port: 1 + i, lazyConnect: true }));

@@ -7,8 +7,8 @@
  * plain locks (`${prefix}poll:<tagged resource>`, {@link pollKey}, built the same way):
  *
  * - `${prefix}wait:<tagged resource>`: the part after the prefix is exactly the lock key's, so the
- *   flag has the same `{hash tag}` and lands in the same Cluster slot as the lock key and the
- *   fencing counter (`${prefix}fence:<tagged resource>`). It is derived from `lockKey()`, so the
+ *   flag has the same `{hash tag}` and lands in the same Cluster slot as the lock key and its
+ *   slot's fencing counter (`${prefix}fence:{<slot tag>}`). It is derived from `lockKey()`, so the
  *   hash-tag rule for resources containing `}` lives in keys.ts only. Distinct from every other
  *   key: lock keys have `{` right after the prefix, counters `fence:`, the marker `boot`.
  *

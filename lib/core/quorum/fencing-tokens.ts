@@ -1,11 +1,14 @@
 /**
  * Fencing tokens over a quorum (why fencing: docs/REDLOCK.md, "Clocks" — a paused holder can
- * outlive its validity; the counters themselves: lib/core/scripts/mutex.ts): every acquire increments a counter per resource on the masters it
- * reaches; the token of a granted lock is the largest counter per resource among the masters that
- * granted it. Any later grant meets this one's quorum on at least one master, whose counter is
- * then already at least the token — provided a quorum holds the token: when the masters at the
- * largest value are fewer than a quorum, the counters are first raised (set-if-greater) on every
- * master and a quorum must confirm.
+ * outlive its validity; the counters themselves: lib/core/scripts/fencing.ts): every acquire
+ * increments, on the masters it reaches, the counter that serves each of its resources — one
+ * counter per Cluster slot, shared by the resources of that slot (lib/core/keys.ts `fenceKey`);
+ * the token of a granted lock is the largest counter per resource among the masters that granted
+ * it. Any later grant of the same resource meets this one's quorum on at least one master, whose
+ * counter only grew since (sharing it with other resources adds increments, never takes one
+ * away), so the later token is larger — provided a quorum holds the token: when the masters at
+ * the largest value are fewer than a quorum, the counters are first raised (set-if-greater) on
+ * every master and a quorum must confirm.
  */
 
 /** Counters per resource (same order as the lock's resources) reported by one master. */
