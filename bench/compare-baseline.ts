@@ -4,13 +4,21 @@
  * `git worktree add` of an older commit sharing this node_modules), same masters, same settings,
  * interleaved rounds, medians. Not a comparison with other libraries (that is `npm run bench`).
  *
- *   REDLOCK_BASELINE=../old node -r ts-node/register/transpile-only bench/compare-baseline.ts
+ *   REDLOCK_BASELINE=../old node -r ts-node/register/transpile-only bench/compare-baseline.ts [--fresh]
+ *
+ * Resources are reused (1,000 for one caller, 100 per parallel caller) unless `--fresh` is given:
+ * then every lock is on a resource never locked before, as in `npm run bench`.
  */
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-require-imports */
 import path from 'node:path';
 import { RedisMasters } from '../test/harness/redis-masters';
 
 const BASELINE = path.resolve(process.env.REDLOCK_BASELINE ?? '');
+const FRESH = process.argv.includes('--fresh');
+let fresh = 0;
+/** The resource of lock `n` of a series: reused (`n % reuse`), or never locked before. */
+const name = (series: string, n: number, reuse: number): string =>
+  FRESH ? `${series}f${fresh++}` : `${series}${n % reuse}`;
 
 async function main(): Promise<void> {
   const masters = await RedisMasters.start(5);
@@ -30,7 +38,7 @@ async function main(): Promise<void> {
     let n = 0;
     const end = Date.now() + ms;
     while (Date.now() < end) {
-      const l = await e.acquire(`r${n % 1000}`, { ttl: 10000 });
+      const l = await e.acquire(name('r', n, 1000), { ttl: 10000 });
       await e.release(l);
       n++;
     }
@@ -42,7 +50,7 @@ async function main(): Promise<void> {
     await Promise.all(
       Array.from({ length: 64 }, async (_, w) => {
         while (Date.now() < end) {
-          const l = await e.acquire(`p${w}:${n % 100}`, { ttl: 10000 });
+          const l = await e.acquire(name(`p${w}:`, n, 100), { ttl: 10000 });
           await e.release(l);
           n++;
         }

@@ -27,7 +27,9 @@ describe('two app instances on the same masters', () => {
     data = await RedisMasters.start(1);
     const shared = {
       // Fresh masters: no lock can predate them (quarantine is tested in quorum.spec.ts).
-      redlock: { clients: masters.urls, quarantine: false },
+      // Handlers make one attempt: a 250 ms per-master timeout, not the default 50 ms that one
+      // event-loop stall of a loaded machine can miss (as in http-locking.spec.ts).
+      redlock: { clients: masters.urls, quarantine: false, requestTimeout: 250 },
       store: data.urls[0],
       namespace: `${uid('multi-')}:`,
       scheduler: true,

@@ -38,7 +38,9 @@ describe.each(PLATFORMS)('microservice and gateway handlers (%s)', (platform) =>
       platform,
       microservicePort,
       // Fresh masters of this suite: no lock predates them (quarantine is tested in quorum.spec).
-      redlock: { clients: masters.urls, quarantine: false },
+      // Handlers here make one attempt: a 250 ms per-master timeout, not the default 50 ms that
+      // one event-loop stall of a loaded machine can miss (as in http-locking.spec.ts).
+      redlock: { clients: masters.urls, quarantine: false, requestTimeout: 250 },
     });
     rpc = ClientProxyFactory.create({
       transport: Transport.TCP,
