@@ -216,7 +216,7 @@ export class InMemoryStore implements LockStore {
     set.add(entry);
     const watchers = set;
     return {
-      fresh: false,
+      activeSince: -Infinity, // announced synchronously: nothing to miss
       live: true,
       stop: () => {
         watchers.delete(entry);

@@ -131,6 +131,67 @@ it('a waiter is not woken by the clean-up of its own failed attempts (no retry s
   expect((error as WaitTimeoutError).attempts).toBeGreaterThanOrEqual(2);
 });
 
+it('a subscription confirmed after the request timeout still catches a release made before it', async () => {
+  // The flake check once saw this test's neighbour wait 10 s (one ttl) on a loaded machine. The
+  // subscriptions of a new channel are waited for at most the request timeout (50 ms); here they
+  // are confirmed 300 ms late. Attempt 2 (the retry once the watch resolved) is refused, the
+  // holder releases while the subscriptions are still pending — its announcement reaches nobody —
+  // and they are confirmed before the waiter decides how to sleep: announcements live, holder
+  // alive, so it slept until the holder's key expired (10 s). Now a confirmation later than the
+  // attempt makes it retry at once.
+  const holder: { lock?: Lock; released: boolean } = { released: false };
+  let attempt = 0;
+  const instrumented: StoreFactory = {
+    [STORE_FACTORY]: true,
+    masters: clients.length,
+    open: (settings) => {
+      const store = new RedisStore(clients, settings);
+      // Every subscriber connection confirms its subscriptions 300 ms late (a loaded machine).
+      const notifier = (store as unknown as { notifier: { subscriberFor(node: unknown): Redis } })
+        .notifier;
+      const subscriberFor = notifier.subscriberFor.bind(notifier);
+      const slowed = new Set<Redis>();
+      notifier.subscriberFor = (node) => {
+        const sub = subscriberFor(node);
+        if (!slowed.has(sub)) {
+          slowed.add(sub);
+          const subscribe = sub.subscribe.bind(sub) as (...keys: string[]) => Promise<unknown>;
+          (sub as unknown as { subscribe: unknown }).subscribe = (...keys: string[]) =>
+            sleep(300).then(() => subscribe(...keys));
+        }
+        return sub;
+      };
+      const attemptOnce = store.attempt.bind(store);
+      store.attempt = async (req) => {
+        const result = await attemptOnce(req);
+        if (++attempt === 2 && !result.grant && holder.lock) {
+          await holder.lock.release(); // announced while no subscription is active yet
+          holder.released = true;
+          await sleep(600); // the subscriptions are confirmed meanwhile
+        }
+        return result;
+      };
+      return store;
+    },
+  };
+  const holderEngine = engine();
+  const waiter = new Redlock(instrumented, {
+    quarantine: false,
+    retryDelay: 5000,
+    retryJitter: 0,
+    retryCount: 100,
+  });
+  engines.push(waiter);
+  const r = uniqueResource('late-subscription');
+  holder.lock = await holderEngine.acquire(r, { ttl: 10_000 });
+  const started = Date.now();
+  const next = await waiter.acquire(r, { ttl: 10_000 });
+  expect(holder.released).toBe(true);
+  expect(next.attempts).toBe(3);
+  expect(Date.now() - started).toBeLessThan(5000); // before: the holder's 10 s ttl
+  await next.release();
+});
+
 it('a release announced while the waiter is busy with an attempt is not missed', async () => {
   // Attempt 2 (the immediate retry once subscribed) sees the lock held; the holder releases
   // before that attempt returns. Without handing the release to the busy waiter, it would sleep

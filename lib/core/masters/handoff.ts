@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { monotonicNow } from '../clock';
 import type { MasterNode } from './node';
 import { errorMessage } from './node';
 import type { Announced, AnnouncementListener, ReleaseWatch } from '../policy/store';
@@ -31,6 +32,13 @@ interface Channel {
   ready?: Promise<void>;
   /** At least one master confirmed the subscription (also after the request timeout). */
   live: boolean;
+  /**
+   * Monotonic ms of the latest confirmation before `ready` settled (-Infinity before the first):
+   * a release announced on that master before it was not heard.
+   */
+  activeSince: number;
+  /** `ready` settled: later confirmations are announced to the listeners (`subscribed`). */
+  settled: boolean;
 }
 
 /**
@@ -63,15 +71,22 @@ export class ReleaseNotifier {
 
   /**
    * Calls `listener` once per release of `key` until the returned watch is stopped. Resolves once
-   * the subscriptions are active or failed (each bounded by the request timeout); `fresh` when
-   * the channel was newly subscribed (a release may have been missed meanwhile: retry at once),
-   * `live` when at least one master confirmed it. Never rejects.
+   * the subscriptions are active or failed (each bounded by the request timeout); `live` when at
+   * least one master confirmed it, `activeSince` when the latest did by then. A confirmation
+   * after that (a subscriber connection still being made on a loaded machine) is told to the
+   * listeners as `subscribed`: a release announced on that master before it was missed, and a
+   * waiter sleeping until the holder's expiry would otherwise sleep a whole ttl. Never rejects.
    */
   async watch(key: string, listener: AnnouncementListener): Promise<ReleaseWatch> {
     let channel = this.channels.get(key);
-    const fresh = channel === undefined;
     if (!channel) {
-      channel = { listeners: new Set(), recent: [], live: false };
+      channel = {
+        listeners: new Set(),
+        recent: [],
+        live: false,
+        activeSince: -Infinity,
+        settled: false,
+      };
       this.channels.set(key, channel);
       channel.ready = this.subscribeChannel(key, channel);
     }
@@ -91,9 +106,11 @@ export class ReleaseNotifier {
     };
     await ch.ready;
     return {
-      fresh,
       get live() {
         return ch.live;
+      },
+      get activeSince() {
+        return ch.activeSince;
       },
       stop,
     };
@@ -109,6 +126,10 @@ export class ReleaseNotifier {
         const confirm = (): Promise<unknown> =>
           sub.subscribe(key).then((n) => {
             ch.live = true;
+            if (!ch.settled) ch.activeSince = monotonicNow();
+            else if (this.channels.get(key) === ch) {
+              for (const listener of [...ch.listeners]) listener('subscribed', '', false);
+            }
             return n;
           });
         const reply = await node.request(confirm, this.timeout);
@@ -117,6 +138,7 @@ export class ReleaseNotifier {
         }
       }),
     );
+    ch.settled = true;
   }
 
   /** Closes the subscriber connections; every watch is forgotten. */

@@ -89,7 +89,6 @@ export class LocalQueue {
           holder: undefined,
           watching: undefined,
           watch: undefined,
-          watchedSince: Infinity,
           streak: 0,
           watchers: Infinity,
           polled: 0,
@@ -162,18 +161,19 @@ export class LocalQueue {
 
   /**
    * Ensures the release watches of `ticket`'s resources (after a contended attempt sent at
-   * `sentAt`, monotonic ms). `fresh`: a watch became active after the attempt was sent, so a
-   * release may have been missed (retry at once); `live`: every resource's releases are
-   * announced (otherwise the waiter polls).
+   * `sentAt`, monotonic ms). `fresh`: a watch became active — a master confirmed its
+   * subscription — after the attempt was sent, so a release may have been missed (retry at
+   * once); `live`: every resource's releases are announced (otherwise the waiter polls).
    */
   async watch(ticket: Ticket, sentAt: number): Promise<{ fresh: boolean; live: boolean }> {
     let fresh = false;
     let live = true;
     for (const { line } of ticket.slots) {
       const w = await this.watchLine(line);
-      if (w && line.watchedSince >= sentAt) fresh = true;
+      if (w && w.activeSince >= sentAt) fresh = true;
       live &&= w?.live ?? false;
     }
+    if (fresh) ticket.handed = false; // the retry at once covers what woke the busy ticket
     return { fresh, live };
   }
 
@@ -188,6 +188,7 @@ export class LocalQueue {
           if (announced !== 'cleanup' && token === line.heldBy) this.handOff(line, false);
           return;
         }
+        // (`subscribed`, a late confirmation: a release may have been missed, try again.)
         if (!(announced === 'cleanup' && line.heldBy !== undefined)) {
           this.handOff(line, false, announced === 'yield');
         }
@@ -196,7 +197,6 @@ export class LocalQueue {
         // The queue emptied meanwhile: nobody needs the watch any more.
         if (this.lines.get(line.resource) !== line) w?.stop();
         else line.watch = w;
-        line.watchedSince = monotonicNow();
         return w;
       });
     return line.watching;

@@ -43,8 +43,6 @@ export interface Line {
   /** The release watch of this resource (created at the first contended attempt). */
   watching: Promise<ReleaseWatch | undefined> | undefined;
   watch: ReleaseWatch | undefined;
-  /** Monotonic time the watch became active (announcements before it were not seen). */
-  watchedSince: number;
   /** Consecutive grants that came from a local hand-off. */
   streak: number;
   /**

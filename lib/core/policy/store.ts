@@ -120,9 +120,11 @@ export type ExtendOutcome =
  * resource; `cleanup`, the keys of another engine's failed attempt were deleted (not a holder's
  * release); `yield`, a holder whose engine has more local waiters released it so that other
  * processes' waiters go first — they attempt in the order of how long they waited
- * (policy/streak.ts, raceDelay).
+ * (policy/streak.ts, raceDelay); `subscribed`, not a release: a master confirmed the
+ * subscription after the watch had resolved (a subscriber connection slow to be made), so a
+ * release announced there before it was not heard — waiters should try again (token: empty).
  */
-export type Announced = 'release' | 'cleanup' | 'yield';
+export type Announced = 'release' | 'cleanup' | 'yield' | 'subscribed';
 
 /**
  * Called for each release announcement of a watched resource: what it says, the token whose
@@ -136,8 +138,13 @@ export type AnnouncementListener = (announced: Announced, token: string, repeat:
  * {@link LockStore.watchReleases}.
  */
 export interface ReleaseWatch {
-  /** A release may have been missed while the registration became active: retry at once. */
-  readonly fresh: boolean;
+  /**
+   * Monotonic ms from which announcements reach this process: the latest master's subscription
+   * confirmation before the watch resolved (-Infinity when none, or when nothing can be missed).
+   * A release announced before it may have been missed: a waiter whose attempt was sent before
+   * it retries at once. Later confirmations are announced as `subscribed` instead.
+   */
+  readonly activeSince: number;
   /**
    * Announcements reach this process (at least one master confirmed the subscription; read it
    * when needed, it may become true later). When `false`, waiters must poll: nothing would wake

@@ -22,7 +22,11 @@ function bus(): { store: LockStore; announce(announced: Announced): void } {
   const store = {
     watchReleases: (_resource: string, on: AnnouncementListener): Promise<ReleaseWatch> => {
       listeners.add(on);
-      return Promise.resolve({ fresh: false, live: true, stop: () => listeners.delete(on) });
+      return Promise.resolve({
+        activeSince: -Infinity,
+        live: true,
+        stop: () => listeners.delete(on),
+      });
     },
   } as unknown as LockStore;
   return {
