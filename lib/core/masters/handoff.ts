@@ -33,11 +33,11 @@ interface Channel {
   /** At least one master confirmed the subscription (also after the request timeout). */
   live: boolean;
   /**
-   * Monotonic ms of the latest confirmation before `ready` settled (-Infinity before the first):
-   * a release announced on that master before it was not heard.
+   * Monotonic ms of the latest confirmation before `ready` settled, or of the first one after it
+   * when none came before (-Infinity until then): a release announced before it was not heard.
    */
   activeSince: number;
-  /** `ready` settled: later confirmations are announced to the listeners (`subscribed`). */
+  /** `ready` settled: a first confirmation after it is told to the listeners (`subscribed`). */
   settled: boolean;
 }
 
@@ -72,10 +72,10 @@ export class ReleaseNotifier {
   /**
    * Calls `listener` once per release of `key` until the returned watch is stopped. Resolves once
    * the subscriptions are active or failed (each bounded by the request timeout); `live` when at
-   * least one master confirmed it, `activeSince` when the latest did by then. A confirmation
-   * after that (a subscriber connection still being made on a loaded machine) is told to the
-   * listeners as `subscribed`: a release announced on that master before it was missed, and a
-   * waiter sleeping until the holder's expiry would otherwise sleep a whole ttl. Never rejects.
+   * least one master confirmed it, `activeSince` when the latest did by then. When none had (a
+   * subscriber connection still being made on a loaded machine), the first later confirmation is
+   * told to the listeners as `subscribed`: a release announced before it was heard by nobody,
+   * and a waiter that then saw the holder alive would sleep a whole ttl. Never rejects.
    */
   async watch(key: string, listener: AnnouncementListener): Promise<ReleaseWatch> {
     let channel = this.channels.get(key);
@@ -125,9 +125,12 @@ export class ReleaseNotifier {
         // connection still being made) makes the channel live then.
         const confirm = (): Promise<unknown> =>
           sub.subscribe(key).then((n) => {
+            // Live only now, after the watch resolved without any confirmation: a release may
+            // have been announced before, while nothing listened.
+            const late = ch.settled && !ch.live;
             ch.live = true;
-            if (!ch.settled) ch.activeSince = monotonicNow();
-            else if (this.channels.get(key) === ch) {
+            if (!ch.settled || late) ch.activeSince = monotonicNow();
+            if (late && this.channels.get(key) === ch) {
               for (const listener of [...ch.listeners]) listener('subscribed', '', false);
             }
             return n;

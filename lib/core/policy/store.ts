@@ -120,9 +120,9 @@ export type ExtendOutcome =
  * resource; `cleanup`, the keys of another engine's failed attempt were deleted (not a holder's
  * release); `yield`, a holder whose engine has more local waiters released it so that other
  * processes' waiters go first — they attempt in the order of how long they waited
- * (policy/streak.ts, raceDelay); `subscribed`, not a release: a master confirmed the
- * subscription after the watch had resolved (a subscriber connection slow to be made), so a
- * release announced there before it was not heard — waiters should try again (token: empty).
+ * (policy/streak.ts, raceDelay); `subscribed`, not a release: the watch had resolved with no
+ * master's confirmation and one came now (a subscriber connection slow to be made), so a
+ * release announced before it was heard by nobody — waiters should try again (token: empty).
  */
 export type Announced = 'release' | 'cleanup' | 'yield' | 'subscribed';
 
@@ -140,9 +140,9 @@ export type AnnouncementListener = (announced: Announced, token: string, repeat:
 export interface ReleaseWatch {
   /**
    * Monotonic ms from which announcements reach this process: the latest master's subscription
-   * confirmation before the watch resolved (-Infinity when none, or when nothing can be missed).
-   * A release announced before it may have been missed: a waiter whose attempt was sent before
-   * it retries at once. Later confirmations are announced as `subscribed` instead.
+   * confirmation before the watch resolved, or the first after it when none came before
+   * (-Infinity until then, or when nothing can be missed). A release announced before it may have
+   * been missed: a waiter whose attempt was sent before it retries at once.
    */
   readonly activeSince: number;
   /**
