@@ -131,14 +131,35 @@ it('a waiter is not woken by the clean-up of its own failed attempts (no retry s
   expect((error as WaitTimeoutError).attempts).toBeGreaterThanOrEqual(2);
 });
 
-it('a subscription confirmed after the request timeout still catches a release made before it', async () => {
-  // The flake check once saw this test's neighbour wait 10 s (one ttl) on a loaded machine. The
-  // subscriptions of a new channel are waited for at most the request timeout (50 ms); here they
-  // are confirmed 300 ms late. Attempt 2 (the retry once the watch resolved) is refused, the
-  // holder releases while the subscriptions are still pending — its announcement reaches nobody —
-  // and they are confirmed before the waiter decides how to sleep: announcements live, holder
-  // alive, so it slept until the holder's key expired (10 s). Now a confirmation later than the
-  // attempt makes it retry at once.
+/** Makes every subscriber connection of `store` confirm its subscriptions `ms` late. */
+function slowSubscriptions(store: RedisStore, ms: number): void {
+  const notifier = (store as unknown as { notifier: { subscriberFor(node: unknown): Redis } })
+    .notifier;
+  const subscriberFor = notifier.subscriberFor.bind(notifier);
+  const slowed = new Set<Redis>();
+  notifier.subscriberFor = (node) => {
+    const sub = subscriberFor(node);
+    if (!slowed.has(sub)) {
+      slowed.add(sub);
+      const subscribe = sub.subscribe.bind(sub) as (...keys: string[]) => Promise<unknown>;
+      (sub as unknown as { subscribe: unknown }).subscribe = (...keys: string[]) =>
+        sleep(ms).then(() => subscribe(...keys));
+    }
+    return sub;
+  };
+}
+
+/**
+ * A holder's lock on a fresh resource, and a waiter (5 s retry delay) over a Redis store whose
+ * refused attempt 2 releases the holder's lock and then waits `afterRelease` ms before it
+ * returns; `prepare` adjusts the store first. Resolves with the waiter's lock, its attempts and
+ * how long it waited.
+ */
+async function releaseDuringAttempt2(
+  label: string,
+  afterRelease: number,
+  prepare: (store: RedisStore) => void = () => undefined,
+): Promise<{ attempts: number; waited: number; released: boolean }> {
   const holder: { lock?: Lock; released: boolean } = { released: false };
   let attempt = 0;
   const instrumented: StoreFactory = {
@@ -146,28 +167,14 @@ it('a subscription confirmed after the request timeout still catches a release m
     masters: clients.length,
     open: (settings) => {
       const store = new RedisStore(clients, settings);
-      // Every subscriber connection confirms its subscriptions 300 ms late (a loaded machine).
-      const notifier = (store as unknown as { notifier: { subscriberFor(node: unknown): Redis } })
-        .notifier;
-      const subscriberFor = notifier.subscriberFor.bind(notifier);
-      const slowed = new Set<Redis>();
-      notifier.subscriberFor = (node) => {
-        const sub = subscriberFor(node);
-        if (!slowed.has(sub)) {
-          slowed.add(sub);
-          const subscribe = sub.subscribe.bind(sub) as (...keys: string[]) => Promise<unknown>;
-          (sub as unknown as { subscribe: unknown }).subscribe = (...keys: string[]) =>
-            sleep(300).then(() => subscribe(...keys));
-        }
-        return sub;
-      };
+      prepare(store);
       const attemptOnce = store.attempt.bind(store);
       store.attempt = async (req) => {
         const result = await attemptOnce(req);
         if (++attempt === 2 && !result.grant && holder.lock) {
-          await holder.lock.release(); // announced while no subscription is active yet
+          await holder.lock.release();
           holder.released = true;
-          await sleep(600); // the subscriptions are confirmed meanwhile
+          await sleep(afterRelease);
         }
         return result;
       };
@@ -182,60 +189,40 @@ it('a subscription confirmed after the request timeout still catches a release m
     retryCount: 100,
   });
   engines.push(waiter);
-  const r = uniqueResource('late-subscription');
+  const r = uniqueResource(label);
   holder.lock = await holderEngine.acquire(r, { ttl: 10_000 });
   const started = Date.now();
   const next = await waiter.acquire(r, { ttl: 10_000 });
-  expect(holder.released).toBe(true);
-  expect(next.attempts).toBe(3);
-  expect(Date.now() - started).toBeLessThan(5000); // before: the holder's 10 s ttl
+  const waited = Date.now() - started;
   await next.release();
+  return { attempts: next.attempts, waited, released: holder.released };
+}
+
+it('a subscription confirmed after the request timeout still catches a release made before it', async () => {
+  // The flake check once saw the next test wait 10 s (one ttl) on a loaded machine. The
+  // subscriptions of a new channel are waited for at most the request timeout (50 ms); here they
+  // are confirmed 300 ms late. Attempt 2 is refused, the holder releases while the subscriptions
+  // are still pending — its announcement reaches nobody — and they are confirmed (600 ms) before
+  // the waiter decides how to sleep: announcements live, holder alive, so it slept until the
+  // holder's key expired (10 s). Now the late confirmation makes it try again at once.
+  const { attempts, waited, released } = await releaseDuringAttempt2(
+    'late-subscription',
+    600,
+    (s) => slowSubscriptions(s, 300),
+  );
+  expect(released).toBe(true);
+  expect(attempts).toBe(3);
+  expect(waited).toBeLessThan(5000); // before: the holder's 10 s ttl
 });
 
 it('a release announced while the waiter is busy with an attempt is not missed', async () => {
   // Attempt 2 (the immediate retry once subscribed) sees the lock held; the holder releases
-  // before that attempt returns. Without handing the release to the busy waiter, it would sleep
-  // its full 5 s retry delay.
-  const holder: { lock?: Lock; released: boolean } = { released: false };
-  const release = async (): Promise<void> => {
-    await holder.lock?.release();
-    holder.released = true;
-  };
-  // The waiter's engine over a Redis store whose attempts are counted and instrumented.
-  let attempt = 0;
-  const instrumented: StoreFactory = {
-    [STORE_FACTORY]: true,
-    masters: clients.length,
-    open: (settings) => {
-      const store = new RedisStore(clients, settings);
-      const attemptOnce = store.attempt.bind(store);
-      store.attempt = async (req) => {
-        const result = await attemptOnce(req);
-        if (++attempt === 2 && !result.grant && holder.lock) {
-          await release();
-          await sleep(100); // the announcement reaches the subscriber during this attempt
-        }
-        return result;
-      };
-      return store;
-    },
-  };
-  const holderEngine = engine();
-  const waiter = new Redlock(instrumented, {
-    quarantine: false,
-    retryDelay: 5000,
-    retryJitter: 0,
-    retryCount: 100,
-  });
-  engines.push(waiter);
-  const r = uniqueResource('busy-waiter');
-  holder.lock = await holderEngine.acquire(r, { ttl: 10_000 });
-  const started = Date.now();
-  const next = await waiter.acquire(r, { ttl: 10_000 });
-  expect(holder.released).toBe(true);
-  expect(next.attempts).toBe(3);
-  expect(Date.now() - started).toBeLessThan(5000); // the retry timer alone would take 5 s
-  await next.release();
+  // before that attempt returns, and the announcement reaches the subscriber during it (100 ms).
+  // Without handing the release to the busy waiter, it would sleep its full 5 s retry delay.
+  const { attempts, waited, released } = await releaseDuringAttempt2('busy-waiter', 100);
+  expect(released).toBe(true);
+  expect(attempts).toBe(3);
+  expect(waited).toBeLessThan(5000); // the retry timer alone would take 5 s
 });
 
 it('a waiter refused by the releasing holder on masters the release has not reached yet wakes on their announcements', async () => {
