@@ -69,7 +69,12 @@ export function lockKey(prefix: string, resource: string): string {
  * slot, shared by every resource of that slot (see the top of this file).
  */
 export function fenceKey(prefix: string, resource: string): string {
-  return `${prefix}${FENCE_KEY_INFIX}{${slotTag(keySlot(lockKey(prefix, resource)))}}`;
+  return counterKeyOf(prefix, lockKey(prefix, resource));
+}
+
+/** {@link fenceKey} from the resource's lock key, when it is already built (the acquire path). */
+export function counterKeyOf(prefix: string, lock: string): string {
+  return `${prefix}${FENCE_KEY_INFIX}{${slotTag(keySlot(lock))}}`;
 }
 
 /** Redis key of the boot marker (restart quarantine). */

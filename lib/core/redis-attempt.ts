@@ -5,6 +5,7 @@
  * redis-extend.ts and redis-inspect.ts.
  */
 import { monotonicNow } from './clock';
+import { counterKeyOf } from './keys';
 import type { AcquireAnswer, AcquireInput, GroupReply, LockKind, ScriptCall } from './kinds/kind';
 import { mismatchIn, waitInput } from './kinds/store-kinds';
 import type { MasterNode } from './masters/node';
@@ -44,7 +45,7 @@ export async function attemptOnMasters(
     token,
     ttl,
     keys,
-    fenceKeys: fencing ? resources.map((r) => store.fenceKeyOf(r)) : undefined,
+    fenceKeys: fencing ? keys.map((k) => counterKeyOf(keyPrefix, k)) : undefined,
     marker: undefined,
     markerBirth: undefined,
     fenceTtl: store.settings.fencingKeyTtl,
@@ -80,7 +81,7 @@ export async function attemptOnMasters(
             return kind.acquire({
               ...input,
               keys: groupKeys,
-              fenceKeys: fencing ? group.map((r) => store.fenceKeyOf(r)) : undefined,
+              fenceKeys: fencing ? groupKeys.map((k) => counterKeyOf(keyPrefix, k)) : undefined,
               waitKeys: groupWait?.waitKeys,
               pollKeys: groupWait?.pollKeys,
             });
