@@ -280,3 +280,31 @@ it('a waiter refused by the releasing holder on masters the release has not reac
   expect(next.attempts).toBeLessThanOrEqual(5);
   await next.release();
 });
+
+it('a release announced while the subscriber connections are down wakes the waiter once they are back', async () => {
+  // Subscriber connections are duplicates of these clients: they reconnect 1 s after a drop,
+  // long after the release below has been announced to nobody.
+  const slow = masters.createClients({ retryStrategy: () => 1000 });
+  await RedisMasters.ready(slow);
+  const holder = engine();
+  const waiter = new Redlock(slow, {
+    quarantine: false,
+    retryDelay: 5000,
+    retryJitter: 0,
+    retryCount: 100,
+  });
+  engines.push(waiter);
+  const r = uniqueResource('resubscribe');
+  const lock = await holder.acquire(r, { ttl: 20_000 });
+  const pending = waiter.acquire(r, { ttl: 10_000 });
+  await subscribedEverywhere(waiter.keyOf(r));
+  await sleep(100); // refused by the holder, asleep until an announcement or its expiry (20 s)
+  for (const c of probe) await c.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+  expect(await subscribers(waiter.keyOf(r))).toBe(0);
+  const released = Date.now();
+  await lock.release();
+  const next = await pending;
+  // Before re-subscribing woke it, the waiter slept until the holder's key expired (20 s).
+  expect(Date.now() - released).toBeLessThan(8_000);
+  await next.release();
+}, 30_000);

@@ -56,6 +56,9 @@ interface Channel {
  * - A channel is subscribed with its first watch and unsubscribed with its last; its entry (and
  *   its recent tokens) is dropped with it. Announcements still on their way for a channel nobody
  *   watches any more are ignored (they never re-create an entry).
+ * - A subscriber connection that was lost and is ready again is re-subscribed by ioredis; once
+ *   it confirms every channel again, the watchers are told (`subscribed`), since a release
+ *   announced on that master while it was away was heard by nobody.
  * - Subscriber connections are closed by {@link close}.
  */
 export class ReleaseNotifier {
@@ -144,6 +147,34 @@ export class ReleaseNotifier {
     ch.settled = true;
   }
 
+  /**
+   * A subscriber connection is ready again after it was lost. ioredis has re-sent the
+   * subscriptions it knew; subscribing to them once more (idempotent) tells when they are
+   * confirmed, and then the watchers of every channel are told (`subscribed`): a release
+   * announced on that master in between reached nobody, and its waiters would sleep until the
+   * holder's expiry.
+   */
+  private reconnected(node: MasterNode, sub: Redis | Cluster): void {
+    const keys = [...this.channels.keys()];
+    if (this.closed || keys.length === 0) return;
+    sub.subscribe(...keys).then(
+      () => {
+        const now = monotonicNow();
+        for (const key of keys) {
+          const ch = this.channels.get(key);
+          if (!ch) continue;
+          ch.live = true;
+          ch.activeSince = now;
+          for (const listener of [...ch.listeners]) listener('subscribed', '', false);
+        }
+      },
+      (err: unknown) =>
+        this.logger.debug?.(
+          `Redlock: re-subscribe on ${node.name}: ${node.redact(errorMessage(err))}`,
+        ),
+    );
+  }
+
   /** Closes the subscriber connections; every watch is forgotten. */
   async close(): Promise<void> {
     this.closed = true;
@@ -227,6 +258,11 @@ export class ReleaseNotifier {
         ),
       );
       sub.on('message', this.onMessage);
+      let connected = false;
+      sub.on('ready', () => {
+        if (connected) this.reconnected(node, sub as Redis | Cluster);
+        connected = true;
+      });
       this.subscribers.set(node.index, sub);
     }
     return sub;

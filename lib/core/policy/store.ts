@@ -123,6 +123,8 @@ export type ExtendOutcome =
  * (policy/streak.ts, raceDelay); `subscribed`, not a release: the watch had resolved with no
  * master's confirmation and one came now (a subscriber connection slow to be made), so a
  * release announced before it was heard by nobody — waiters should try again (token: empty).
+ * Also told when a master's subscriber connection was lost and its subscriptions are confirmed
+ * again: a release announced on that master in between was heard by nobody.
  */
 export type Announced = 'release' | 'cleanup' | 'yield' | 'subscribed';
 
@@ -140,8 +142,9 @@ export type AnnouncementListener = (announced: Announced, token: string, repeat:
 export interface ReleaseWatch {
   /**
    * Monotonic ms from which announcements reach this process: the latest master's subscription
-   * confirmation before the watch resolved, or the first after it when none came before
-   * (-Infinity until then, or when nothing can be missed). A release announced before it may have
+   * confirmation before the watch resolved, or the first after it when none came before, or the
+   * latest re-confirmation after a subscriber connection was lost (-Infinity until then, or when
+   * nothing can be missed). A release announced before it may have
    * been missed: a waiter whose attempt was sent before it retries at once.
    */
   readonly activeSince: number;
