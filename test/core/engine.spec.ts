@@ -58,7 +58,11 @@ describe('acquire and release', () => {
     expect(lock.remainingValidity).toBeLessThanOrEqual(5000 - 52); // ttl − drift at most
     expect(lock.expiresAt).toBeGreaterThan(Date.now());
     expect(lock.votes.filter((v) => v.outcome === 'ok').length).toBeGreaterThanOrEqual(3);
-    await sleep(20); // let the masters that were not needed for the quorum answer too
+    // the masters that were not needed for the quorum may answer later (a fixed 20 ms sleep was
+    // not always enough on a loaded machine)
+    await waitUntil(async () =>
+      (await valuesOn(probe, rl.keyOf(r))).every((v) => v === lock.value),
+    );
     expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(lock.value));
     const pttl = await probe[0].pttl(rl.keyOf(r));
     expect(pttl).toBeGreaterThan(4000);
@@ -197,12 +201,17 @@ describe('acquire and release', () => {
     const rl = engine();
     const r = uniqueResource('foreign');
     const old = await rl.acquire(r, { ttl: 100 });
-    await sleep(150); // old expires on every master
+    // old expires on every master: waited for, not slept — a master that set its key late (not
+    // needed for the quorum) still held it 150 ms after the acquire on a loaded machine
+    await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r))).every((v) => v === null));
     const current = await rl.acquire(r, { ttl: 5000 });
     const result = await old.release();
     expect(result.deleted).toBe(0);
     expect(result.votes.some((v) => v.outcome === 'ok')).toBe(false);
-    await sleep(20);
+    // current's SETs on masters outside its quorum may land later; old's release never deletes them
+    await waitUntil(async () =>
+      (await valuesOn(probe, rl.keyOf(r))).every((v) => v === current.value),
+    );
     expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(current.value));
     await current.release();
   });
@@ -212,7 +221,8 @@ describe('extend', () => {
   it('extends on a quorum with compare-and-pexpire', async () => {
     const rl = engine();
     const r = uniqueResource('extend');
-    const lock = await rl.acquire(r, { ttl: 300 });
+    // 1 s, not 300 ms: a stall of 150 ms more before the extend let the lock expire first
+    const lock = await rl.acquire(r, { ttl: 1000 });
     await sleep(150);
     await lock.extend(2000);
     expect(lock.remainingValidity).toBeGreaterThan(1500);
@@ -227,7 +237,8 @@ describe('extend', () => {
     const rl = engine();
     const r = uniqueResource('expired');
     const lock = await rl.acquire(r, { ttl: 100 });
-    await sleep(150);
+    // expired on every master (a master outside the quorum may have set its key late)
+    await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r))).every((v) => v === null));
     await expect(lock.extend(5000)).rejects.toBeInstanceOf(LockLostError);
     expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(null));
   });
@@ -277,14 +288,16 @@ describe('using', () => {
     const result = await rl.using(
       r,
       async (signal, lock) => {
-        const until = Date.now() + 900;
+        const until = Date.now() + 1200;
         while (Date.now() < until) {
           if (await other.tryAcquire(r, { ttl: 300 })) stolen++;
           await sleep(50);
         }
         return { aborted: signal.aborted, extensions: lock.extensions };
       },
-      { ttl: 300 },
+      // ttl 400 and the largest threshold (half): each extension has 200 ms to land before the
+      // lock expires (with ttl 300 and the default third, 100 ms of timer lateness lost it)
+      { ttl: 400, extendThreshold: 200 },
     );
     expect(stolen).toBe(0);
     expect(result.aborted).toBe(false);

@@ -109,11 +109,17 @@ describe('counting semaphore', () => {
 
   it('goes away with its last holder: the key TTL is the latest expiry', async () => {
     const r = uniqueResource('sem-ttl');
-    expect((await semaphore([r], 3, { token: tok('a'), ttl: 1000 })).status).toBe('granted');
-    expect((await semaphore([r], 3, { token: tok('b'), ttl: 1500 })).status).toBe('granted');
-    const pttl = await c.pttl(key(r));
-    expect(pttl).toBeGreaterThan(1000);
-    expect(pttl).toBeLessThanOrEqual(1500);
+    const [a, b] = [tok('a'), tok('b')];
+    expect((await semaphore([r], 3, { token: a, ttl: 1000 })).status).toBe('granted');
+    expect((await semaphore([r], 3, { token: b, ttl: 1500 })).status).toBe('granted');
+    // Absolute expiry times (server ms), not PTTL: `PTTL > 1000` right after b's 1500 ms grant
+    // failed whenever the machine stalled for 500 ms in between.
+    const expireAt = Number(await c.call('PEXPIRETIME', key(r)));
+    const [aAt, bAt] = [Number(await c.zscore(key(r), a)), Number(await c.zscore(key(r), b))];
+    expect(aAt).toBeGreaterThan(0); // a is still a member: the key outlives it
+    expect(bAt).toBeGreaterThan(aAt);
+    expect(expireAt).toBe(bAt); // the key expires with the latest holder
+    expect(await c.pttl(key(r))).toBeLessThanOrEqual(1500);
     await waitUntil(async () => (await c.exists(key(r))) === 0);
   });
 });
@@ -227,7 +233,12 @@ describe('shared locks: readers against the writer (mutex) string', () => {
     const r = uniqueResource('flag-expiry');
     expect((await reader([r], { token: tok('r1'), ttl: 1_500 })).status).toBe('granted');
     expect((await writer([r], { token: tok('w'), ttl: 1000 }, 100)).status).toBe('held');
-    expect(await c.pttl(wkey(r))).toBeGreaterThan(1_000); // outlives the reader inside
+    // outlives the reader inside by waitTtl. Absolute expiry times (PEXPIRETIME), which do not
+    // shrink while the test runs: `PTTL > 1000` failed after a 600 ms stall since r1's grant.
+    const flagAt = Number(await c.call('PEXPIRETIME', wkey(r)));
+    const readersAt = Number(await c.call('PEXPIRETIME', key(r)));
+    expect(readersAt).toBeGreaterThan(0);
+    expect(flagAt).toBeGreaterThanOrEqual(readersAt + 100);
     expect(await c.exists(wkey(r))).toBe(1);
     expect((await reader([r], { token: tok('r2'), ttl: 10_000 })).status).toBe('held');
     await waitUntil(

@@ -339,9 +339,10 @@ describe('lifecycle', () => {
   });
 
   it('stops taking new locks on shutdown while running calls finish (REDLOCK.md, "Extension")', async () => {
-    // ttl 600 ms, and the running call is held open for longer: auto-extension must keep its
-    // lock valid through the drain.
-    const ctx = await boot([RedlockModule.forRoot({ ...baseOptions(), ttl: 600 })], [Worker]);
+    // ttl 1 s, and the running call is held open for longer: auto-extension must keep its lock
+    // valid through the drain. (With 600 ms each extension had 200 ms to land: too little on a
+    // loaded machine.)
+    const ctx = await boot([RedlockModule.forRoot({ ...baseOptions(), ttl: 1000 })], [Worker]);
     const svc = ctx.get(RedlockService);
     const id = uniqueResource('finishing');
     const busy = uniqueResource('busy');
@@ -378,7 +379,7 @@ describe('lifecycle', () => {
     expect(health).toMatchObject({ draining: true, available: false, usable: 3 });
 
     // The running call keeps its lock, extended past its ttl, until it finishes.
-    await sleep(900);
+    await sleep(1200);
     expect(runningContext.signal.reason).toBeUndefined();
     expect(await valuesOn(probe, svc.engine.keyOf(`work:${id}`))).toEqual(
       Array(3).fill(runningContext.token),

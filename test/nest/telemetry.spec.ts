@@ -190,7 +190,8 @@ describe('instrumentRedlock (engine)', () => {
     instrumentRedlock(rl, { ...providers(t), resourceAttributes: false });
     const [a, b] = [uniqueResource('held-a'), uniqueResource('held-b')];
     const la = await rl.acquire(a);
-    const lb = await rl.acquire(b, { ttl: 200 });
+    // 500 ms, not 200: b must still be held when the gauge is read (a 200 ms stall lost it first)
+    const lb = await rl.acquire(b, { ttl: 500 });
     expect((await points(t, 'redlock.locks.held'))[0].value).toBe(2);
     // Nobody extends b: its validity ends, the engine reports it lost.
     await waitUntil(() => !lb.isValid);
