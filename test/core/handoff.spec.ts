@@ -16,10 +16,21 @@ let clients: Redis[];
 let probe: Redis[];
 const engines: Redlock[] = [];
 
+/**
+ * What the engines of this file log (subscription timeouts and errors are debug lines): told
+ * when a wait for subscriptions fails, to say why.
+ */
+const logged: string[] = [];
+const logger = {
+  warn: (m: string): void => void logged.push(`${new Date().toISOString()} warn ${m}`),
+  debug: (m: string): void => void logged.push(`${new Date().toISOString()} debug ${m}`),
+};
+
 function engine(handoff = true): Redlock {
   // Polling alone would wait 5 s between attempts: only a hand-off can explain a fast wake-up.
   const rl = new Redlock(clients, {
     quarantine: false,
+    logger,
     handoff,
     retryDelay: 5000,
     retryJitter: 0,
@@ -48,7 +59,10 @@ async function subscribedEverywhere(channel: string): Promise<void> {
     await waitUntil(async () => (await subscribers(channel)) === probe.length);
   } catch (err) {
     // Unexplained once in two flake-check runs (session 5): tell which master is off.
-    throw new Error(`${String(err)}; NUMSUB per master: ${await subscribersPerMaster(channel)}`);
+    throw new Error(
+      `${String(err)}; NUMSUB per master: ${await subscribersPerMaster(channel)}; ` +
+        `engine log: ${logged.slice(-20).join(' | ') || 'empty'}`,
+    );
   }
 }
 
@@ -105,6 +119,7 @@ it('falls back to polling when hand-off is disabled', async () => {
   const holder = engine(false);
   const waiter = new Redlock(clients, {
     quarantine: false,
+    logger,
     handoff: false,
     retryDelay: 300,
     retryJitter: 0,
@@ -128,6 +143,7 @@ it('a waiter is not woken by the clean-up of its own failed attempts (no retry s
   // "N masters" step 5: retry after a random delay).
   const waiter = new Redlock(clients, {
     quarantine: false,
+    logger,
     retryDelay: 200,
     retryJitter: 50,
   });
@@ -198,6 +214,7 @@ async function releaseDuringAttempt2(
   const holderEngine = engine();
   const waiter = new Redlock(instrumented, {
     quarantine: false,
+    logger,
     retryDelay: 5000,
     retryJitter: 0,
     retryCount: 100,
@@ -251,6 +268,7 @@ it('a waiter refused by the releasing holder on masters the release has not reac
     observedStore(clients, () => attempts++),
     {
       quarantine: false,
+      logger,
       retryDelay: 5000,
       retryJitter: 0,
       retryCount: 100,
@@ -262,7 +280,7 @@ it('a waiter refused by the releasing holder on masters the release has not reac
   const lock = await holderEngine.acquire(r, { ttl: 10_000 });
   const started = Date.now();
   const pending = waiter.acquire(r, { ttl: 10_000 });
-  await waitUntil(async () => (await subscribers(key)) === 5);
+  await subscribedEverywhere(key);
   await waitUntil(() => attempts >= 2); // refused, then the retry once subscribed
   /** What the release script does on one master: compare-and-delete, then announce. */
   const releaseOn = async (c: Redis): Promise<void> => {
@@ -289,6 +307,7 @@ it('a release announced while the subscriber connections are down wakes the wait
   const holder = engine();
   const waiter = new Redlock(slow, {
     quarantine: false,
+    logger,
     retryDelay: 5000,
     retryJitter: 0,
     retryCount: 100,
