@@ -144,8 +144,8 @@ export interface ReleaseWatch {
    * Monotonic ms from which announcements reach this process: the latest master's subscription
    * confirmation before the watch resolved, or the first after it when none came before, or the
    * latest re-confirmation after a subscriber connection was lost (-Infinity until then, or when
-   * nothing can be missed). A release announced before it may have
-   * been missed: a waiter whose attempt was sent before it retries at once.
+   * nothing can be missed). A release announced before it may have been missed: a waiter whose
+   * attempt was sent before it retries at once.
    */
   readonly activeSince: number;
   /**
