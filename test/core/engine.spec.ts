@@ -170,31 +170,28 @@ describe('acquire and release', () => {
   });
 
   it('refuses a lock whose validity is used up (ttl − elapsed − drift ≤ 0) and cleans it up everywhere', async () => {
-    // Four masters are busy (a Lua busy loop) for longer than the validity budget
+    // Four masters stop answering (CLIENT PAUSE ALL) for longer than the validity budget
     // ttl − drift = 400 − 122 = 278 ms. Waiting for them is capped at that budget: their late
     // answers can only produce a lock with validity ≤ 0, so the attempt is refused — and their
-    // SETs, which land after the busy loop, are removed by the release sent to every master.
+    // SETs, which run when the pause ends, are removed by the release sent to every master.
+    // (A Lua busy loop started 30 ms before the acquire, as before, was not always running yet
+    // when the acquire reached its master on a loaded machine: the lock was granted. The pause
+    // is in effect once its reply is in.)
     const rl = engine({ ttl: 400, maxTtl: 400, requestTimeout: 390, driftFactor: 0.3 });
     const r = uniqueResource('validity');
-    const busy = `local s = redis.call('TIME')
-      repeat local t = redis.call('TIME') until (t[1] - s[1]) * 1000000 + (t[2] - s[2]) > 360000
-      return 1`;
-    const blockers = masters.createClients();
-    await RedisMasters.ready(blockers);
-    const blocking = blockers.slice(0, 4).map((c) => c.eval(busy, 0));
-    await sleep(30);
+    await Promise.all(probe.slice(0, 4).map((c) => c.call('CLIENT', 'PAUSE', '700', 'ALL')));
     const started = Date.now();
     const error = await rl.acquire(r, { retryCount: 0 }).catch((e: unknown) => e);
     const waited = Date.now() - started;
-    await Promise.all(blocking);
+    // Answered when the pause ends, after what the engine sent before it.
+    await Promise.all(probe.slice(0, 4).map((c) => c.ping()));
     expect(error).toBeInstanceOf(NoQuorumError);
     expect(['unavailable', 'validity-exhausted']).toContain((error as NoQuorumError).reason);
-    // Bounded by the validity budget (plus the cleanup), not by the masters' 330 ms stall:
+    // Bounded by the validity budget (plus the cleanup), not by the masters' 700 ms pause:
     // the release waits at most one request timeout more.
     expect(waited).toBeLessThan(278 + 390 + 200);
     await sleep(20);
     expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(null));
-    blockers.forEach((c) => c.disconnect());
   });
 
   it('never lets a foreign token delete a lock', async () => {
