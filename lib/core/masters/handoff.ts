@@ -56,9 +56,10 @@ interface Channel {
  * - A channel is subscribed with its first watch and unsubscribed with its last; its entry (and
  *   its recent tokens) is dropped with it. Announcements still on their way for a channel nobody
  *   watches any more are ignored (they never re-create an entry).
- * - A subscriber connection that was lost and is ready again is re-subscribed by ioredis; once
- *   it confirms every channel again, the watchers are told (`subscribed`), since a release
- *   announced on that master while it was away was heard by nobody.
+ * - A subscriber connection that was lost and is ready again is re-subscribed here (not by
+ *   ioredis, on standalone masters); once it confirms every channel again, the watchers are told
+ *   (`subscribed`), since a release announced on that master while it was away was heard by
+ *   nobody.
  * - Subscriber connections are closed by {@link close}.
  */
 export class ReleaseNotifier {
@@ -148,11 +149,11 @@ export class ReleaseNotifier {
   }
 
   /**
-   * A subscriber connection is ready again after it was lost. ioredis has re-sent the
-   * subscriptions it knew; subscribing to them once more (idempotent) tells when they are
-   * confirmed, and then the watchers of every channel are told (`subscribed`): a release
-   * announced on that master in between reached nobody, and its waiters would sleep until the
-   * holder's expiry.
+   * A subscriber connection is ready again after it was lost: every watched channel is
+   * subscribed again (a Cluster client has re-sent them itself; once more is harmless), and once
+   * that is confirmed the watchers of every channel are told (`subscribed`): a release announced
+   * on that master in between reached nobody, and its waiters would sleep until the holder's
+   * expiry. A failure (the connection lost again, the engine closing) is logged, never thrown.
    */
   private reconnected(node: MasterNode, sub: Redis | Cluster): void {
     const keys = [...this.channels.keys()];
@@ -175,13 +176,18 @@ export class ReleaseNotifier {
     );
   }
 
-  /** Closes the subscriber connections; every watch is forgotten. */
+  /**
+   * Closes the subscriber connections; every watch is forgotten. Each gets a QUIT and at most the
+   * request timeout (at least 100 ms) to answer it, then is disconnected: a master that stopped
+   * answering never holds up the engine's close (a Nest shutdown).
+   */
   async close(): Promise<void> {
     this.closed = true;
     this.channels.clear();
     const subs = [...this.subscribers.values()];
     this.subscribers.clear();
-    await Promise.all(subs.map((s) => s.quit().catch(() => s.disconnect())));
+    const wait = Math.max(100, this.timeout);
+    await Promise.all(subs.map((s) => quitWithin(s, wait)));
   }
 
   /** Sizes of the notifier's tables (diagnostics, leak tests). */
@@ -251,6 +257,11 @@ export class ReleaseNotifier {
             // SUBSCRIBE may be sent while the new connection is still being made.
             enableOfflineQueue: true,
             maxRetriesPerRequest: null,
+            // Re-subscribed by `reconnected`, which handles the answer: ioredis' own
+            // re-subscription is a promise nobody waits for, rejected ("Connection is closed.")
+            // when the engine closes while the connection is being made again — an unhandled
+            // rejection, which ends a Node process by default.
+            autoResubscribe: false,
           });
       sub.on('error', (err: unknown) =>
         this.logger.debug?.(
@@ -267,4 +278,25 @@ export class ReleaseNotifier {
     }
     return sub;
   }
+}
+
+/** QUIT, answered within `ms` or followed by a disconnect; never rejects. */
+function quitWithin(sub: Redis | Cluster, ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      sub.disconnect();
+      resolve();
+    }, ms);
+    sub.quit().then(
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      () => {
+        clearTimeout(timer);
+        sub.disconnect();
+        resolve();
+      },
+    );
+  });
 }
