@@ -26,16 +26,18 @@ const logger = {
   debug: (m: string): void => void logged.push(`${new Date().toISOString()} debug ${m}`),
 };
 
-function engine(handoff = true): Redlock {
+/** `over`: the masters' clients (or an instrumented store, as the engine's first argument). */
+function engine(handoff = true, over: Redis[] | StoreFactory = clients): Redlock {
   // Polling alone would wait 5 s between attempts: only a hand-off can explain a fast wake-up.
-  const rl = new Redlock(clients, {
+  const settings = {
     quarantine: false,
     logger,
     handoff,
     retryDelay: 5000,
     retryJitter: 0,
     retryCount: 100,
-  });
+  };
+  const rl = Array.isArray(over) ? new Redlock(over, settings) : new Redlock(over, settings);
   engines.push(rl);
   return rl;
 }
@@ -212,14 +214,7 @@ async function releaseDuringAttempt2(
     },
   };
   const holderEngine = engine();
-  const waiter = new Redlock(instrumented, {
-    quarantine: false,
-    logger,
-    retryDelay: 5000,
-    retryJitter: 0,
-    retryCount: 100,
-  });
-  engines.push(waiter);
+  const waiter = engine(true, instrumented);
   const r = uniqueResource(label);
   holder.lock = await holderEngine.acquire(r, { ttl: 10_000 });
   const started = Date.now();
@@ -264,17 +259,10 @@ it('a waiter refused by the releasing holder on masters the release has not reac
   // holder's key expired (10 s): the handoff.spec flake seen under load.
   const holderEngine = engine();
   let attempts = 0;
-  const waiter = new Redlock(
+  const waiter = engine(
+    true,
     observedStore(clients, () => attempts++),
-    {
-      quarantine: false,
-      logger,
-      retryDelay: 5000,
-      retryJitter: 0,
-      retryCount: 100,
-    },
   );
-  engines.push(waiter);
   const r = uniqueResource('partial-release');
   const key = waiter.keyOf(r);
   const lock = await holderEngine.acquire(r, { ttl: 10_000 });
@@ -305,14 +293,7 @@ it('a release announced while the subscriber connections are down wakes the wait
   const slow = masters.createClients({ retryStrategy: () => 1000 });
   await RedisMasters.ready(slow);
   const holder = engine();
-  const waiter = new Redlock(slow, {
-    quarantine: false,
-    logger,
-    retryDelay: 5000,
-    retryJitter: 0,
-    retryCount: 100,
-  });
-  engines.push(waiter);
+  const waiter = engine(true, slow);
   const r = uniqueResource('resubscribe');
   const lock = await holder.acquire(r, { ttl: 20_000 });
   const pending = waiter.acquire(r, { ttl: 10_000 });

@@ -29,8 +29,10 @@ export const FAST_TIMINGS = {
   stockWriteMs: 10,
   handlerMs: 250,
   fulfilmentStepMs: 1000,
-  reportTtlMs: 400,
-  reportMs: 1200,
+  // 600 ms: each automatic extension (a third of the ttl before expiry) has 200 ms to land,
+  // which 400 ms left too tight on a loaded machine.
+  reportTtlMs: 600,
+  reportMs: 1800,
 } as const;
 
 /** Boots the sample app on 127.0.0.1 with a free port. */
