@@ -26,13 +26,23 @@ const logger = {
   debug: (m: string): void => void logged.push(`${new Date().toISOString()} debug ${m}`),
 };
 
-/** `over`: the masters' clients (or an instrumented store, as the engine's first argument). */
-function engine(handoff = true, over: Redis[] | StoreFactory = clients): Redlock {
+/**
+ * `over`: the masters' clients (or an instrumented store, as the engine's first argument).
+ * `requestTimeout` 250 ms by default: a first attempt that timed out on a loaded machine (50 ms)
+ * is not a refusal by the holder, so the waiter did not watch the resource and slept its 5 s
+ * retry delay — the flake check saw no subscription at all within 5 s (NUMSUB 0 on every master).
+ */
+function engine(
+  handoff = true,
+  over: Redis[] | StoreFactory = clients,
+  requestTimeout = 250,
+): Redlock {
   // Polling alone would wait 5 s between attempts: only a hand-off can explain a fast wake-up.
   const settings = {
     quarantine: false,
     logger,
     handoff,
+    requestTimeout,
     retryDelay: 5000,
     retryJitter: 0,
     retryCount: 100,
@@ -214,7 +224,8 @@ async function releaseDuringAttempt2(
     },
   };
   const holderEngine = engine();
-  const waiter = engine(true, instrumented);
+  // 50 ms: the subscriptions, confirmed later than that, come after the watch resolved
+  const waiter = engine(true, instrumented, 50);
   const r = uniqueResource(label);
   holder.lock = await holderEngine.acquire(r, { ttl: 10_000 });
   const started = Date.now();
@@ -320,7 +331,12 @@ it('closing the engine while its subscriber connections reconnect rejects nothin
   const r = uniqueResource('close-reconnecting');
   const lock = await holder.acquire(r, { ttl: 20_000 });
   for (let delay = 35; delay <= 75; delay++) {
-    const waiter = new Redlock(clients, { quarantine: false, logger, retryDelay: 5000 });
+    const waiter = new Redlock(clients, {
+      quarantine: false,
+      logger,
+      retryDelay: 5000,
+      requestTimeout: 250, // refused by the holder, not timed out: it subscribes (see engine())
+    });
     engines.push(waiter);
     const pending = waiter.acquire(r).catch((e: unknown) => e);
     await subscribedEverywhere(waiter.keyOf(r));
