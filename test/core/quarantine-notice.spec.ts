@@ -106,9 +106,15 @@ it('announces fresh masters once, says why, for how long and how to skip it; err
     waitTimeout: duration + 5000,
   });
   await lock.release();
-  const after = await rl.health();
-  expect(after.masters.every((m) => !m.quarantined && m.quarantineRemaining === undefined)).toBe(
-    true,
+  // A grant needs a quorum out of quarantine, not every master: each master's quarantine ends a
+  // little apart from the others' (the last one ms later, more on a loaded machine — the flake
+  // check read health first once). Waited for, bounded.
+  await waitUntil(
+    async () =>
+      (await rl.health()).masters.every(
+        (m) => !m.quarantined && m.quarantineRemaining === undefined,
+      ),
+    3000,
   );
   expect(logger.messages.length).toBe(before);
 });
