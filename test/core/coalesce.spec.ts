@@ -80,9 +80,10 @@ it('sends the acquires and the releases of one tick to each master in one write'
     const afterRelease = counters.map((c, i) => c.count - afterAcquire[i]);
     // 20 acquires and 20 releases per master: without coalescing, 20 writes each. With it, the
     // first call of a tick is written at once and the rest of the tick in one writev; allow for
-    // the socket still flushing the first one on a loaded machine.
-    for (const n of afterAcquire) expect(n).toBeLessThanOrEqual(4);
-    for (const n of afterRelease) expect(n).toBeLessThanOrEqual(4);
+    // the socket still flushing the first one, and for replies read in more than one chunk on a
+    // loaded machine (each chunk's continuations are one more tick): 8, far below 20.
+    for (const n of afterAcquire) expect(n).toBeLessThanOrEqual(8);
+    for (const n of afterRelease) expect(n).toBeLessThanOrEqual(8);
     for (const n of afterAcquire) expect(n).toBeGreaterThanOrEqual(1);
   } finally {
     for (const c of counters) c.stop();
@@ -100,9 +101,10 @@ it('sends the NOSCRIPT fallbacks of one tick in one write as well', async () => 
     const locks = await Promise.all(resources.map((r) => rl.acquire(r, { ttl: 10_000 })));
     const writes = counters[0].count;
     await Promise.all(locks.map((l) => l.release()));
-    // 20 EVALSHA (answered NOSCRIPT), then 20 EVAL: two ticks of two writes at most each.
-    // Sent one by one, the EVALs made 20 writes of their own.
-    expect(writes).toBeLessThanOrEqual(4);
+    // 20 EVALSHA (answered NOSCRIPT), then 20 EVAL: two ticks of two writes at most each — more
+    // ticks when the NOSCRIPT replies are read in more than one chunk on a loaded machine (CI
+    // once counted 5). Sent one by one, the EVALs made 20 writes of their own: 8 is far below.
+    expect(writes).toBeLessThanOrEqual(8);
   } finally {
     for (const c of counters) c.stop();
   }
