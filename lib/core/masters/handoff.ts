@@ -34,7 +34,8 @@ interface Channel {
   live: boolean;
   /**
    * Monotonic ms of the latest confirmation before `ready` settled, or of the first one after it
-   * when none came before (-Infinity until then): a release announced before it was not heard.
+   * when none came before, or of the re-subscription after a subscriber connection was lost
+   * (-Infinity until then): a release announced before it was not heard.
    */
   activeSince: number;
   /** `ready` settled: a first confirmation after it is told to the listeners (`subscribed`). */
