@@ -133,7 +133,14 @@ class Health {
 @Module({
   imports: [
     TerminusModule,
-    RedlockModule.forRoot({ clients: (process.env.URLS ?? '').split(','), quarantine: false }),
+    // 250 ms per master (default 50): the app runs beside the rest of the suite, and a held
+    // resource must answer 423, not 503 because the last attempt's masters answered too late
+    // on a loaded machine (a flake check once got 503 on the provider route below).
+    RedlockModule.forRoot({
+      clients: (process.env.URLS ?? '').split(','),
+      quarantine: false,
+      requestTimeout: 250,
+    }),
   ],
   controllers: [OrdersController],
   providers: [Jobs, Health, RedlockHealthIndicator, MappingProbe],

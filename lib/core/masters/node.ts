@@ -2,7 +2,7 @@ import { markerRunKey } from '../keys';
 import { configValue } from '../replies';
 import type { Writable } from 'node:stream';
 import type { Cluster, Redis } from 'ioredis';
-import { monotonicNow } from '../clock';
+import { afterPendingIo, monotonicNow } from '../clock';
 import { evalScript, loadScripts } from '../scripts/lua';
 import type { LuaScript } from '../scripts/lua';
 import { MARKER_READ_SCRIPT, MARKER_SEED_SCRIPT } from '../scripts/marker';
@@ -363,8 +363,10 @@ export class MasterNode {
   request(task: () => Promise<unknown>, timeoutMs: number): Promise<NodeReply> {
     const start = monotonicNow();
     return new Promise<NodeReply>((resolve) => {
+      // Replies already in the socket are read first (clock.ts, afterPendingIo): a resolved
+      // answer wins over this timeout.
       const timer = setTimeout(
-        () => resolve({ kind: 'timeout', latency: monotonicNow() - start }),
+        () => afterPendingIo(() => resolve({ kind: 'timeout', latency: monotonicNow() - start })),
         Math.max(1, timeoutMs),
       );
       task().then(

@@ -1,4 +1,4 @@
-import { monotonicNow } from '../clock';
+import { afterPendingIo, monotonicNow } from '../clock';
 import type { NodeOutcome, NodeVote } from '../errors';
 import type { Timeline } from '../policy/timeline';
 
@@ -7,8 +7,10 @@ import type { Timeline } from '../policy/timeline';
  * the same request goes to every master **in parallel**, each answer becomes a vote, and the
  * round ends as soon as its outcome is certain — a quorum of `ok`, or so many other answers that
  * no quorum is possible — or when the one timer of the round fires (every master gets the same
- * per-node timeout). Masters that had not answered are recorded as `timeout` (the timer fired) or
- * `pending` (decided without them). Late answers are ignored.
+ * per-node timeout). Masters that had not answered are recorded as `timeout` (the timer fired,
+ * and the replies already waiting in the sockets were read: a reply that came in time is never a
+ * timeout because the event loop was busy) or `pending` (decided without them). Late answers
+ * are ignored.
  *
  * Nothing here knows Redis, Lua, retries or locks: `send` and `judge` are given by the caller.
  */
@@ -76,7 +78,8 @@ export function runRound<M extends Voter, T>(spec: RoundSpec<M, T>): Promise<Tal
       for (let i = 0; i < n; i++) votes[i] ??= vote(masters[i], 'pending', 0);
       resolve({ votes, replies, ok });
     };
-    const expired = (): void => {
+    const timedOut = (): void => {
+      if (decided) return;
       const latency = monotonicNow() - start;
       for (let i = 0; i < n; i++) {
         if (replies[i]) continue;
@@ -85,6 +88,8 @@ export function runRound<M extends Voter, T>(spec: RoundSpec<M, T>): Promise<Tal
       }
       finish();
     };
+    // Replies already in the sockets are read first (clock.ts, afterPendingIo).
+    const expired = (): void => afterPendingIo(timedOut);
     const timeout = Math.max(1, spec.timeout);
     const { deadlines } = spec;
     const entry = deadlines?.add(start + timeout, expired);
