@@ -25,14 +25,17 @@ afterAll(async () => {
 });
 
 /** Masters plus a long-lived engine, waited out of their first quarantine. */
-async function agedMasters(options: { extraArgs?: string[] } = {}): Promise<{
+async function agedMasters(
+  options: { extraArgs?: string[] } = {},
+  duration = DURATION,
+): Promise<{
   masters: RedisMasters;
   probe: Redis[];
   rl: Redlock;
 }> {
   const masters = await RedisMasters.start(3, options);
   const probe = masters.createClients();
-  const rl = new Redlock(masters.createClients(), settings);
+  const rl = new Redlock(masters.createClients(), { ...settings, quarantine: { duration } });
   cleanups.push(async () => {
     await rl.close();
     await masters.stop();
@@ -42,7 +45,7 @@ async function agedMasters(options: { extraArgs?: string[] } = {}): Promise<{
     const lock = await rl.tryAcquire(uniqueResource('aged')).catch(() => null);
     await lock?.release();
     return lock?.votes.every((v) => v.outcome === 'ok' || v.outcome === 'pending') ?? false;
-  }, 10_000);
+  }, duration + 10_000);
   return { masters, probe, rl };
 }
 
@@ -85,17 +88,23 @@ it('keeps a master out of quarantine while engines come and go (the marker never
 });
 
 it('still quarantines a master restarted with (possibly old) data: another run_id re-seeds', async () => {
-  // AOF without fsync always: the data survives a restart, yet may miss the last second.
-  const { masters, probe, rl } = await agedMasters({ extraArgs: ['--appendonly', 'yes'] });
+  // AOF without fsync always: the data survives a restart, yet may miss the last second. A
+  // quarantine of 4 s: health below must see it between the engine's reconnect (its check
+  // re-seeds the marker) and its end — with 1 s, a flake check on a loaded machine once missed it.
+  const { masters, probe, rl } = await agedMasters({ extraArgs: ['--appendonly', 'yes'] }, 4000);
   const marker = `${rl.settings.keyPrefix}boot`;
   await waitUntil(async () => (await probe[0].get(`${marker}:run`)) !== null);
   await sleep(1100); // appendfsync everysec: let the marker reach the disk
   const before = Number(await probe[0].get(marker));
   await masters.masters[0].restart();
   await RedisMasters.ready(probe);
+  let last: unknown;
   await waitUntil(async () => {
     const health = await rl.health();
+    last = health.masters[0];
     return health.masters[0].reachable && health.masters[0].quarantined;
-  }, 5000);
+  }, 10_000).catch((err: Error) => {
+    throw new Error(`${err.message}; master 0's last health: ${JSON.stringify(last)}`);
+  });
   expect(Number(await probe[0].get(marker))).toBeGreaterThan(before);
 });
