@@ -99,6 +99,9 @@ export async function attemptOnMasters(
       return node.checksMarker && young ? 'quarantined' : 'ok';
     },
     holderTtl: (a) => a.holderTtl,
+    // A hand-over's releasing holder releases only where the take-over did not land at the end
+    // (Grant.takenOver), not on every master still pending at the verdict.
+    lateVotes: input.handoverFrom !== undefined,
   });
   store.noteQuarantined(tally);
   const fail = (refusal: Refusal, found?: AcquireAnswer['mismatch']): AttemptOutcome => {
@@ -169,7 +172,7 @@ export async function attemptOnMasters(
     fencingTokens,
     ended: false,
     ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
-    ...(input.handoverFrom === undefined ? {} : othersOf(tally)),
+    ...(input.handoverFrom === undefined ? {} : { ...othersOf(tally), takenOver: tally.final }),
   });
   return { grant };
 }

@@ -172,6 +172,7 @@ export class RedisStore implements LockStore {
       holderTtl: spec.holderTtl,
       describeError: this.describeError,
       waitAll: spec.waitAll,
+      lateVotes: spec.lateVotes,
       deadlines: this.deadlines,
     });
   }

@@ -10,7 +10,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import { LockAbortedError } from '../../lib/core/errors';
 import { lockKey } from '../../lib/core/keys';
-import type { Lock } from '../../lib/core/lock';
+import type { Lock, ReleaseResult } from '../../lib/core/lock';
 import type { Redlock } from '../../lib/core/redlock';
 import type { AcquireOptions } from '../../lib/core/types';
 import { ACQUIRE_SCRIPT } from '../../lib/core/scripts/mutex';
@@ -197,6 +197,32 @@ describe('local hand-over on the engine', () => {
     ac.abort(); // …which sees its signal aborted before it attempts
     await expect(next).rejects.toBeInstanceOf(LockAbortedError);
     expect((await releasing).deleted).toBeGreaterThanOrEqual(2); // a quorum, the rest pending
+    await expectValues(r, [null, null, null]);
+  });
+
+  it('a master that takes over after the verdict gets no compare-and-delete: its late ok counts', async () => {
+    const rl = suite.engine({ requestTimeout: 3_000 });
+    const r = uniqueResource('late');
+    const { a, next } = await holderAndWaiter(rl, [r], [r]);
+    const scripts = await calls(suite.probe, 'evalsha');
+    suite.masters.masters[2].pause();
+    let b: Lock | undefined;
+    let releasing: Promise<ReleaseResult> | undefined;
+    try {
+      releasing = a.release();
+      b = await next;
+      expect(b.votes[2].outcome).toBe('pending'); // granted by the two others first
+    } finally {
+      suite.masters.masters[2].resume(); // well within the 3 s per-node timeout
+    }
+    // The holder waited for the paused master's take-over (ok) instead of sending it a
+    // compare-and-delete at the verdict (which would run after it and find the taker's token).
+    const released = await releasing;
+    expect(released.votes.map((v) => v.outcome)).toEqual(['ok', 'ok', 'ok']);
+    expect(released).toMatchObject({ deleted: 3, complete: true });
+    expect(delta(await calls(suite.probe, 'evalsha'), scripts)).toEqual([1, 1, 1]);
+    await expectValues(r, [b.value, b.value, b.value]);
+    await b.release();
     await expectValues(r, [null, null, null]);
   });
 

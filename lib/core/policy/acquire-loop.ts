@@ -5,7 +5,7 @@ import {
   ShuttingDownError,
   WaitTimeoutError,
 } from '../errors';
-import type { LockErrorDetail, NoQuorumError } from '../errors';
+import type { LockErrorDetail, NodeVote, NoQuorumError } from '../errors';
 import type { Lock } from '../lock';
 import type { CheckedAcquire } from '../request';
 import type { LocalQueue, Ticket } from './local-queue';
@@ -20,6 +20,8 @@ export type AttemptResult =
       readonly watchers?: number;
       /** A hand-over's grant: the longest poll mark the masters had (`Grant.polled`). */
       readonly polled?: number;
+      /** A hand-over's grant: every master's final vote on the take-over (`Grant.takenOver`). */
+      readonly takenOver?: Promise<readonly NodeVote[]>;
     }
   | {
       readonly lock?: undefined;

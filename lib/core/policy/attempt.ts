@@ -54,7 +54,8 @@ function resultOf(
 ): AttemptResult {
   if (outcome.grant) {
     const lock = createLock(ctx, outcome.grant, attemptNo);
-    return { lock, watchers: outcome.grant.watchers, polled: outcome.grant.polled };
+    const { watchers, polled, takenOver } = outcome.grant;
+    return { lock, watchers, polled, takenOver };
   }
   const detail: LockErrorDetail = {
     resources: req.resources,

@@ -17,7 +17,8 @@ import type { AttemptResult } from './acquire-loop';
  * the releasing holder is marked released before the attempt is sent, so the two never hold
  * at once. Keys of any other token refuse as usual.
  *
- * The releasing holder's release waits for that attempt. When it was granted, the masters that
+ * The releasing holder's release waits for that attempt, and for the answers of the masters the
+ * verdict did not wait for (at most the per-node timeout: `Grant.takenOver`). The masters that
  * answered `ok` hold the taker's token; the holder's keys are released the usual way on the
  * others only (compare-and-delete of its token: a key already taken over is not touched), and on
  * every master when the taker made no attempt (it gave up or aborted) or was not granted.
@@ -58,14 +59,29 @@ export function decline(waiter: { takeover: Handover | undefined }): void {
 }
 
 /**
- * The masters (indexes) where the releasing holder's keys may still hold its token after the
- * taker's attempt `result`: every master when no attempt was made or it was not granted (its
- * clean-up removed only the taker's own keys), otherwise those that did not answer `ok`. Their
- * keys are released the usual way; on a master whose take-over is still on its way, the
- * compare-and-delete runs after it and finds the taker's token (left untouched).
+ * The taker's votes on the masters at the end of its attempt `result`: each master's final vote
+ * (`AttemptResult.takenOver`: the masters still pending at the verdict answered later or timed
+ * out), or the votes of the verdict when the store does not tell; `undefined` when no attempt
+ * was made or it was not granted.
  */
-export function notTakenOver(result: AttemptResult | undefined): number[] | undefined {
-  const votes = result?.lock?.votes;
+export async function takeOverVotes(
+  result: AttemptResult | undefined,
+): Promise<readonly NodeVote[] | undefined> {
+  if (!result?.lock) return undefined;
+  return (await result.takenOver) ?? result.lock.votes;
+}
+
+/**
+ * The masters (indexes) where the releasing holder's keys may still hold its token after the
+ * taker's attempt, given its votes (`takeOverVotes`): every master when no attempt was made or it
+ * was not granted (its clean-up removed only the taker's own keys), otherwise those whose
+ * take-over was not `ok` — it timed out, failed, or the store did not tell its late answer
+ * (`pending`). Their keys are released the usual way; on a master whose take-over is still on
+ * its way, the compare-and-delete runs after it and finds the taker's token (left untouched).
+ * A master that answered `ok` after the verdict holds the taker's token: nothing to release
+ * there (one compare-and-delete per such master saved on every hand-over, issue 13 item 1).
+ */
+export function notTakenOver(votes: readonly NodeVote[] | undefined): number[] | undefined {
   if (!votes) return undefined;
   const rest: number[] = [];
   for (let i = 0; i < votes.length; i++) if (votes[i].outcome !== 'ok') rest.push(i);

@@ -6,7 +6,7 @@ import type { Lock, LockState, ReleaseResult } from '../lock';
 import type { ResolvedSettings } from '../settings';
 import type { ReleaseOptions } from '../types';
 import { checkInteger, checkNames, checkObject } from '../validate';
-import { handoverResult, notTakenOver } from './handover';
+import { handoverResult, notTakenOver, takeOverVotes } from './handover';
 import type { Handover } from './handover';
 import type { Observers } from './observers';
 import type { Grant, LockStore } from './store';
@@ -113,14 +113,14 @@ export async function releaseLock(
   ctx.held.delete(lock);
   let result: ReleaseResult;
   if (handover) {
-    const taken = await handover.done;
+    const taken = await takeOverVotes(await handover.done);
     const rest = notTakenOver(taken);
-    if (!rest)
+    if (!taken || !rest)
       result = await ctx.store.release(grant, false); // (no hand-over with waitAll)
     else {
       const others =
         rest.length > 0 ? await ctx.store.release(grant, false, undefined, rest) : undefined;
-      result = handoverResult((taken?.lock as Lock).votes, others);
+      result = handoverResult(taken, others);
     }
   } else {
     // A lock whose next local waiter yields to other processes is announced as such (their heads

@@ -51,6 +51,13 @@ export interface Grant {
    * again within it (policy/streak.ts). Absent for other grants.
    */
   readonly polled?: number;
+  /**
+   * A local hand-over's grant: every master's final vote on the take-over, once each answered
+   * or its per-node timeout passed (the verdict came at a quorum, maybe before some of them).
+   * The releasing holder releases its keys only where the take-over was not `ok` in the end
+   * (policy/handover.ts). Absent for other grants, and from stores that do not tell.
+   */
+  readonly takenOver?: Promise<readonly NodeVote[]>;
 }
 
 /** One acquire attempt. */

@@ -33,6 +33,11 @@ export interface Tally<T> {
   readonly votes: NodeVote[];
   readonly replies: readonly (Reply<T> | undefined)[];
   readonly ok: number;
+  /**
+   * With `lateVotes` only: every master's vote once each answered or the round's timer fired —
+   * `votes` with the `pending` ones replaced by the late answers (or `timeout`). Never rejects.
+   */
+  readonly final?: Promise<readonly NodeVote[]>;
 }
 
 /** How a round is run. */
@@ -53,6 +58,11 @@ export interface RoundSpec<M extends Voter, T> {
   /** Wait for every master (or the timer) instead of deciding early. Default `false`. */
   readonly waitAll?: boolean;
   /**
+   * Decide as usual, then keep reading the masters that were still pending until they answer or
+   * the timer fires, into {@link Tally.final}. Default `false`.
+   */
+  readonly lateVotes?: boolean;
+  /**
    * Where the round's timeout is scheduled: a shared {@link Timeline} (the store's, one timer for
    * every round), or its own `setTimeout` when absent.
    */
@@ -69,18 +79,46 @@ export function runRound<M extends Voter, T>(spec: RoundSpec<M, T>): Promise<Tal
   let ok = 0;
   let notOk = 0;
   let decided = false;
+  // lateVotes: the votes after the verdict (a copy: the tally's own never change), and when done.
+  let late: NodeVote[] | undefined;
+  let lateLeft = 0; // pending masters not yet answered
+  let settleFinal: ((votes: readonly NodeVote[]) => void) | undefined;
   return new Promise<Tally<T>>((resolve) => {
+    const stopTimer = (): void => {
+      if (entry) deadlines?.remove(entry);
+      else clearTimeout(timer);
+    };
     const finish = (): void => {
       if (decided) return;
       decided = true;
-      if (entry) deadlines?.remove(entry);
-      else clearTimeout(timer);
-      for (let i = 0; i < n; i++) votes[i] ??= vote(masters[i], 'pending', 0);
-      resolve({ votes, replies, ok });
+      let pending = 0;
+      for (let i = 0; i < n; i++) {
+        if (votes[i]) continue;
+        votes[i] = vote(masters[i], 'pending', 0);
+        pending++;
+      }
+      if (!spec.lateVotes || pending === 0) stopTimer();
+      if (!spec.lateVotes) return resolve({ votes, replies, ok });
+      late = votes.slice();
+      lateLeft = pending;
+      const final =
+        pending === 0
+          ? Promise.resolve<readonly NodeVote[]>(late)
+          : new Promise<readonly NodeVote[]>((r) => (settleFinal = r));
+      resolve({ votes, replies, ok, final });
     };
     const timedOut = (): void => {
-      if (decided) return;
       const latency = monotonicNow() - start;
+      if (decided) {
+        // (lateVotes) The masters still pending never answered in time.
+        if (!late || !settleFinal) return;
+        for (let i = 0; i < n; i++) {
+          if (late[i].outcome === 'pending') late[i] = vote(masters[i], 'timeout', latency);
+        }
+        settleFinal(late);
+        settleFinal = undefined;
+        return;
+      }
       for (let i = 0; i < n; i++) {
         if (replies[i]) continue;
         replies[i] = { kind: 'timeout', latency };
@@ -94,9 +132,7 @@ export function runRound<M extends Voter, T>(spec: RoundSpec<M, T>): Promise<Tal
     const { deadlines } = spec;
     const entry = deadlines?.add(start + timeout, expired);
     const timer = entry ? undefined : setTimeout(expired, timeout);
-    const record = (i: number, reply: Reply<T>): void => {
-      if (decided) return;
-      replies[i] = reply;
+    const judged = (i: number, reply: Reply<T>): NodeVote => {
       const master = masters[i];
       const outcome = reply.kind === 'reply' ? spec.judge(reply.value, master) : reply.kind;
       let v = vote(master, outcome, reply.latency);
@@ -105,8 +141,24 @@ export function runRound<M extends Voter, T>(spec: RoundSpec<M, T>): Promise<Tal
         const ttl = spec.holderTtl(reply.value);
         if (ttl !== undefined) v = { ...v, holderTtl: ttl };
       }
+      return v;
+    };
+    const record = (i: number, reply: Reply<T>): void => {
+      if (decided) {
+        // (lateVotes) A late answer: into the final votes, the tally's stay as they were.
+        if (!late || !settleFinal || late[i].outcome !== 'pending') return;
+        late[i] = judged(i, reply);
+        if (--lateLeft === 0) {
+          stopTimer();
+          settleFinal(late);
+          settleFinal = undefined;
+        }
+        return;
+      }
+      replies[i] = reply;
+      const v = judged(i, reply);
       votes[i] = v;
-      if (outcome === 'ok') ok++;
+      if (v.outcome === 'ok') ok++;
       else notOk++;
       if (ok + notOk === n || (!spec.waitAll && (ok >= quorum || n - notOk < quorum))) finish();
     };

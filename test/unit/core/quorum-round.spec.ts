@@ -98,6 +98,87 @@ describe('one voting round, every pattern on 1–5 masters (majority quorum)', (
       });
   }
 
+  // lateVotes (a hand-over's take-over, policy/handover.ts): the same verdict, then every
+  // master's final vote — whether the round was decided early, by every answer or by its timer.
+  for (let n = 1; n <= 4; n++) {
+    const quorum = MUTEX.quorum(n, Math.floor(n / 2) + 1);
+    it(`lateVotes, ${n} master(s): the final votes are every answer, the verdict's votes unchanged`, async () => {
+      const final: Record<Answer, NodeOutcome> = {
+        grant: 'ok',
+        refuse: 'held',
+        timeout: 'timeout',
+        error: 'error',
+      };
+      for (const pattern of patterns(n)) {
+        const masters: Voter[] = pattern.map((_, i) => ({ index: i, name: `m${i}` }));
+        const tally = await runRound<Voter, boolean>({
+          masters,
+          quorum,
+          timeout: 1,
+          lateVotes: true,
+          deadlines: shared,
+          send: (m) => {
+            const a = pattern[m.index];
+            if (a === 'timeout') return never;
+            if (a === 'error') return Promise.reject(new Error('ECONNREFUSED'));
+            return Promise.resolve(a === 'grant');
+          },
+          judge: (granted) => (granted ? 'ok' : 'held'),
+          describeError: (err) => (err as Error).message,
+        });
+        const decided = tally.votes.map((v) => v.outcome);
+        const votes = await tally.final;
+        expect([pattern, votes?.map((v) => v.outcome)]).toEqual([
+          pattern,
+          pattern.map((a) => final[a]),
+        ]);
+        expect(tally.votes.map((v) => v.outcome)).toEqual(decided);
+      }
+      expect(shared.size).toBe(0); // no deadline left behind
+    });
+  }
+
+  it('lateVotes: an answer after the verdict is in the final votes, not in the tally', async () => {
+    const masters: Voter[] = [0, 1, 2].map((i) => ({ index: i, name: `m${i}` }));
+    let answerLate!: (v: boolean) => void;
+    const late = new Promise<boolean>((r) => (answerLate = r));
+    const deadlines = new Timeline();
+    const tally = await runRound<Voter, boolean>({
+      masters,
+      quorum: 2,
+      timeout: 60_000,
+      lateVotes: true,
+      deadlines,
+      send: (m) => (m.index === 2 ? late : Promise.resolve(true)),
+      judge: (granted) => (granted ? 'ok' : 'held'),
+      describeError: String,
+    });
+    expect(tally.votes.map((v) => v.outcome)).toEqual(['ok', 'ok', 'pending']);
+    expect(deadlines.size).toBe(1); // still waiting for master 2, bounded by the timer
+    answerLate(true);
+    const votes = await tally.final;
+    expect(votes?.map((v) => v.outcome)).toEqual(['ok', 'ok', 'ok']);
+    expect(tally.votes[2].outcome).toBe('pending');
+    expect(tally.replies[2]).toBeUndefined();
+    expect(deadlines.size).toBe(0);
+  });
+
+  it('without lateVotes there is no final promise and no timer after the verdict', async () => {
+    const masters: Voter[] = [0, 1, 2].map((i) => ({ index: i, name: `m${i}` }));
+    const deadlines = new Timeline();
+    const tally = await runRound<Voter, boolean>({
+      masters,
+      quorum: 2,
+      timeout: 60_000,
+      deadlines,
+      send: (m) => (m.index === 2 ? never : Promise.resolve(true)),
+      judge: () => 'ok',
+      describeError: String,
+    });
+    expect(tally.final).toBeUndefined();
+    expect(deadlines.size).toBe(0);
+  });
+
   it('waitAll waits for every answer (release): nobody is pending', async () => {
     const masters: Voter[] = [0, 1, 2].map((i) => ({ index: i, name: `m${i}` }));
     const tally = await runRound<Voter, boolean>({
