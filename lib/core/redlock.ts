@@ -217,7 +217,9 @@ export class Redlock {
    * overrides it) has not passed since the grant, the keys are kept until then instead
    * (compare-and-pexpire to the remainder, no hand-off announcement); the lock is released on
    * the holder's side all the same. A plain lock whose next local waiter wants exactly its
-   * resources is handed over instead (one round, resolved with the waiter's attempt).
+   * resources is handed over instead (one round; resolved once every master answered the waiter's
+   * attempt, at most the request timeout after its grant, the old token deleted only where the
+   * take-over did not land).
    */
   async release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult> {
     const s = ownedState(lock, this);
