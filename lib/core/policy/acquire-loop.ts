@@ -142,10 +142,12 @@ export async function acquireLoop(
       const contended = error instanceof LockContendedError;
       let live = false;
       if (ticket && contended) {
-        queue.refused(ticket, error.votes, last.heldBy);
+        // (`released`: the holder's release was announced before this refusal was read.)
+        const released = queue.refused(ticket, error.votes, last.heldBy);
         const watch = await queue.watch(ticket, sentAt);
         if (watch.fresh) continue; // a release may have been missed while subscribing
-        live = watch.live;
+        if (released === 'retry') continue;
+        live = watch.live && released === undefined;
       }
       const wait = waitAfter(error, req, ctx.store.quorum, live);
       // Only queued acquires get here (the others cannot retry).

@@ -97,6 +97,8 @@ export class LocalQueue {
           yieldFor: YIELD_MS,
           votes: [],
           heldBy: undefined,
+          heard: new Map(),
+          retriedFor: undefined,
         };
         this.lines.set(resource, line);
       }
@@ -180,6 +182,7 @@ export class LocalQueue {
   private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
     line.watching ??= this.store
       .watchReleases(line.resource, (announced, token, repeat) => {
+        if (announced !== 'cleanup') heard(line, token);
         if (repeat) {
           // Another master announces a release already heard. It matters to a head refused by
           // that very holder: its attempt, woken by the first announcement, reached masters
@@ -205,15 +208,34 @@ export class LocalQueue {
   /**
    * Records a contended attempt of `ticket` (its votes are reported to those who give up);
    * `heldBy`: the token of the one holder that refused it on a quorum, if any.
+   *
+   * Returns what to do when a quorum of masters already announced that holder's release
+   * (`Line.heard`): they ran this attempt before the release, and the announcements arrived
+   * before the attempt's replies were read, so none may be left to wake the waiter, which would
+   * sleep until the holder's keys expired — a whole ttl, although the resource is free.
+   * `'retry'`: at once, the first time for that holder (the holder can no longer refuse it on a
+   * quorum); `'poll'` after that (never a spin: the algorithm's retry delay, not the holder's
+   * ttl). `undefined` otherwise — with fewer announcements, the masters still to run the release
+   * announce it later, and those announcements wake a head refused by that holder.
    */
-  refused(ticket: Ticket, votes: readonly NodeVote[], heldBy: string | undefined): void {
+  refused(
+    ticket: Ticket,
+    votes: readonly NodeVote[],
+    heldBy: string | undefined,
+  ): 'retry' | 'poll' | undefined {
+    let released: 'retry' | 'poll' | undefined;
     for (const { line } of ticket.slots) {
       line.votes = votes;
       line.heldBy = heldBy;
       line.streak = 0;
       line.yielding = false;
       line.lost++;
+      if (heldBy !== undefined && (line.heard.get(heldBy) ?? 0) >= this.store.quorum) {
+        released = line.retriedFor === heldBy ? 'poll' : (released ?? 'retry');
+        line.retriedFor = heldBy;
+      }
     }
+    return released;
   }
 
   /** The contention error for a queued acquire that gives up before its turn came. */
@@ -398,3 +420,14 @@ export class LocalQueue {
 }
 
 function noop(): void {}
+
+/** Counts an announcement of `token`'s release on `line` (the last few tokens: `Line.heard`). */
+function heard(line: Line, token: string): void {
+  const seen = line.heard.get(token);
+  if (seen !== undefined) {
+    line.heard.set(token, seen + 1);
+    return;
+  }
+  line.heard.set(token, 1);
+  if (line.heard.size > 4) line.heard.delete(line.heard.keys().next().value as string);
+}

@@ -75,6 +75,16 @@ export interface Line {
    * (policy/local-queue.ts, watchLine).
    */
   heldBy: string | undefined;
+  /**
+   * Tokens whose release (or yield) was announced on this resource, the last few, with the
+   * number of announcements heard (one per master that ran it): an attempt refused by one of
+   * them reached masters that had not run that release yet, and its reply may have been read
+   * after their announcements (replies and announcements come on different connections) — then
+   * no announcement is left to wake the head (policy/local-queue.ts `refused`).
+   */
+  heard: Map<string, number>;
+  /** The heard holder for which the head already retried at once (`refused`). */
+  retriedFor: string | undefined;
 }
 
 /** Until when `line`'s local holder is valid (monotonic ms); -Infinity when it has none. */

@@ -16,10 +16,17 @@ import type {
   ReleaseWatch,
 } from '../../../lib/core/policy/store';
 
-/** A store that only announces: `announce` calls every watch, in the order they were made. */
-function bus(): { store: LockStore; announce(announced: Announced): void } {
+/**
+ * A store that only announces (3 masters, quorum 2): `announce` calls every watch, in the order
+ * they were made.
+ */
+function bus(): {
+  store: LockStore;
+  announce(announced: Announced, token?: string, repeat?: boolean): void;
+} {
   const listeners = new Set<AnnouncementListener>();
   const store = {
+    quorum: 2,
     watchReleases: (_resource: string, on: AnnouncementListener): Promise<ReleaseWatch> => {
       listeners.add(on);
       return Promise.resolve({
@@ -31,8 +38,8 @@ function bus(): { store: LockStore; announce(announced: Announced): void } {
   } as unknown as LockStore;
   return {
     store,
-    announce: (announced) => {
-      for (const on of [...listeners]) on(announced, 'released-token', false);
+    announce: (announced, token = 'released-token', repeat = false) => {
+      for (const on of [...listeners]) on(announced, token, repeat);
     },
   };
 }
@@ -89,5 +96,31 @@ describe('ordered races', () => {
     expect(raceDelay({ lost: 1 })).toBe((RACE_LEVELS - 1) * RACE_STEP_MS);
     expect(raceDelay({ lost: RACE_LEVELS })).toBe(0);
     expect(raceDelay({ lost: RACE_LEVELS + 5 })).toBe(0);
+  });
+});
+
+describe('a refusal by a holder whose release was already announced', () => {
+  // The masters ran the attempt before that release, and its replies were read after the
+  // announcements: nothing is left to wake the waiter (lib/core/policy/local-queue.ts, refused).
+  it('asks for a retry at once the first time, then for polling; other holders as before', async () => {
+    const { store, announce } = bus();
+    const { queue, ticket } = await waiter(store, 'r', 0);
+    expect(queue.refused(ticket, [], 'h1')).toBeUndefined();
+    announce('release', 'h2'); // heard from one master: the others will announce it later
+    expect(queue.refused(ticket, [], 'h2')).toBeUndefined();
+    announce('release', 'h2', true); // …from a quorum: nobody is left to wake the waiter
+    expect(queue.refused(ticket, [], 'h2')).toBe('retry');
+    expect(queue.refused(ticket, [], 'h2')).toBe('poll'); // its keys are still on a quorum
+    expect(queue.refused(ticket, [], 'h1')).toBeUndefined();
+    expect(queue.refused(ticket, [], undefined)).toBeUndefined();
+  });
+
+  it('counts a yield, not the clean-up of a failed attempt', async () => {
+    const { store, announce } = bus();
+    const { queue, ticket } = await waiter(store, 'r', 0);
+    for (let i = 0; i < 2; i++) announce('cleanup', 'c1', i > 0);
+    for (let i = 0; i < 2; i++) announce('yield', 'y1', i > 0);
+    expect(queue.refused(ticket, [], 'c1')).toBeUndefined();
+    expect(queue.refused(ticket, [], 'y1')).toBe('retry');
   });
 });
