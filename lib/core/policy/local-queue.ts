@@ -97,7 +97,7 @@ export class LocalQueue {
           yieldFor: YIELD_MS,
           votes: [],
           heldBy: undefined,
-          heard: new Map(),
+          heard: undefined,
           retriedFor: undefined,
         };
         this.lines.set(resource, line);
@@ -230,7 +230,7 @@ export class LocalQueue {
       line.streak = 0;
       line.yielding = false;
       line.lost++;
-      if (heldBy !== undefined && (line.heard.get(heldBy) ?? 0) >= this.store.quorum) {
+      if (heldBy !== undefined && (line.heard?.get(heldBy) ?? 0) >= this.store.quorum) {
         released = line.retriedFor === heldBy ? 'poll' : (released ?? 'retry');
         line.retriedFor = heldBy;
       }
@@ -423,11 +423,12 @@ function noop(): void {}
 
 /** Counts an announcement of `token`'s release on `line` (the last few tokens: `Line.heard`). */
 function heard(line: Line, token: string): void {
-  const seen = line.heard.get(token);
+  const tokens = (line.heard ??= new Map<string, number>());
+  const seen = tokens.get(token);
   if (seen !== undefined) {
-    line.heard.set(token, seen + 1);
+    tokens.set(token, seen + 1);
     return;
   }
-  line.heard.set(token, 1);
-  if (line.heard.size > 4) line.heard.delete(line.heard.keys().next().value as string);
+  tokens.set(token, 1);
+  if (tokens.size > 4) tokens.delete(tokens.keys().next().value as string);
 }

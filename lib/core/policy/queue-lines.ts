@@ -80,9 +80,10 @@ export interface Line {
    * number of announcements heard (one per master that ran it): an attempt refused by one of
    * them reached masters that had not run that release yet, and its reply may have been read
    * after their announcements (replies and announcements come on different connections) — then
-   * no announcement is left to wake the head (policy/local-queue.ts `refused`).
+   * no announcement is left to wake the head (policy/local-queue.ts `refused`). Made at the
+   * first announcement (most resources are never contended).
    */
-  heard: Map<string, number>;
+  heard: Map<string, number> | undefined;
   /** The heard holder for which the head already retried at once (`refused`). */
   retriedFor: string | undefined;
 }
