@@ -4,7 +4,7 @@
  */
 import type { Redis } from 'ioredis';
 import { Lock, Redlock, WaitTimeoutError } from '../../lib';
-import { observedStore } from '../harness/engines';
+import { observedStore, storeWith } from '../harness/engines';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 import { STORE_FACTORY } from '../../lib/core/policy/store';
@@ -313,35 +313,29 @@ it('a waiter refused by a holder whose release it already heard retries at once 
   let gate: Promise<void> | undefined; // holds the outcome of the gated attempt
   let ran: () => void = () => undefined; // told when the gated attempt's replies are in
   const heard = new Map<string, number>(); // announcements the waiter's store delivered
-  const factory: StoreFactory = {
-    [STORE_FACTORY]: true,
-    masters: clients.length,
-    open: (resolved) => {
-      const store = new RedisStore(clients, resolved);
-      const attempt = store.attempt.bind(store);
-      store.attempt = async (req) => {
-        attempts++;
-        const wait = gate;
-        const outcome = await attempt(req);
-        if (wait) {
-          ran();
-          await wait;
-        }
-        outcomes++;
-        return outcome;
-      };
-      const watch = store.watchReleases.bind(store);
-      store.watchReleases = (resource, on) =>
-        watch(resource, (announced, token, repeat) => {
-          heard.set(token, (heard.get(token) ?? 0) + 1);
-          on(announced, token, repeat);
-        }).then((w) => {
-          live = w?.live ?? false;
-          return w;
-        });
-      return store;
-    },
-  };
+  const factory = storeWith(clients, (store) => {
+    const attempt = store.attempt.bind(store);
+    store.attempt = async (req) => {
+      attempts++;
+      const wait = gate;
+      const outcome = await attempt(req);
+      if (wait) {
+        ran();
+        await wait;
+      }
+      outcomes++;
+      return outcome;
+    };
+    const watch = store.watchReleases.bind(store);
+    store.watchReleases = (resource, on) =>
+      watch(resource, (announced, token, repeat) => {
+        heard.set(token, (heard.get(token) ?? 0) + 1);
+        on(announced, token, repeat);
+      }).then((w) => {
+        live = w?.live ?? false;
+        return w;
+      });
+  });
   const waiter = engine(true, factory);
   const r = uniqueResource('heard-before-refusal');
   const key = waiter.keyOf(r);

@@ -74,6 +74,25 @@ export function useMasters(n: number, defaults: RedlockSettings = {}): MasterSui
 }
 
 /**
+ * A Redis store over `clients` that `instrument` may patch before the engine uses it
+ * (`new Redlock(storeWith(...), settings)`): for tests that watch or delay what the store does.
+ */
+export function storeWith(
+  clients: readonly RedlockClient[],
+  instrument: (store: RedisStore) => void,
+): StoreFactory {
+  return {
+    [STORE_FACTORY]: true,
+    masters: clients.length,
+    open: (resolved) => {
+      const store = new RedisStore(clients, resolved);
+      instrument(store);
+      return store;
+    },
+  };
+}
+
+/**
  * A Redis store over `clients` that shows `onAttempt` each attempt's request before making it
  * (`new Redlock(observedStore(...), settings)`), and `onOutcome` its outcome: for tests that
  * count or classify attempts.
@@ -83,19 +102,13 @@ export function observedStore(
   onAttempt: (req: AttemptRequest) => void,
   onOutcome?: (req: AttemptRequest, outcome: AttemptOutcome) => void,
 ): StoreFactory {
-  return {
-    [STORE_FACTORY]: true,
-    masters: clients.length,
-    open: (resolved) => {
-      const store = new RedisStore(clients, resolved);
-      const attempt = store.attempt.bind(store);
-      store.attempt = async (req) => {
-        onAttempt(req);
-        const outcome = await attempt(req);
-        onOutcome?.(req, outcome);
-        return outcome;
-      };
-      return store;
-    },
-  };
+  return storeWith(clients, (store) => {
+    const attempt = store.attempt.bind(store);
+    store.attempt = async (req) => {
+      onAttempt(req);
+      const outcome = await attempt(req);
+      onOutcome?.(req, outcome);
+      return outcome;
+    };
+  });
 }

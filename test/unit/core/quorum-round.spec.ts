@@ -31,13 +31,19 @@ function* patterns(n: number): Generator<Answer[]> {
 
 const never = new Promise<never>(() => undefined);
 
-async function round(pattern: readonly Answer[], quorum: number, deadlines?: Timeline) {
+async function round(
+  pattern: readonly Answer[],
+  quorum: number,
+  deadlines?: Timeline,
+  lateVotes = false,
+) {
   const masters: Voter[] = pattern.map((_, i) => ({ index: i, name: `m${i}` }));
   return runRound<Voter, boolean>({
     masters,
     quorum,
     timeout: 1,
     deadlines,
+    lateVotes,
     send: (m) => {
       const a = pattern[m.index];
       if (a === 'timeout') return never;
@@ -110,22 +116,7 @@ describe('one voting round, every pattern on 1–5 masters (majority quorum)', (
         error: 'error',
       };
       for (const pattern of patterns(n)) {
-        const masters: Voter[] = pattern.map((_, i) => ({ index: i, name: `m${i}` }));
-        const tally = await runRound<Voter, boolean>({
-          masters,
-          quorum,
-          timeout: 1,
-          lateVotes: true,
-          deadlines: shared,
-          send: (m) => {
-            const a = pattern[m.index];
-            if (a === 'timeout') return never;
-            if (a === 'error') return Promise.reject(new Error('ECONNREFUSED'));
-            return Promise.resolve(a === 'grant');
-          },
-          judge: (granted) => (granted ? 'ok' : 'held'),
-          describeError: (err) => (err as Error).message,
-        });
+        const tally = await round(pattern, quorum, shared, true);
         const decided = tally.votes.map((v) => v.outcome);
         const votes = await tally.final;
         expect([pattern, votes?.map((v) => v.outcome)]).toEqual([
