@@ -290,14 +290,14 @@ describe('the local streak', () => {
       );
     await waitUntil(async () => (await subscribers()).every((n) => n === 2)); // rl and other
     await first.release();
-    const got = await theirs;
-    const before = handovers.length;
-    await got.release();
+    await (await theirs).release();
     await ours;
-    // Our callers handed over at most MAX_LOCAL_STREAK times before the other engine got its turn.
-    expect(handovers.slice(0, before).filter(Boolean).length).toBeLessThanOrEqual(
-      MAX_LOCAL_STREAK + 1,
-    );
+    // Our callers handed over at most MAX_LOCAL_STREAK times, then the next one yielded: its
+    // attempt (after the announcement) is plain, whether it or the other engine won that race.
+    // (Who wins depends on timing: the other engine's head gets a YIELD_MS head start.)
+    const yieldAt = handovers.indexOf(false, 1);
+    expect(yieldAt).toBeGreaterThan(0);
+    expect(yieldAt).toBeLessThanOrEqual(MAX_LOCAL_STREAK + 1);
   });
 
   it('a yield is announced as one (^token) while two other engines watch, as a plain release with one', async () => {
@@ -491,8 +491,15 @@ describe('10,000 waiters on one resource in one process', () => {
     const waiting = Array.from({ length: n }, () => rl.acquire(r, { signal: stop.signal }));
     await waitUntil(() => rl.footprint.queuedAcquires === n);
     await sleep(100); // the head's refused attempt and its watch are done
-    gc();
-    const perWaiter = (process.memoryUsage().heapUsed - before) / n;
+    // The least of three readings: what the waiters keep is in every one of them, while other
+    // work of this process (another test file's clean-up, say) may add to one.
+    let after = Infinity;
+    for (let i = 0; i < 3; i++) {
+      if (i > 0) await sleep(50);
+      gc();
+      after = Math.min(after, process.memoryUsage().heapUsed);
+    }
+    const perWaiter = (after - before) / n;
     const settled = Promise.allSettled(waiting);
     stop.abort();
     for (const s of await settled) {
