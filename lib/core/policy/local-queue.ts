@@ -5,7 +5,7 @@ import type { Lock } from '../lock';
 import { onAbort } from '../wake';
 import { decline, newHandover } from './handover';
 import type { Handover } from './handover';
-import { holderUntil } from './queue-lines';
+import { countHeard, holderUntil, newLine, newTicket } from './queue-lines';
 import type { Line, Slot, Ticket } from './queue-lines';
 import type { LockStore, ReleaseWatch } from './store';
 import { YIELD_MS, mustYield, raceDelay } from './streak';
@@ -67,39 +67,12 @@ export class LocalQueue {
 
   /** Queues an acquire of `resources` behind the local entries already queued for them. */
   join(resources: readonly string[], exclusive: boolean): Ticket {
-    const ticket: Ticket = {
-      seq: ++this.seq,
-      exclusive,
-      // Sized once (a pushed-to array reserves room for 16 more): 10,000 waiters' memory.
-      slots: new Array<Slot>(resources.length),
-      wake: undefined,
-      handed: false,
-      local: false,
-      takeover: undefined,
-      left: false,
-    };
+    const ticket = newTicket(++this.seq, exclusive, resources.length);
     for (let i = 0; i < resources.length; i++) {
       const resource = resources[i];
       let line = this.lines.get(resource);
       if (!line) {
-        line = {
-          resource,
-          first: undefined,
-          last: undefined,
-          holder: undefined,
-          watching: undefined,
-          watch: undefined,
-          streak: 0,
-          watchers: Infinity,
-          polled: 0,
-          lost: 0,
-          yielding: false,
-          yieldFor: YIELD_MS,
-          votes: [],
-          heldBy: undefined,
-          heard: undefined,
-          retriedFor: undefined,
-        };
+        line = newLine(resource);
         this.lines.set(resource, line);
       }
       const slot: Slot = { ticket, line, prev: line.last, next: undefined };
@@ -182,7 +155,7 @@ export class LocalQueue {
   private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
     line.watching ??= this.store
       .watchReleases(line.resource, (announced, token, repeat) => {
-        if (announced !== 'cleanup') heard(line, token);
+        if (announced !== 'cleanup') countHeard(line, token);
         if (repeat) {
           // Another master announces a release already heard. It matters to a head refused by
           // that very holder: its attempt, woken by the first announcement, reached masters
@@ -420,15 +393,3 @@ export class LocalQueue {
 }
 
 function noop(): void {}
-
-/** Counts an announcement of `token`'s release on `line` (the last few tokens: `Line.heard`). */
-function heard(line: Line, token: string): void {
-  const tokens = (line.heard ??= new Map<string, number>());
-  const seen = tokens.get(token);
-  if (seen !== undefined) {
-    tokens.set(token, seen + 1);
-    return;
-  }
-  tokens.set(token, 1);
-  if (tokens.size > 4) tokens.delete(tokens.keys().next().value as string);
-}

@@ -1,12 +1,14 @@
 /**
  * The local queue's records (policy/local-queue.ts): an acquire's ticket, its slot in the queue
- * of each of its resources, and the queue (line) of one resource.
+ * of each of its resources, and the queue (line) of one resource — with their constructors and
+ * the count of heard release announcements.
  */
 import { lockState } from '../lock';
 import type { Lock } from '../lock';
 import type { NodeVote } from '../errors';
 import type { Handover } from './handover';
 import type { ReleaseWatch } from './store';
+import { YIELD_MS } from './streak';
 
 /** An acquire's place in the local queue. */
 export interface Ticket {
@@ -98,4 +100,53 @@ export function holderUntil(line: Line, now: number): number {
     return -Infinity;
   }
   return s.validUntil;
+}
+
+/** A new ticket: `seq` its arrival order, one (empty) slot per resource. */
+export function newTicket(seq: number, exclusive: boolean, resources: number): Ticket {
+  return {
+    seq,
+    exclusive,
+    // Sized once (a pushed-to array reserves room for 16 more): 10,000 waiters' memory.
+    slots: new Array<Slot>(resources),
+    wake: undefined,
+    handed: false,
+    local: false,
+    takeover: undefined,
+    left: false,
+  };
+}
+
+/** A new, empty queue of `resource`. */
+export function newLine(resource: string): Line {
+  return {
+    resource,
+    first: undefined,
+    last: undefined,
+    holder: undefined,
+    watching: undefined,
+    watch: undefined,
+    streak: 0,
+    watchers: Infinity,
+    polled: 0,
+    lost: 0,
+    yielding: false,
+    yieldFor: YIELD_MS,
+    votes: [],
+    heldBy: undefined,
+    heard: undefined,
+    retriedFor: undefined,
+  };
+}
+
+/** Counts an announcement of `token`'s release on `line` (the last few tokens: `Line.heard`). */
+export function countHeard(line: Line, token: string): void {
+  const tokens = (line.heard ??= new Map<string, number>());
+  const seen = tokens.get(token);
+  if (seen !== undefined) {
+    tokens.set(token, seen + 1);
+    return;
+  }
+  tokens.set(token, 1);
+  if (tokens.size > 4) tokens.delete(tokens.keys().next().value as string);
 }
