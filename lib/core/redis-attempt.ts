@@ -53,6 +53,7 @@ export async function attemptOnMasters(
     waitTtl: wait.waitTtl,
     pollKeys: wait.pollKeys,
     handoverFrom: kind.name === 'mutex' ? req.handoverFrom : undefined,
+    defer: req.defer === true,
   };
   // Built once per attempt, when first needed; a Cluster master gets one call per slot group.
   let plain: ScriptCall | undefined; // for masters whose boot marker is not checked

@@ -1,9 +1,10 @@
 import { Timeline } from './policy/timeline';
 import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
+import { announceFlag } from './kinds/kind';
 import type { Announce, LockKind } from './kinds/kind';
-import { lockKindFor } from './kinds/holders';
 import { pollKey } from './kinds/kind-keys';
+import { lockKindFor } from './kinds/holders';
 import type { LockKindSpec } from './kinds/kind-spec';
 import { fenceKey, lockKey, markerKey } from './keys';
 import { slotTag } from './slot';
@@ -33,7 +34,8 @@ import { attemptOnMasters } from './redis-attempt';
 import { extendOnMasters } from './redis-extend';
 import { inspectOnMasters } from './redis-inspect';
 import { MARKER_AGE_SCRIPT } from './scripts/marker';
-import { MAX_TIMER_MS, describe } from './settings';
+import { RELEASE_SCRIPT } from './scripts/mutex';
+import { describe } from './settings';
 import type { RedlockClient, ResolvedSettings } from './settings';
 import type { MasterHealth } from './types';
 
@@ -308,11 +310,16 @@ export class RedisStore implements LockStore {
     );
   }
 
-  markPolling(resource: string, ms: number): void {
-    const key = pollKey(this.settings.keyPrefix, resource);
-    const ttl = Math.max(1, Math.min(MAX_TIMER_MS, Math.ceil(ms)));
+  ownsToken(token: string): boolean {
+    return token.startsWith(this.engineId);
+  }
+
+  unmarkPolling(resource: string): void {
+    // A compare-and-delete of the mark against this engine's id, announced to nobody.
+    const keys = [pollKey(this.settings.keyPrefix, resource)];
+    const args = [this.engineId, announceFlag(false)];
     for (const node of this.nodes) {
-      node.client.set(key, this.engineId, 'PX', ttl).catch(() => undefined); // best effort
+      node.evalScript(RELEASE_SCRIPT, keys, args).catch(() => undefined); // best effort
     }
   }
 

@@ -116,9 +116,9 @@ export class Redlock {
       requestTimeout: this.settings.requestTimeout,
       granted: (lock, started, lockAtLeastFor) => this.granted(lock, started, lockAtLeastFor),
       failed: (resources, err, started) => this.observers.failed(resources, err, started),
-      attempt: (req, n, startedAt, handoverFrom) =>
+      attempt: (req, n, startedAt, handoverFrom, defer) =>
         this.inflight.track(
-          attemptOnStore(this.grants, req, n, startedAt, handoverFrom).then((r) =>
+          attemptOnStore(this.grants, req, n, startedAt, handoverFrom, defer).then((r) =>
             r.lock && this.isDraining ? refuseLate(this.releasing, r.lock, req, n, startedAt) : r,
           ),
         ),

@@ -390,6 +390,32 @@ describe('across processes', () => {
   });
 });
 
+describe('a yield to pollers (handoff: false)', () => {
+  it('waits for their poll, not for their poll mark to expire', async () => {
+    // The marks live retryDelay + retryJitter + 2 × requestTimeout = 10,020 ms; the pollers
+    // come back within 20 ms. A yielding engine's waiters defer to the mark (no free key taken
+    // while it is up: scripts/mutex.ts) instead of sleeping for what it has left; before, each
+    // yield slept up to 10 s and left a mark of its own for twice that (64 grants took minutes).
+    const settings = {
+      handoff: false,
+      retryDelay: 10,
+      retryJitter: 10,
+      retryCount: 100_000,
+      requestTimeout: 5000,
+      ttl: 30_000,
+    };
+    const a = engine(settings);
+    const b = engine(settings);
+    const started = performance.now();
+    const grants = await contend(a, b, uniqueResource('two-polling-long-marks'), 8);
+    const elapsed = performance.now() - started;
+    expect(grants).toHaveLength(8 * 8);
+    expect(longestStreak(grants)).toBeLessThanOrEqual(2 * (MAX_LOCAL_STREAK + 1));
+    expect(elapsed).toBeLessThan(10_000); // less than one mark's life (idle machine: ~0.3 s)
+    expect(a.footprint.queuedAcquires + b.footprint.queuedAcquires).toBe(0);
+  }, 60_000);
+});
+
 describe('a failed attempt', () => {
   it('is cleaned up only on the masters that may hold its token (not where it was refused)', async () => {
     const rl = engine();

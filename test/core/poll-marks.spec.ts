@@ -11,7 +11,9 @@ import { pollKey, waitKey } from '../../lib/core/kinds/kind-keys';
 import type { Line } from '../../lib/core/policy/queue-lines';
 import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK, mustYield } from '../../lib/core/policy/streak';
 import { Redlock } from '../../lib/core/redlock';
-import { SUITE_DEFAULTS, observedStore, useMasters } from '../harness/engines';
+import type { RedisStore } from '../../lib/core/redis-store';
+import { ENGINE_ID_LENGTH } from '../../lib/core/token';
+import { SUITE_DEFAULTS, observedStore, storeWith, useMasters } from '../harness/engines';
 import { uniqueResource, waitUntil } from '../harness/util';
 
 const noop = (): void => undefined;
@@ -105,6 +107,80 @@ describe('poll marks', () => {
       await a.close();
     }
   });
+
+  it("a deferring attempt takes no free key another engine's mark is on, and writes nothing", async () => {
+    let store: RedisStore | undefined;
+    const rl = new Redlock(
+      storeWith(suite.clients, (s) => (store = s)),
+      { ...SUITE_DEFAULTS, handoff: false },
+    );
+    try {
+      await (await rl.acquire(uniqueResource('defer-warm-up'))).release(); // connections checked
+      const s = store as RedisStore;
+      const r = uniqueResource('defer');
+      const req = { resources: [r], ttl: 5000, writerWait: 500 };
+      const other = 'o'.repeat(ENGINE_ID_LENGTH); // another engine's id
+      await Promise.all(suite.probe.map((c) => c.set(pollKey(PREFIX, r), other, 'PX', 5000)));
+      const deferred = await s.attempt({ ...req, defer: true });
+      expect(deferred.grant).toBeUndefined();
+      expect(deferred.grant ? undefined : deferred.refusal).toBe('contended');
+      // Refused as if held (the round ends at a quorum of refusals), with the mark's remaining
+      // time; no key written, no mark of its own.
+      const held = (deferred.grant ? [] : deferred.votes).filter((v) => v.outcome === 'held');
+      expect(held.length).toBeGreaterThanOrEqual(2);
+      for (const v of held) {
+        expect(v.holderTtl).toBeGreaterThan(0);
+        expect(v.holderTtl).toBeLessThanOrEqual(5000);
+      }
+      expect(await pttls(s.keyOf(r))).toEqual([-2, -2, -2]);
+      expect(await Promise.all(suite.probe.map((c) => c.get(pollKey(PREFIX, r))))).toEqual([
+        other,
+        other,
+        other,
+      ]);
+      // The same attempt without `defer` takes the key (the algorithm's plain acquire).
+      const plain = await s.attempt(req);
+      expect(plain.grant).toBeDefined();
+      if (plain.grant) await s.release(plain.grant, true);
+      // Its own engine's mark, or none, does not hold it back.
+      await Promise.all(suite.probe.map((c) => c.set(pollKey(PREFIX, r), s.engineId, 'PX', 5000)));
+      const own = await s.attempt({ ...req, defer: true });
+      expect(own.grant).toBeDefined();
+      if (own.grant) await s.release(own.grant, true);
+      await Promise.all(suite.probe.map((c) => c.del(pollKey(PREFIX, r))));
+      const none = await s.attempt({ ...req, defer: true });
+      expect(none.grant).toBeDefined();
+      if (none.grant) await s.release(none.grant, true);
+      // Taking the mark down (an engine done with the resource) removes only its own.
+      const marks = (): Promise<(string | null)[]> =>
+        Promise.all(suite.probe.map((c) => c.get(pollKey(PREFIX, r))));
+      await Promise.all(suite.probe.map((c) => c.set(pollKey(PREFIX, r), other, 'PX', 5000)));
+      s.unmarkPolling(r);
+      await s.attempt(req).then((o) => o.grant && s.release(o.grant, true)); // after it, in order
+      expect(await marks()).toEqual([other, other, other]);
+      await Promise.all(suite.probe.map((c) => c.set(pollKey(PREFIX, r), s.engineId, 'PX', 5000)));
+      s.unmarkPolling(r);
+      await s.attempt(req).then((o) => o.grant && s.release(o.grant, true));
+      expect(await marks()).toEqual([null, null, null]);
+    } finally {
+      await rl.close();
+    }
+  });
+
+  it('an engine takes its mark down when its last waiter for the resource is done', async () => {
+    // The mark lives retryDelay + 2 × requestTimeout = 3,500 ms; the retry comes after 1,500.
+    const settings = { handoff: false, retryDelay: 1500, retryJitter: 0, requestTimeout: 1000 };
+    const rl = suite.engine(settings);
+    const other = suite.engine(settings);
+    const r = uniqueResource('unmark');
+    const holder = await rl.acquire(r, { ttl: 5000 });
+    const waiting = other.acquire(r, { ttl: 5000, retryCount: 1 });
+    await waitUntil(async () => (await pttls(pollKey(PREFIX, r))).every((t) => t > 0), 2000);
+    await holder.release();
+    // Its retry takes the lock; its queue then ends, and the mark goes with it.
+    await (await waiting).release();
+    expect(await pttls(pollKey(PREFIX, r))).toEqual([-2, -2, -2]);
+  }, 20_000);
 
   it('the rule without announcements: a mark seen bounds the streak, none keeps it', () => {
     const line = { watch: undefined, streak: MAX_LOCAL_STREAK, polled: 0 } as unknown as Line;

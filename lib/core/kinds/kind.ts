@@ -55,6 +55,11 @@ export interface AcquireInput {
    * holder — keys holding it count as free and are overwritten. Other kinds never get one.
    */
   readonly handoverFrom?: string | undefined;
+  /**
+   * Defer to pollers (policy/streak.ts; mutex only, with the `pollKeys`): a free key on which
+   * another engine's poll mark is up refuses the attempt instead of being taken.
+   */
+  readonly defer?: boolean | undefined;
 }
 
 /**

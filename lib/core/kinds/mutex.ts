@@ -51,8 +51,10 @@ export const MUTEX: LockKind = {
       String(keys.length),
       String(input.fenceTtl),
     ];
+    const defer = input.defer === true && waitKeys !== undefined && input.pollKeys !== undefined;
     if (waitKeys || input.handoverFrom) args.push(waitKeys ? String(input.waitTtl) : '0');
-    if (input.handoverFrom) args.push(input.handoverFrom);
+    if (input.handoverFrom || defer) args.push(input.handoverFrom ?? '');
+    if (defer) args.push('1');
     return { script: ACQUIRE_SCRIPT, keys: scriptKeys, args, birthArg: marker ? 3 : undefined };
   },
 

@@ -45,12 +45,16 @@ export interface LoopContext {
   granted(lock: Lock, started: number, lockAtLeastFor: number | undefined): Lock;
   /** Reports an acquire that ends without a lock (the `failed` event). */
   failed(resources: readonly string[], err: unknown, started: number): void;
-  /** One attempt (the store's round, turned into a lock or an error). */
+  /**
+   * One attempt (the store's round, turned into a lock or an error); `defer`: to other engines'
+   * pollers (`AttemptRequest.defer`).
+   */
   attempt(
     req: CheckedAcquire,
     attemptNo: number,
     startedAt: number,
     handoverFrom?: string,
+    defer?: boolean,
   ): Promise<AttemptResult>;
 }
 
@@ -117,9 +121,11 @@ export async function acquireLoop(
       // A lock handed over by a local holder is taken over by this attempt (policy/handover.ts).
       const handover = ticket?.takeover;
       if (handover) ticket.takeover = undefined;
+      // After a yield to other engines' pollers (policy/streak.ts): no free key they marked.
+      const defer = !handover && ticket !== undefined && queue.defers(ticket);
       let result: AttemptResult | undefined;
       try {
-        result = await ctx.attempt(req, attempts, start, handover?.from);
+        result = await ctx.attempt(req, attempts, start, handover?.from, defer);
       } finally {
         handover?.settle(result);
       }
@@ -147,7 +153,8 @@ export async function acquireLoop(
         const watch = await queue.watch(ticket, sentAt);
         if (watch.fresh) continue; // a release may have been missed while subscribing
         if (released === 'retry') continue;
-        live = watch.live && released === undefined;
+        // A deferral names no holder and none will announce a release: the waiter polls.
+        live = watch.live && released === undefined && !(defer && last.heldBy === undefined);
       }
       const wait = waitAfter(error, req, ctx.store.quorum, live);
       // Only queued acquires get here (the others cannot retry).

@@ -23,7 +23,8 @@ export interface AttemptContext {
 
 /**
  * One attempt on the store (taking the lock over from this engine's releasing holder of
- * `handoverFrom`: policy/handover.ts): a tracked lock, or the typed reason it was not granted. Another kind
+ * `handoverFrom`: policy/handover.ts; deferring to other engines' pollers with `defer`:
+ * `AttemptRequest.defer`): a tracked lock, or the typed reason it was not granted. Another kind
  * of lock at a resource rejects with {@link KindMismatchError} once the attempt's clean-up is
  * done: an error the acquire loop does not retry.
  */
@@ -33,9 +34,14 @@ export function attemptOnStore(
   attemptNo: number,
   startedAt: number,
   handoverFrom?: string,
+  defer = false,
 ): Promise<AttemptResult> {
   return ctx.store
-    .attempt(handoverFrom === undefined ? req : { ...req, handoverFrom })
+    .attempt(
+      handoverFrom === undefined && !defer
+        ? req
+        : { ...req, handoverFrom, ...(defer ? { defer } : {}) },
+    )
     .then((outcome) =>
       outcome.grant || outcome.refusal !== 'kind-mismatch'
         ? resultOf(ctx, outcome, req, attemptNo, startedAt)

@@ -37,7 +37,7 @@ import { Timeline } from './timeline';
  * - **Fair across processes, ordered races** (the rules and why: policy/streak.ts). A process
  *   hands a resource to its own waiters at most MAX_LOCAL_STREAK times in a row while another
  *   engine watches or polls for it (`mustYield`), then lets the others go first: after the
- *   release announcement and YIELD_MS, or for the time their poll mark had left; with two or more
+ *   release announcement and YIELD_MS, and, told by a poll mark, by deferring to it; with two or more
  *   other engines the yield is announced and each head waits `raceDelay`, longest waiter first.
  *
  * Shared locks and semaphores join with `exclusive: false`: admitted when every entry before
@@ -203,12 +203,24 @@ export class LocalQueue {
       line.streak = 0;
       line.yielding = false;
       line.lost++;
+      // Refused by another engine's plain lock: the masters raised this engine's poll mark.
+      if (heldBy !== undefined && this.store.ownsToken?.(heldBy) === false) line.marked = true;
       if (heldBy !== undefined && (line.heard?.get(heldBy) ?? 0) >= this.store.quorum) {
         released = line.retriedFor === heldBy ? 'poll' : (released ?? 'retry');
         line.retriedFor = heldBy;
       }
     }
     return released;
+  }
+
+  /**
+   * Whether `ticket`'s next attempt defers to other engines' pollers (`AttemptRequest.defer`):
+   * a queue of its resources let the resource go to them (policy/streak.ts) and has not been
+   * granted since.
+   */
+  defers(ticket: Ticket): boolean {
+    for (const { line } of ticket.slots) if (line.deferring) return true;
+    return false;
   }
 
   /** The contention error for a queued acquire that gives up before its turn came. */
@@ -230,6 +242,7 @@ export class LocalQueue {
       // A poll mark is another engine waiting, whether or not the masters count its watch.
       line.watchers = polled > 0 ? Math.max(watchers ?? Infinity, 2) : (watchers ?? Infinity);
       line.polled = polled;
+      line.deferring = false;
       line.lost = 0;
       // Others wait behind it: they may have to wait for a release announcement (streak).
       if (line.first !== line.last) void this.watchLine(line);
@@ -255,6 +268,8 @@ export class LocalQueue {
       slot.next = undefined;
       if (!line.first) {
         this.lines.delete(line.resource);
+        // Other engines read the mark when they do not count this engine's watch: without one.
+        if (line.marked && !line.watch?.live) this.store.unmarkPolling?.(line.resource);
         line.watch?.stop();
       } else {
         this.promote(line);
@@ -326,20 +341,19 @@ export class LocalQueue {
   private handOff(line: Line, local: boolean, yielded = false): void {
     if (this.lines.get(line.resource) !== line) return;
     if (local && mustYield(line)) {
-      // The streak ends (streak.ts): others go first. Told by a poll mark only, they get the
-      // time it had left, and this engine leaves its own mark for their holder's hand-overs.
-      const holdBack = line.polled;
-      if (holdBack > 0) {
+      // The streak ends (streak.ts): others go first. Told by a poll mark, the local waiters
+      // defer to it until their next grant: they take no free key while another engine's mark
+      // is up on it (its poller takes it; scripts/mutex.ts, ARGV[9]).
+      if (line.polled > 0) {
         line.polled = 0;
-        this.store.markPolling?.(line.resource, 2 * holdBack);
+        line.deferring = true;
       }
       if (line.watch?.live) {
         line.yielding = true;
-        line.yieldFor = Math.max(YIELD_MS, holdBack);
         return;
       }
-      line.streak = 0; // no announcement will come: a timer ends the yield
-      this.timeline.add(monotonicNow() + holdBack, () => this.wakeFront(line, false));
+      line.streak = 0; // no announcement will come: the head attempts now, deferring
+      this.wakeFront(line, false);
       return;
     }
     if (!local) {
@@ -347,7 +361,7 @@ export class LocalQueue {
       if (line.yielding) {
         line.yielding = false;
         line.streak = 0;
-        delay = Math.max(delay, line.yieldFor);
+        delay = Math.max(delay, YIELD_MS);
       }
       if (delay > 0) {
         this.timeline.add(monotonicNow() + delay, () => this.wakeFront(line, false));

@@ -8,7 +8,6 @@ import type { Lock } from '../lock';
 import type { NodeVote } from '../errors';
 import type { Handover } from './handover';
 import type { ReleaseWatch } from './store';
-import { YIELD_MS } from './streak';
 
 /** An acquire's place in the local queue. */
 export interface Ticket {
@@ -55,19 +54,26 @@ export interface Line {
   watchers: number;
   /**
    * The longest poll mark the last hand-over's grant saw (`Grant.polled`, ms; 0: none): another
-   * engine polls for the resource — announcements or not, the streak is bounded, and without
-   * announcements a yield holds the local waiters back this long (policy/streak.ts).
+   * engine polls for the resource — announcements or not, the streak is bounded, and the yield
+   * makes the local waiters defer to the pollers (`deferring`; policy/streak.ts).
    */
   polled: number;
+  /**
+   * This queue yielded to another engine's poller and was not granted since: its attempts defer
+   * to other engines' poll marks (`AttemptRequest.defer`).
+   */
+  deferring: boolean;
+  /**
+   * An attempt from this queue was refused by another engine's plain lock, so the masters may
+   * hold this engine's poll mark of the resource: taken down when the queue ends
+   * (`LockStore.unmarkPolling`), so that deferring waiters of other engines need not wait for
+   * it to expire.
+   */
+  marked: boolean;
   /** Contended attempts made from this queue since its last grant (races lost: raceDelay). */
   lost: number;
   /** The next local waiter yields: it waits for the release announcement, then streak.ts YIELD_MS. */
   yielding: boolean;
-  /**
-   * How long (ms) the yielding waiter lets the others go first after the announcement:
-   * streak.ts YIELD_MS, or the time another engine's poll mark had left (local-queue.ts).
-   */
-  yieldFor: number;
   /** Votes of the last contended attempt made from this queue (reported to those who give up). */
   votes: readonly NodeVote[];
   /**
@@ -129,9 +135,10 @@ export function newLine(resource: string): Line {
     streak: 0,
     watchers: Infinity,
     polled: 0,
+    deferring: false,
+    marked: false,
     lost: 0,
     yielding: false,
-    yieldFor: YIELD_MS,
     votes: [],
     heldBy: undefined,
     heard: undefined,

@@ -73,6 +73,12 @@ export interface AttemptRequest {
    * that releases the lock to this attempt. Keys holding it count as free and are taken over.
    */
   readonly handoverFrom?: string;
+  /**
+   * Defer to pollers (plain locks that retry; policy/streak.ts): this engine just let the
+   * resource go to the pollers of other engines, so a free key on which another engine's poll
+   * mark is up refuses this attempt instead of being taken. Stores without poll marks ignore it.
+   */
+  readonly defer?: boolean;
 }
 
 /**
@@ -240,12 +246,18 @@ export interface LockStore {
     onRelease: AnnouncementListener,
   ): Promise<ReleaseWatch | undefined>;
   /**
-   * Leaves this engine's poll mark on `resource` for `ms` on every master, without waiting for
-   * the answers (kinds/kind-keys.ts `pollKey`): its local queue let the resource go to the
-   * pollers of other engines and wants it back (policy/streak.ts). Stores without poll marks
-   * (one process: the in-memory store) leave it out.
+   * Whether `token` belongs to a lock of this engine (its engine id starts it: token.ts). Stores
+   * without poll marks (one process: the in-memory store) leave it out.
    */
-  markPolling?(resource: string, ms: number): void;
+  ownsToken?(token: string): boolean;
+  /**
+   * Takes this engine's poll mark of `resource` down on every master where it is still this
+   * engine's (kinds/kind-keys.ts `pollKey`; best effort, not awaited): the engine stopped
+   * waiting for the resource, and waiters of other engines that defer to the mark
+   * (`AttemptRequest.defer`) need not wait for it to expire. Stores without poll marks leave it
+   * out.
+   */
+  unmarkPolling?(resource: string): void;
   readonly footprint: StoreFootprint;
   /** An error's message without credentials (for logs). */
   describe(err: unknown): string;

@@ -43,11 +43,17 @@ export const RACE_STEP_MS = 1;
  * their polls would never find it free. Their refused attempts leave poll marks on the masters
  * (kinds/kind-keys.ts `pollKey`, raised for one of their retry intervals), which the hand-overs
  * read (`Line.polled`). With a mark seen, the streak is bounded by {@link MAX_LOCAL_STREAK} here
- * too, and the yield holds the local waiters back for as long as the mark had left
- * (local-queue.ts `handOff`): the poller that left it attempts within that time, while the key
- * is free. Without a mark nobody polls, and the process keeps its streak. The same hold-back
- * applies with announcements when only a mark told of the other engine (a Cluster of several
- * nodes, where the masters may not count its watch and it hears the release a little later).
+ * too, and after the yield the local waiters defer to the pollers (local-queue.ts `handOff`,
+ * `Line.deferring`): their attempts take no free key on which another engine's mark is up
+ * (scripts/mutex.ts ACQUIRE_SCRIPT, `defer`), so the poller that left it takes the key at its
+ * next poll, and a waiter of ours refused by it raises our own mark, which ends that engine's
+ * streak in turn. Until their next grant; an engine whose last waiter for the resource is done
+ * takes its mark down (`LockStore.unmarkPolling`), so nobody defers to a poller that left. (A
+ * timed hold-back for what the mark had left, before: marks live a whole retry interval plus
+ * two request timeouts, and a yield waited for it even when the poller had long come and gone.)
+ * Without a mark nobody polls, and the process keeps its streak. The same deferral applies with
+ * announcements when only a mark told of the other engine (a Cluster of several nodes, where
+ * the masters may not count its watch and it hears the release a little later).
  */
 export function mustYield(line: Line): boolean {
   if (!line.watch?.live) return line.polled > 0 && line.streak >= MAX_LOCAL_STREAK;

@@ -93,7 +93,8 @@ end`;
  * then n poll marks (only with the flags, and optional; kinds/kind-keys.ts `pollKey`)
  * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
  * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
- *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [waitTtl, [prev]]
+ *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [waitTtl, [prev,
+ *       [defer]]] (`prev` '' when absent)
  *
  * `prev` (a local hand-over, policy/handover.ts): the token of this process's holder that is
  * releasing the lock to us. A key holding exactly that token counts as free and is overwritten
@@ -104,6 +105,9 @@ end`;
  * for a hand-over (`prev` given), by the largest subscriber count of the keys' release channels
  * (PUBSUB NUMSUB: the watchers of every engine, this one's included; policy/local-queue.ts) and
  * the longest remaining poll mark of another engine on the keys in ms (0: none; policy/streak.ts);
+ * `defer` '1' (policy/streak.ts, a yield to pollers): a free key with another engine's poll mark
+ * refuses the attempt, `{0, age, pttl of the mark}`, and nothing is written.
+ *
  * {0, age, pttl[, holder]} when some key is held (of the first held key); {-1, age, pttl, kind, limit}
  * when a key holds a semaphore or something foreign (REFUSED_LUA: the other kinds are looked at
  * only once refused, so the granted path stays one `SET NX`). A plain lock is the writer (the
@@ -130,6 +134,24 @@ local age = -1
 if ARGV[4] ~= '0' then${bootMarkerAge('KEYS[#KEYS]', 'ARGV[4]')}
 end
 local prev = ARGV[8]
+if prev == '' then prev = nil end
+if ARGV[9] == '1' then
+  -- Deferring (ARGV[9]): a waiter of a process that just let the resource go to another
+  -- engine's poller (policy/streak.ts) takes no free key while that engine's poll mark is up
+  -- on it: refused, with the mark's remaining time, and no key is written. The poller takes it.
+  local p0 = n
+  if ARGV[3] == '1' then p0 = 2 * n end
+  p0 = p0 + n
+  if #KEYS >= p0 + n + ${MARKER_SLOT} then
+    local me = ${ENGINE_OF('ARGV[1]')}
+    for i = 1, n do
+      local mark = redis.call('GET', KEYS[p0 + i])
+      if mark and mark ~= me and redis.call('EXISTS', KEYS[i]) == 0 then
+        return {0, age, redis.call('PTTL', KEYS[p0 + i])}
+      end
+    end
+  end
+end
 local held = false
 local set = n > 1
 if n == 1 then
