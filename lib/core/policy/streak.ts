@@ -32,8 +32,14 @@ export const YIELD_MS = 1;
  * announcement — the longest waiting process first, at most RACE_LEVELS × RACE_STEP_MS late.
  */
 export const RACE_LEVELS = 3;
-/** See {@link RACE_LEVELS}. */
-export const RACE_STEP_MS = 1;
+/**
+ * See {@link RACE_LEVELS}. 2 ms, not 1: on a loaded machine a head's attempt often reaches the
+ * masters more than 1 ms after the announcement, and the order was lost (4 processes × 4
+ * callers: 80% of the rotations were in order with 1 ms steps, 85% with 2 ms, p99 wait 110 →
+ * 97 ms; 3 ms cost throughput; bench/README.md, session 10). The first head to attempt, the one
+ * that lost the most races, waits 0 ms either way.
+ */
+export const RACE_STEP_MS = 2;
 
 /**
  * Whether the next local waiter of `line` must yield to other processes (policy/local-queue.ts).
