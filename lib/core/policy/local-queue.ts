@@ -203,8 +203,13 @@ export class LocalQueue {
       line.streak = 0;
       line.yielding = false;
       line.lost++;
-      // Refused by another engine's plain lock: the masters raised this engine's poll mark.
-      if (heldBy !== undefined && this.store.ownsToken?.(heldBy) === false) line.marked = true;
+      if (heldBy !== undefined && this.store.ownsToken?.(heldBy) === false) {
+        // Refused by another engine's plain lock: the masters raised this engine's poll mark,
+        // and a yield to the pollers is over (one of them took the resource). Deferring longer
+        // would make every engine that yielded defer to the mark of the one refused last.
+        line.marked = true;
+        line.deferring = false;
+      }
       if (heldBy !== undefined && (line.heard?.get(heldBy) ?? 0) >= this.store.quorum) {
         released = line.retriedFor === heldBy ? 'poll' : (released ?? 'retry');
         line.retriedFor = heldBy;
@@ -215,8 +220,8 @@ export class LocalQueue {
 
   /**
    * Whether `ticket`'s next attempt defers to other engines' pollers (`AttemptRequest.defer`):
-   * a queue of its resources let the resource go to them (policy/streak.ts) and has not been
-   * granted since.
+   * a queue of its resources let the resource go to them (policy/streak.ts), and since then
+   * neither was it granted nor did another engine's holder refuse it.
    */
   defers(ticket: Ticket): boolean {
     for (const { line } of ticket.slots) if (line.deferring) return true;
@@ -342,8 +347,8 @@ export class LocalQueue {
     if (this.lines.get(line.resource) !== line) return;
     if (local && mustYield(line)) {
       // The streak ends (streak.ts): others go first. Told by a poll mark, the local waiters
-      // defer to it until their next grant: they take no free key while another engine's mark
-      // is up on it (its poller takes it; scripts/mutex.ts, ARGV[9]).
+      // defer to it until a poller took the resource (`refused`) or they are granted: they take
+      // no free key while another engine's mark is up on it (scripts/mutex.ts, ARGV[9]).
       if (line.polled > 0) {
         line.polled = 0;
         line.deferring = true;

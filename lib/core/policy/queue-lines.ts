@@ -59,8 +59,9 @@ export interface Line {
    */
   polled: number;
   /**
-   * This queue yielded to another engine's poller and was not granted since: its attempts defer
-   * to other engines' poll marks (`AttemptRequest.defer`).
+   * This queue yielded to another engine's poller, and since then it was not granted and no
+   * holder of another engine refused it: its attempts defer to other engines' poll marks
+   * (`AttemptRequest.defer`).
    */
   deferring: boolean;
   /**

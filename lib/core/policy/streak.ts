@@ -53,10 +53,13 @@ export const RACE_STEP_MS = 2;
  * `Line.deferring`): their attempts take no free key on which another engine's mark is up
  * (scripts/mutex.ts ACQUIRE_SCRIPT, `defer`), so the poller that left it takes the key at its
  * next poll, and a waiter of ours refused by it raises our own mark, which ends that engine's
- * streak in turn. Until their next grant; an engine whose last waiter for the resource is done
- * takes its mark down (`LockStore.unmarkPolling`), so nobody defers to a poller that left. (A
- * timed hold-back for what the mark had left, before: marks live a whole retry interval plus
- * two request timeouts, and a yield waited for it even when the poller had long come and gone.)
+ * streak in turn. Until a holder of another engine refuses them (a poller took the key) or they
+ * are granted: were every engine that yielded to defer on, all would defer to the engine refused
+ * last, and the resource would go last come, first served. An engine whose last waiter for the
+ * resource is done takes its mark down (`LockStore.unmarkPolling`), so nobody defers to a
+ * poller that left. (A timed hold-back for what the mark had left, before: marks live a whole
+ * retry interval plus two request timeouts, and a yield waited for it even when the poller had
+ * long come and gone.)
  * Without a mark nobody polls, and the process keeps its streak. The same deferral applies with
  * announcements when only a mark told of the other engine (a Cluster of several nodes, where
  * the masters may not count its watch and it hears the release a little later).

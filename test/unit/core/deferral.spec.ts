@@ -1,0 +1,72 @@
+/**
+ * Deferring to other engines' pollers (lib/core/policy/local-queue.ts, policy/streak.ts): after
+ * a yield to pollers a queue's attempts defer (`AttemptRequest.defer`) until a holder of another
+ * engine refuses them or they are granted; a queue that another engine's holder refused marked
+ * the resource for its engine, and takes the mark down when it ends (without a live release
+ * watch). A fake store: only the token owner test and the take-down matter here.
+ */
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { LocalQueue } from '../../../lib/core/policy/local-queue';
+import type { Line } from '../../../lib/core/policy/queue-lines';
+import type { LockStore } from '../../../lib/core/policy/store';
+
+const queues: LocalQueue[] = [];
+afterEach(() => {
+  for (const q of queues.splice(0)) q.close();
+});
+
+/** A queue over a store without announcements whose engine's tokens start with `me:`. */
+function setup(): { queue: LocalQueue; unmark: jest.Mock<(resource: string) => void> } {
+  const unmark = jest.fn<(resource: string) => void>();
+  const store = {
+    quorum: 2,
+    watchReleases: () => Promise.resolve(undefined),
+    ownsToken: (token: string) => token.startsWith('me:'),
+    unmarkPolling: unmark,
+  } as unknown as LockStore;
+  const queue = new LocalQueue(store, new AbortController().signal);
+  queues.push(queue);
+  return { queue, unmark };
+}
+
+/** The queue's line of `resource` (internal state, to start from a yield to pollers). */
+function lineOf(queue: LocalQueue, resource: string): Line {
+  return (queue as unknown as { lines: Map<string, Line> }).lines.get(resource) as Line;
+}
+
+describe('deferring to pollers', () => {
+  it('lasts until a holder of another engine refuses the queue, not beyond', () => {
+    const { queue } = setup();
+    const ticket = queue.join(['r'], true);
+    expect(queue.defers(ticket)).toBe(false);
+    lineOf(queue, 'r').deferring = true; // the queue yielded to pollers
+    expect(queue.defers(ticket)).toBe(true);
+    queue.refused(ticket, [], undefined); // a deferral, or split votes: no one took it yet
+    expect(queue.defers(ticket)).toBe(true);
+    queue.refused(ticket, [], 'me:own-holder'); // its own engine's holder: not a poller
+    expect(queue.defers(ticket)).toBe(true);
+    queue.refused(ticket, [], 'other:holder'); // a poller took the resource
+    expect(queue.defers(ticket)).toBe(false);
+  });
+
+  it("a queue refused by another engine's holder takes its mark down when it ends", () => {
+    const { queue, unmark } = setup();
+    const marked = queue.join(['m'], true);
+    queue.refused(marked, [], 'other:holder');
+    const unmarked = queue.join(['u'], true);
+    queue.refused(unmarked, [], 'me:own-holder');
+    queue.leave(unmarked);
+    expect(unmark).not.toHaveBeenCalled();
+    queue.leave(marked);
+    expect(unmark.mock.calls).toEqual([['m']]);
+  });
+
+  it('leaves the mark with a live release watch (the masters count the watch instead)', () => {
+    const { queue, unmark } = setup();
+    const ticket = queue.join(['w'], true);
+    queue.refused(ticket, [], 'other:holder');
+    lineOf(queue, 'w').watch = { activeSince: 0, live: true, stop: () => undefined };
+    queue.leave(ticket);
+    expect(unmark).not.toHaveBeenCalled();
+  });
+});
