@@ -108,7 +108,7 @@ describe('poll marks', () => {
     }
   });
 
-  it("a deferring attempt takes no free key another engine's mark is on, and writes nothing", async () => {
+  it("a deferring attempt takes no free key another engine's mark is on, and joins the mark", async () => {
     let store: RedisStore | undefined;
     const rl = new Redlock(
       storeWith(suite.clients, (s) => (store = s)),
@@ -125,7 +125,8 @@ describe('poll marks', () => {
       expect(deferred.grant).toBeUndefined();
       expect(deferred.grant ? undefined : deferred.refusal).toBe('contended');
       // Refused as if held (the round ends at a quorum of refusals), with the mark's remaining
-      // time; no key written, no mark of its own.
+      // time; no lock key written; its engine's id appended to the mark (the engine deferred to
+      // sees it waiting), the mark's TTL kept.
       const held = (deferred.grant ? [] : deferred.votes).filter((v) => v.outcome === 'held');
       expect(held.length).toBeGreaterThanOrEqual(2);
       for (const v of held) {
@@ -133,11 +134,18 @@ describe('poll marks', () => {
         expect(v.holderTtl).toBeLessThanOrEqual(5000);
       }
       expect(await pttls(s.keyOf(r))).toEqual([-2, -2, -2]);
-      expect(await Promise.all(suite.probe.map((c) => c.get(pollKey(PREFIX, r))))).toEqual([
-        other,
-        other,
-        other,
-      ]);
+      await waitUntil(async () => {
+        const marks = await Promise.all(suite.probe.map((c) => c.get(pollKey(PREFIX, r))));
+        return marks.every((m) => m === `${other}+${s.engineId}`); // (the last may be late)
+      }, 2000);
+      for (const t of await pttls(pollKey(PREFIX, r))) expect(t).toBeLessThanOrEqual(5000);
+      // Deferring again leaves a joined mark as it is, and still defers to its first engine.
+      const again = await s.attempt({ ...req, defer: true });
+      expect(again.grant).toBeUndefined();
+      expect(await Promise.all(suite.probe.map((c) => c.get(pollKey(PREFIX, r))))).toEqual(
+        Array(3).fill(`${other}+${s.engineId}`),
+      );
+      await Promise.all(suite.probe.map((c) => c.set(pollKey(PREFIX, r), other, 'PX', 5000)));
       // The same attempt without `defer` takes the key (the algorithm's plain acquire).
       const plain = await s.attempt(req);
       expect(plain.grant).toBeDefined();

@@ -153,7 +153,7 @@ export async function acquireLoop(
         const watch = await queue.watch(ticket, sentAt);
         if (watch.fresh) continue; // a release may have been missed while subscribing
         if (released === 'retry') continue;
-        // A deferral names no holder and none will announce a release: the waiter polls.
+        // A deferral names no holder whose release would wake the waiter: it polls.
         live = watch.live && released === undefined && !(defer && last.heldBy === undefined);
       }
       const wait = waitAfter(error, req, ctx.store.quorum, live);

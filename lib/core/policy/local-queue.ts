@@ -37,8 +37,9 @@ import { Timeline } from './timeline';
  * - **Fair across processes, ordered races** (the rules and why: policy/streak.ts). A process
  *   hands a resource to its own waiters at most MAX_LOCAL_STREAK times in a row while another
  *   engine watches or polls for it (`mustYield`), then lets the others go first: after the
- *   release announcement and YIELD_MS, and, told by a poll mark, by deferring to it; with two or more
- *   other engines the yield is announced and each head waits `raceDelay`, longest waiter first.
+ *   release announcement and YIELD_MS, and, told by a poll mark, by deferring to it; with two or
+ *   more other engines the yield is announced and each head waits `raceDelay`, longest waiter
+ *   first.
  *
  * Shared locks and semaphores join with `exclusive: false`: admitted when every entry before
  * them is non-exclusive. Hand-overs of plain locks: policy/handover.ts.
@@ -353,11 +354,15 @@ export class LocalQueue {
         line.polled = 0;
         line.deferring = true;
       }
-      if (line.watch?.live) {
+      if (line.watch?.live && !line.deferring) {
         line.yielding = true;
         return;
       }
-      line.streak = 0; // no announcement will come: the head attempts now, deferring
+      // Deferring (or no announcement will come): the head attempts now. Its deferred attempt
+      // tells the engine deferred to that this one waits (scripts/mutex.ts), before that
+      // engine's holder could refuse it: waiting for the announcement first may take long
+      // enough, on a loaded machine, for that holder's streak to run on unbounded.
+      line.streak = 0;
       this.wakeFront(line, false);
       return;
     }

@@ -106,7 +106,9 @@ end`;
  * (PUBSUB NUMSUB: the watchers of every engine, this one's included; policy/local-queue.ts) and
  * the longest remaining poll mark of another engine on the keys in ms (0: none; policy/streak.ts);
  * `defer` '1' (policy/streak.ts, a yield to pollers): a free key with another engine's poll mark
- * refuses the attempt, `{0, age, pttl of the mark}`, and nothing is written.
+ * refuses the attempt, `{0, age, pttl of the mark}`; no lock key is written, and a mark of one
+ * engine id gets `+` and this engine's id appended (its TTL kept): the hand-overs of the engine
+ * deferred to, which read any mark other than exactly their own id, then see this one waiting.
  *
  * {0, age, pttl[, holder]} when some key is held (of the first held key); {-1, age, pttl, kind, limit}
  * when a key holds a semaphore or something foreign (REFUSED_LUA: the other kinds are looked at
@@ -138,7 +140,9 @@ if prev == '' then prev = nil end
 if ARGV[9] == '1' then
   -- Deferring (ARGV[9]): a waiter of a process that just let the resource go to another
   -- engine's poller (policy/streak.ts) takes no free key while that engine's poll mark is up
-  -- on it: refused, with the mark's remaining time, and no key is written. The poller takes it.
+  -- on it (the mark's first engine id): refused, with the mark's remaining time, and the lock
+  -- key is not written. The poller takes it; the mark gets this engine's id appended (same
+  -- TTL), so that the poller's hand-overs see this engine waiting before it is refused by them.
   local p0 = n
   if ARGV[3] == '1' then p0 = 2 * n end
   p0 = p0 + n
@@ -146,7 +150,10 @@ if ARGV[9] == '1' then
     local me = ${ENGINE_OF('ARGV[1]')}
     for i = 1, n do
       local mark = redis.call('GET', KEYS[p0 + i])
-      if mark and mark ~= me and redis.call('EXISTS', KEYS[i]) == 0 then
+      if mark and ${ENGINE_OF('mark')} ~= me and redis.call('EXISTS', KEYS[i]) == 0 then
+        if string.len(mark) == ${ENGINE_ID_LENGTH} then
+          redis.call('SET', KEYS[p0 + i], mark .. '+' .. me, 'KEEPTTL')
+        end
         return {0, age, redis.call('PTTL', KEYS[p0 + i])}
       end
     end
