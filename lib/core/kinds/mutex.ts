@@ -79,6 +79,9 @@ export const MUTEX: LockKind = {
     let granted = true;
     let markerAge: number | undefined;
     let holderTtl: number | undefined;
+    // The plain lock that refused, named only when every refused group names the same one
+    // (undefined: no group refused; null: not one plain lock).
+    let holder: string | null | undefined;
     let mismatch: AcquireAnswer['mismatch'];
     const counted = new Map<string, number>();
     for (const group of groups) {
@@ -87,9 +90,12 @@ export const MUTEX: LockKind = {
       if (v[0] === -1) {
         mismatch ??= mismatchAnswer(v, undefined).mismatch;
         granted = false;
+        holder = null;
       } else if (v[0] === 0) {
         if (granted && typeof v[2] === 'number' && v[2] >= 0) holderTtl = v[2];
         granted = false;
+        const h = typeof v[3] === 'string' ? v[3] : null;
+        holder = holder === undefined || holder === h ? h : null;
       } else if (v.length === group.resources.length + 2) {
         group.resources.forEach((r, i) => counted.set(r, Number(v[2 + i])));
       }
@@ -100,7 +106,8 @@ export const MUTEX: LockKind = {
       if (!counters.every(Number.isFinite)) counters = undefined;
     }
     const answer = { granted, markerAge, holderTtl: granted ? undefined : holderTtl, counters };
-    return mismatch ? { ...answer, mismatch } : answer;
+    if (mismatch) return { ...answer, mismatch };
+    return typeof holder === 'string' ? { ...answer, holder } : answer;
   },
 
   extend(token, ttl, keys, repair): ScriptCall {

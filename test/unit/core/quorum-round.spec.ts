@@ -277,6 +277,23 @@ describe('the mutex kind reads replies, never guessing', () => {
     });
   });
 
+  it('refused across slot groups: the holder only when every refused group names the same one', () => {
+    const groups = (...values: unknown[]) =>
+      values.map((value, i) => ({ resources: [`r${i}`], value }));
+    const read = (...values: unknown[]) =>
+      MUTEX.readAcquire(
+        groups(...values),
+        values.map((_, i) => `r${i}`),
+      );
+    expect(read([0, -1, 900, 'tok-a']).holder).toBe('tok-a'); // a Cluster master, one slot
+    expect(read([0, -1, 900, 'tok-a'], [1, -1], [0, -1, 800, 'tok-a']).holder).toBe('tok-a');
+    expect(read([0, -1, 900, 'tok-a'], [0, -1, 800, 'tok-b']).holder).toBeUndefined();
+    expect(read([0, -1, 900, 'tok-a'], [0, -1, 800]).holder).toBeUndefined(); // readers
+    expect(read([0, -1, 900], [0, -1, 800, 'tok-a']).holder).toBeUndefined();
+    expect(read([0, -1, 900, 'tok-a'], [-1, -1, 50, 'semaphore', 3]).holder).toBeUndefined();
+    expect(read([1, -1], [1, -1]).holder).toBeUndefined();
+  });
+
   it('a malformed reply is an error, not a grant', () => {
     for (const bad of [null, 'OK', [2, 0], [1], {}]) {
       expect(() => MUTEX.readAcquire(one(bad), ['a'])).toThrow(ReplyFormatError);
