@@ -1,7 +1,6 @@
 import { Timeline } from './policy/timeline';
 import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
-import { announceFlag } from './kinds/kind';
 import type { Announce, LockKind } from './kinds/kind';
 import { pollKey } from './kinds/kind-keys';
 import { lockKindFor } from './kinds/holders';
@@ -34,7 +33,7 @@ import { attemptOnMasters } from './redis-attempt';
 import { extendOnMasters } from './redis-extend';
 import { inspectOnMasters } from './redis-inspect';
 import { MARKER_AGE_SCRIPT } from './scripts/marker';
-import { RELEASE_SCRIPT } from './scripts/mutex';
+import { UNMARK_SCRIPT } from './scripts/mutex';
 import { describe } from './settings';
 import type { RedlockClient, ResolvedSettings } from './settings';
 import type { MasterHealth } from './types';
@@ -315,11 +314,10 @@ export class RedisStore implements LockStore {
   }
 
   unmarkPolling(resource: string): void {
-    // A compare-and-delete of the mark against this engine's id, announced to nobody.
     const keys = [pollKey(this.settings.keyPrefix, resource)];
-    const args = [this.engineId, announceFlag(false)];
+    const args = [this.engineId];
     for (const node of this.nodes) {
-      node.evalScript(RELEASE_SCRIPT, keys, args).catch(() => undefined); // best effort
+      node.evalScript(UNMARK_SCRIPT, keys, args).catch(() => undefined); // best effort
     }
   }
 

@@ -170,6 +170,17 @@ describe('poll marks', () => {
       s.unmarkPolling(r);
       await s.attempt(req).then((o) => o.grant && s.release(o.grant, true));
       expect(await marks()).toEqual([null, null, null]);
+      // A mark another engine joined (it deferred to this one) goes too; the reverse stays.
+      const joined = `${s.engineId}+${other}`;
+      await Promise.all(suite.probe.map((c) => c.set(pollKey(PREFIX, r), joined, 'PX', 5000)));
+      s.unmarkPolling(r);
+      await s.attempt(req).then((o) => o.grant && s.release(o.grant, true));
+      expect(await marks()).toEqual([null, null, null]);
+      const theirs = `${other}+${s.engineId}`;
+      await Promise.all(suite.probe.map((c) => c.set(pollKey(PREFIX, r), theirs, 'PX', 5000)));
+      s.unmarkPolling(r);
+      await s.attempt({ ...req, defer: true }); // (still deferring to it: nothing is taken)
+      expect(await marks()).toEqual([theirs, theirs, theirs]);
     } finally {
       await rl.close();
     }
