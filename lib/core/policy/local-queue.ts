@@ -274,8 +274,9 @@ export class LocalQueue {
       slot.next = undefined;
       if (!line.first) {
         this.lines.delete(line.resource);
-        // Other engines read the mark when they do not count this engine's watch: without one.
-        if (line.marked && !line.watch?.live) this.store.unmarkPolling?.(line.resource);
+        // Also with a live watch: on a Cluster of several nodes other engines read the mark, and
+        // a deferring one would poll until it expired. (Queues rarely end under contention.)
+        if (line.marked) this.store.unmarkPolling?.(line.resource);
         line.watch?.stop();
       } else {
         this.promote(line);
