@@ -259,6 +259,8 @@ describe('kind mismatch: a typed error, at once, nothing written', () => {
         let holder: Lock | undefined;
         if (hold === 'foreign') await Promise.all(suite.probe.map((c) => c.hset(key, 'f', '1')));
         else holder = await rl.acquire(r, { ...hold, ttl: 30_000 });
+        // The acquire returns at a quorum: the last master's write may still be on its way.
+        await waitUntil(async () => (await stateOf(key)).every((t) => t !== 'none'), 2000);
         const before = await stateOf(key);
         const started = Date.now();
         const err = await rl
