@@ -57,7 +57,8 @@ export interface AcquireInput {
   readonly handoverFrom?: string | undefined;
   /**
    * Defer to pollers (policy/streak.ts; mutex only, with the `pollKeys`): a free key on which
-   * another engine's poll mark is up refuses the attempt instead of being taken.
+   * another engine's poll mark is up refuses the attempt instead of being taken, and the mark
+   * gets this engine's id appended (scripts/mutex.ts ACQUIRE_SCRIPT, `defer`).
    */
   readonly defer?: boolean | undefined;
 }

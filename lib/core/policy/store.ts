@@ -76,7 +76,8 @@ export interface AttemptRequest {
   /**
    * Defer to pollers (plain locks that retry; policy/streak.ts): this engine just let the
    * resource go to the pollers of other engines, so a free key on which another engine's poll
-   * mark is up refuses this attempt instead of being taken. Stores without poll marks ignore it.
+   * mark is up refuses this attempt instead of being taken (and the mark then names this engine
+   * too: scripts/mutex.ts ACQUIRE_SCRIPT). Stores without poll marks ignore it.
    */
   readonly defer?: boolean;
 }
