@@ -9,6 +9,7 @@ import type { LockErrorDetail, NodeVote, NoQuorumError } from '../errors';
 import type { Lock } from '../lock';
 import type { CheckedAcquire } from '../request';
 import type { LocalQueue, Ticket } from './local-queue';
+import { admitted, contended, defers, holdersEnd } from './queue-lines';
 import type { LockStore } from './store';
 
 /** The outcome of one attempt as the policy sees it: a lock, or the error and its clean-up. */
@@ -108,12 +109,12 @@ export async function acquireLoop(
         await last?.cleanup;
         throw new ShuttingDownError(detailOf(req, last, attempts, start));
       }
-      if (ticket && !queue.admitted(ticket)) {
+      if (ticket && !admitted(ticket)) {
         // Queued behind local waiters (or a local holder): sleep until the turn comes.
         const now = monotonicNow();
         if (now >= until)
           return await giveUp(queue, ticket, req, last, attempts, start, now >= deadline);
-        await queue.sleep(ticket, Math.min(until, queue.holdersEnd(ticket)), req.signal);
+        await queue.sleep(ticket, Math.min(until, holdersEnd(ticket)), req.signal);
         continue;
       }
       attempts++;
@@ -122,7 +123,7 @@ export async function acquireLoop(
       const handover = ticket?.takeover;
       if (handover) ticket.takeover = undefined;
       // After a yield to other engines' pollers (policy/streak.ts): no free key they marked.
-      const defer = !handover && ticket !== undefined && queue.defers(ticket);
+      const defer = !handover && ticket !== undefined && defers(ticket);
       let result: AttemptResult | undefined;
       try {
         result = await ctx.attempt(req, attempts, start, handover?.from, defer);
@@ -199,7 +200,7 @@ async function giveUp(
     last && !last.lock
       ? last.error
       : ticket
-        ? queue.contended(ticket, base)
+        ? contended(ticket, base)
         : new LockContendedError(base);
   if (!timedOut) throw cause;
   throw new WaitTimeoutError({ ...base, waitTimeout: req.waitTimeout ?? 0 }, { cause });

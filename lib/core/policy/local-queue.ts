@@ -1,11 +1,10 @@
 import { monotonicNow } from '../clock';
-import { LockContendedError } from '../errors';
-import type { LockErrorDetail, NodeVote } from '../errors';
+import type { NodeVote } from '../errors';
 import type { Lock } from '../lock';
 import { onAbort } from '../wake';
 import { decline, newHandover } from './handover';
 import type { Handover } from './handover';
-import { countHeard, holderUntil, newLine, newTicket } from './queue-lines';
+import { countHeard, front, newLine, newTicket } from './queue-lines';
 import type { Line, Slot, Ticket } from './queue-lines';
 import type { LockStore, ReleaseWatch } from './store';
 import { YIELD_MS, mustYield, raceDelay } from './streak';
@@ -84,26 +83,6 @@ export class LocalQueue {
     }
     this.tickets.add(ticket);
     return ticket;
-  }
-
-  /** Whether `ticket` may attempt now (see the file comment). */
-  admitted(ticket: Ticket): boolean {
-    const now = monotonicNow();
-    for (const slot of ticket.slots) {
-      if (holderUntil(slot.line, now) > now) return false;
-      if (slot === slot.line.first) continue;
-      if (ticket.exclusive) return false;
-      for (let s = slot.prev; s; s = s.prev) if (s.ticket.exclusive) return false;
-    }
-    return true;
-  }
-
-  /** When the local holders keeping `ticket` back stop being valid at the latest (ms, monotonic). */
-  holdersEnd(ticket: Ticket): number {
-    const now = monotonicNow();
-    let end = -Infinity;
-    for (const slot of ticket.slots) end = Math.max(end, holderUntil(slot.line, now));
-    return end > now ? end + 1 : Infinity;
   }
 
   /**
@@ -217,22 +196,6 @@ export class LocalQueue {
       }
     }
     return released;
-  }
-
-  /**
-   * Whether `ticket`'s next attempt defers to other engines' pollers (`AttemptRequest.defer`):
-   * a queue of its resources let the resource go to them (policy/streak.ts), and since then
-   * neither was it granted nor did another engine's holder refuse it.
-   */
-  defers(ticket: Ticket): boolean {
-    for (const { line } of ticket.slots) if (line.deferring) return true;
-    return false;
-  }
-
-  /** The contention error for a queued acquire that gives up before its turn came. */
-  contended(ticket: Ticket, detail: Omit<LockErrorDetail, 'votes'>): LockContendedError {
-    const votes = ticket.slots.find((s) => s.line.votes.length > 0)?.line.votes ?? [];
-    return new LockContendedError({ ...detail, votes });
   }
 
   /**
@@ -384,7 +347,7 @@ export class LocalQueue {
 
   private wakeFront(line: Line, local: boolean): void {
     if (this.lines.get(line.resource) !== line) return;
-    for (const t of this.front(line)) {
+    for (const t of front(line)) {
       if (t.wake) {
         t.local = local;
         t.wake();
@@ -404,16 +367,6 @@ export class LocalQueue {
       s.ticket.wake?.();
       if (s.ticket.exclusive) break;
     }
-  }
-
-  /** The entries at the front of `line` that are admitted now. */
-  private front(line: Line): Ticket[] {
-    const admitted: Ticket[] = [];
-    for (let s = line.first; s; s = s.next) {
-      if (this.admitted(s.ticket)) admitted.push(s.ticket);
-      if (s.ticket.exclusive) break;
-    }
-    return admitted;
   }
 }
 

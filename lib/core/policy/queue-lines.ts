@@ -1,11 +1,14 @@
 /**
  * The local queue's records (policy/local-queue.ts): an acquire's ticket, its slot in the queue
- * of each of its resources, and the queue (line) of one resource — with their constructors and
- * the count of heard release announcements.
+ * of each of its resources, and the queue (line) of one resource — with their constructors, the
+ * count of heard release announcements, and the questions asked of them without the queue's
+ * state: who is admitted, until when local holders keep a ticket back, whether it defers.
  */
+import { monotonicNow } from '../clock';
+import { LockContendedError } from '../errors';
+import type { LockErrorDetail, NodeVote } from '../errors';
 import { lockState } from '../lock';
 import type { Lock } from '../lock';
-import type { NodeVote } from '../errors';
 import type { Handover } from './handover';
 import type { ReleaseWatch } from './store';
 
@@ -157,4 +160,57 @@ export function countHeard(line: Line, token: string): void {
   }
   tokens.set(token, 1);
   if (tokens.size > 4) tokens.delete(tokens.keys().next().value as string);
+}
+
+/**
+ * Whether `ticket` may attempt now (policy/local-queue.ts): an exclusive entry when it is first in
+ * the queue of each of its resources, a shared one when no exclusive entry comes before it — and
+ * in both cases no local exclusive holder of those resources is still valid.
+ */
+export function admitted(ticket: Ticket): boolean {
+  const now = monotonicNow();
+  for (const slot of ticket.slots) {
+    if (holderUntil(slot.line, now) > now) return false;
+    if (slot === slot.line.first) continue;
+    if (ticket.exclusive) return false;
+    for (let s = slot.prev; s; s = s.prev) if (s.ticket.exclusive) return false;
+  }
+  return true;
+}
+
+/** When the local holders keeping `ticket` back stop being valid at the latest (ms, monotonic). */
+export function holdersEnd(ticket: Ticket): number {
+  const now = monotonicNow();
+  let end = -Infinity;
+  for (const slot of ticket.slots) end = Math.max(end, holderUntil(slot.line, now));
+  return end > now ? end + 1 : Infinity;
+}
+
+/** The entries at the front of `line` that are admitted now. */
+export function front(line: Line): Ticket[] {
+  const list: Ticket[] = [];
+  for (let s = line.first; s; s = s.next) {
+    if (admitted(s.ticket)) list.push(s.ticket);
+    if (s.ticket.exclusive) break;
+  }
+  return list;
+}
+
+/**
+ * Whether `ticket`'s next attempt defers to other engines' pollers (`AttemptRequest.defer`):
+ * a queue of its resources let the resource go to them (policy/streak.ts), and since then
+ * neither was it granted nor did another engine's holder refuse it.
+ */
+export function defers(ticket: Ticket): boolean {
+  for (const { line } of ticket.slots) if (line.deferring) return true;
+  return false;
+}
+
+/** The contention error for a queued acquire that gives up before its turn came. */
+export function contended(
+  ticket: Ticket,
+  detail: Omit<LockErrorDetail, 'votes'>,
+): LockContendedError {
+  const votes = ticket.slots.find((s) => s.line.votes.length > 0)?.line.votes ?? [];
+  return new LockContendedError({ ...detail, votes });
 }

@@ -7,6 +7,7 @@
  */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { LocalQueue } from '../../../lib/core/policy/local-queue';
+import { defers } from '../../../lib/core/policy/queue-lines';
 import type { Line } from '../../../lib/core/policy/queue-lines';
 import type { LockStore } from '../../../lib/core/policy/store';
 
@@ -38,15 +39,15 @@ describe('deferring to pollers', () => {
   it('lasts until a holder of another engine refuses the queue, not beyond', () => {
     const { queue } = setup();
     const ticket = queue.join(['r'], true);
-    expect(queue.defers(ticket)).toBe(false);
+    expect(defers(ticket)).toBe(false);
     lineOf(queue, 'r').deferring = true; // the queue yielded to pollers
-    expect(queue.defers(ticket)).toBe(true);
+    expect(defers(ticket)).toBe(true);
     queue.refused(ticket, [], undefined); // a deferral, or split votes: no one took it yet
-    expect(queue.defers(ticket)).toBe(true);
+    expect(defers(ticket)).toBe(true);
     queue.refused(ticket, [], 'me:own-holder'); // its own engine's holder: not a poller
-    expect(queue.defers(ticket)).toBe(true);
+    expect(defers(ticket)).toBe(true);
     queue.refused(ticket, [], 'other:holder'); // a poller took the resource
-    expect(queue.defers(ticket)).toBe(false);
+    expect(defers(ticket)).toBe(false);
   });
 
   it("a queue refused by another engine's holder takes its mark down when it ends", () => {
