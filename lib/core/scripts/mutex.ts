@@ -151,10 +151,12 @@ if ARGV[9] == '1' then
     for i = 1, n do
       local mark = redis.call('GET', KEYS[p0 + i])
       if mark and ${ENGINE_OF('mark')} ~= me and redis.call('EXISTS', KEYS[i]) == 0 then
-        if string.len(mark) == ${ENGINE_ID_LENGTH} then
-          redis.call('SET', KEYS[p0 + i], mark .. '+' .. me, 'KEEPTTL')
+        -- (PTTL, SET PX rather than SET KEEPTTL: that needs Redis 6.)
+        local left = redis.call('PTTL', KEYS[p0 + i])
+        if string.len(mark) == ${ENGINE_ID_LENGTH} and left > 0 then
+          redis.call('SET', KEYS[p0 + i], mark .. '+' .. me, 'PX', left)
         end
-        return {0, age, redis.call('PTTL', KEYS[p0 + i])}
+        return {0, age, left}
       end
     end
   end
