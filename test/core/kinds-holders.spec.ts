@@ -5,17 +5,14 @@
  */
 import { Cluster, type Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import {
-  HOLDERS_EXTEND_SCRIPT,
-  HOLDERS_RELEASE_SCRIPT,
-  INSPECT_SCRIPT,
-} from '../../lib/core/kinds/holder-scripts';
+import { HOLDERS_EXTEND_SCRIPT, HOLDERS_RELEASE_SCRIPT } from '../../lib/core/kinds/holder-scripts';
 import {
   decodeInspect,
   decodeKindAcquire,
   decodeKindExtend,
   decodeKindRelease,
 } from '../../lib/core/kinds/kind-replies';
+import { INSPECT_READ_SCRIPT } from '../../lib/core/scripts/inspect';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/semaphore-scripts';
 import { SHARED_ACQUIRE_SCRIPT, WRITE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/shared-scripts';
 import { keySlot } from '../../lib/core/slot';
@@ -84,8 +81,11 @@ async function release(cl: Client, rs: string[], token: string, publish = true):
   return decodeKindRelease(reply, rs.length);
 }
 
+/** The engine's read-only inspect (`Redlock.inspect`), with the writer-waiting flag's PTTL. */
 async function inspect(cl: Client, r: string) {
-  return decodeInspect(await run(cl, INSPECT_SCRIPT, [key(r), wkey(r)], []));
+  const reply = (await run(cl, INSPECT_READ_SCRIPT, [key(r)], ['0'])) as unknown[];
+  const waiting = Math.max(0, await cl.pttl(wkey(r)));
+  return { ...decodeInspect([...reply.slice(0, 4), waiting]) };
 }
 
 describe('extend', () => {

@@ -1,9 +1,9 @@
 /**
- * Extend, release and inspect for the holder-set kinds (shared readers, semaphore holders); the
- * inspect script reads any kind, the mutex string included. Layout and reply shapes:
- * docs/lock-kinds.md. Helpers (`kindOf`, `prune`, `expiry`, ...): lua.ts (inlined templates).
+ * Extend and release for the holder-set kinds (shared readers, semaphore holders); inspecting
+ * any kind: scripts/inspect.ts. Layout and reply shapes: docs/lock-kinds.md. Helpers (`prune`,
+ * `expiry`, ...): lua.ts (inlined templates).
  */
-import { CHECK_TOKEN_LUA, NOW_LUA, expiry, kindOf, num, prune, pttl, script } from './lua';
+import { CHECK_TOKEN_LUA, NOW_LUA, expiry, num, prune, script } from './lua';
 
 /**
  * Extend: all-or-nothing compare-and-pexpire of one holder. Every key must be a holder zset in
@@ -73,32 +73,5 @@ for i = 1, #KEYS do
   end
 end
 return removed
-`,
-);
-
-/**
- * Inspect one resource, read-only (no write command: expired holders are skipped, not pruned).
- *
- * KEYS[1]: lock key; KEYS[2] (optional): writer-waiting flag.
- * Returns {kind, holders, ttl, limit, waiting}:
- * - kind: 'none' | 'mutex' | 'shared' | 'semaphore' | 'foreign:<redis type>'
- * - holders: live holders (a mutex string counts 1)
- * - ttl: ms until the last live holder expires (0 when free; -1 for a string without TTL)
- * - limit: the semaphore's limit, 0 for other kinds
- * - waiting: ms the writer-waiting flag still lives, 0 when absent or not asked
- */
-export const INSPECT_SCRIPT = script(
-  'inspect',
-  `
-local waiting = 0
-if KEYS[2] then waiting = ${pttl('KEYS[2]')} end${kindOf('KEYS[1]')}
-if kind == 'none' then return {'none', 0, 0, 0, waiting} end
-if kind == 'mutex' then return {'mutex', 1, redis.call('PTTL', KEYS[1]), 0, waiting} end
-if kind == 'foreign' then return {'foreign:' .. t, 0, ${pttl('KEYS[1]')}, 0, waiting} end
-${NOW_LUA}
-local holders = redis.call('ZCOUNT', KEYS[1], '(' .. ${num('now')}, '(+inf')
-local ttl = 0
-if holders > 0 then ttl = ${expiry('KEYS[1]', true)} - now end
-return {kind, holders, ttl, l, waiting}
 `,
 );

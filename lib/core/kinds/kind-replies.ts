@@ -31,7 +31,7 @@ export type KindAcquireReply =
       readonly found: Exclude<FoundKind, { kind: 'none' }>;
     };
 
-/** Reply of INSPECT_SCRIPT. */
+/** Reply of INSPECT_READ_SCRIPT (scripts/inspect.ts), its first five fields. */
 export interface InspectReply {
   readonly found: FoundKind;
   /** Live holders at this master (a mutex counts 1). */
