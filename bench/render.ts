@@ -67,6 +67,7 @@ const MULTI: Column[] = [
 const WAITERS: Column[] = [
   { head: 'grants', metric: 'grants' },
   { head: 'grants/s', metric: 'grantsPerSec', digits: 1, compare: 'higher' },
+  { head: 'vs own 16', metric: 'vsBase', digits: 2 },
   { head: 'vs 16 callers', metric: 'vs16', digits: 2 },
   { head: 'max stall ms', metric: 'maxStallMs' },
   { head: 'heap growth MB', metric: 'heapGrowthMB', digits: 1 },

@@ -51,13 +51,13 @@ export function targetsByScenario(rep: TopologyReport): Record<string, Target[]>
     out.waiters = [
       absoluteTarget(
         w,
-        'grants/s ÷ own 16-caller locks/s',
-        'vs16',
+        'grants/s ÷ own 16 callers, same process',
+        'vsBase',
         false,
         1,
         '×',
         2,
-        `best other ${fmt(bestOther(w, 'vs16', true).value, 2)}×`,
+        `best other ${fmt(bestOther(w, 'vsBase', true).value, 2)}×`,
       ),
       absoluteTarget(
         w,

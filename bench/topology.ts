@@ -357,7 +357,7 @@ export async function runTopology(
       const plan = {
         key: 'waiters',
         title: `${opts.waiters.toLocaleString('en-US')} waiters, one resource, one process`,
-        description: `${opts.waiters} callers of one library in one fresh child process (--expose-gc), ONE resource, each acquires once, holds ${CRITICAL_MS} ms and releases; ${opts.waitersMs} ms window, then the child reports and is killed (bounded: nothing waits for the backlog). Retry delay ${SLOW_RETRY.retryDelay} ± ${SLOW_RETRY.retryJitter} ms. "vs 16 callers" = grants/s ÷ the same library's locks/s with ${WORKERS} callers at the same retry delay. Max stall = monitorEventLoopDelay max. Heap growth after a full GC. Warnings from process.on('warning').`,
+        description: `${opts.waiters} callers of one library in one fresh child process (--expose-gc), ONE resource, each acquires once, holds ${CRITICAL_MS} ms and releases; ${opts.waitersMs} ms window, then the child reports and is killed (bounded: nothing waits for the backlog). Retry delay ${SLOW_RETRY.retryDelay} ± ${SLOW_RETRY.retryJitter} ms. "vs own 16" = grants/s ÷ the locks/s of ${WORKERS} callers of the same library looping on another resource in the same child just before (same JIT state, GC flags and loop monitor): the target. "vs 16 callers" = grants/s ÷ the same library's locks/s in the 1-process contended scenario at the same retry delay (another process, other conditions; shown for comparison). Max stall = monitorEventLoopDelay max. Heap growth after a full GC. Warnings from process.on('warning').`,
         ids,
       };
       report.rounds.waiters = Object.fromEntries(ids.map((id) => [id, []]));
@@ -378,13 +378,15 @@ export async function runTopology(
             continue;
           }
           const { type: _t, warnings, firstError, ...nums } = res;
-          const m: Metrics = { ...nums, warnings: warnings.length };
+          // Per round, then the median over rounds (like every other metric).
+          const vsBase = nums.grantsPerSec / nums.basePerSec;
+          const m: Metrics = { ...nums, vsBase, warnings: warnings.length };
           report.rounds.waiters[id].push(m);
           const notes = (report.notes.waiters[id] ??= []);
           notes.push(...warnings);
           if (firstError) notes.push(`error: ${firstError}`);
           console.error(
-            `  [${n}m w${r + 1}/${opts.waiterRounds}] waiters ${id.padEnd(18)} grants=${m.grants} grants/s=${m.grantsPerSec.toFixed(1)} stall=${m.maxStallMs.toFixed(0)}ms heap+=${m.heapGrowthMB.toFixed(1)}MB warnings=${warnings.length} errors=${m.errors}`,
+            `  [${n}m w${r + 1}/${opts.waiterRounds}] waiters ${id.padEnd(18)} grants=${m.grants} grants/s=${m.grantsPerSec.toFixed(1)} (own 16: ${m.basePerSec.toFixed(1)}) stall=${m.maxStallMs.toFixed(0)}ms heap+=${m.heapGrowthMB.toFixed(1)}MB warnings=${warnings.length} errors=${m.errors}`,
           );
         }
       }

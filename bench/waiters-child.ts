@@ -5,12 +5,18 @@
  * the longest gap between 10 ms ticks for a loop too blocked to record any sample), heap
  * growth and every process warning (e.g. MaxListenersExceededWarning), then waits to be killed:
  * the callers still waiting are never drained, which keeps the scenario bounded in time.
+ * Before that, in the same process and on another resource, BASE_CALLERS callers loop acquire,
+ * hold 1 ms, release for a while: the library's rate with a handful of waiters under the very
+ * same conditions (this child's JIT state, --expose-gc, the loop monitor), which the many
+ * waiters' rate is compared with (issue 13: "keep full throughput, at least that of a handful
+ * of waiters").
  * Started with --expose-gc so that heap figures are after a full collection.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { benchClients, urlsFromEnv } from './clients';
 import { quickFromEnv, retryProfile } from './config';
 import { ContenderId, isUnavailable, makeContender } from './contenders';
+import type { Contender } from './contenders';
 import { sleep } from './stats';
 
 /** What the child reports. */
@@ -21,6 +27,8 @@ export type WaitersReply =
       grants: number;
       elapsedMs: number;
       grantsPerSec: number;
+      /** locks/s of BASE_CALLERS looping callers in this child, just before (see above). */
+      basePerSec: number;
       maxStallMs: number;
       heapBeforeMB: number;
       heapAfterMB: number;
@@ -44,6 +52,31 @@ function gc(): void {
 }
 
 const MB = 2 ** 20;
+/** The handful of waiters of the baseline (as many as the 1-process contended scenario). */
+const BASE_CALLERS = 16;
+
+/** locks/s of BASE_CALLERS callers looping on `resource` for `ms` (each holds 1 ms). */
+async function baseline(c: Contender, resource: string, ms: number): Promise<number> {
+  let open = true;
+  let locks = 0;
+  const start = performance.now();
+  let end = start;
+  const callers = Array.from({ length: BASE_CALLERS }, async () => {
+    while (open) {
+      const held = await c.lock(resource).catch(() => undefined); // (gave up: try again)
+      if (!held) continue;
+      if (open) locks++;
+      await sleep(1);
+      await held.release().catch(() => undefined);
+    }
+  });
+  await sleep(ms);
+  open = false;
+  end = performance.now();
+  // Callers still waiting finish their acquire and stop (bounded: at most 15 s more).
+  await Promise.race([Promise.allSettled(callers), sleep(15_000)]);
+  return (locks / (end - start)) * 1000;
+}
 
 async function main(): Promise<void> {
   process.on('disconnect', () => process.exit(0));
@@ -64,6 +97,7 @@ async function main(): Promise<void> {
   }
   await c.ready?.(120_000);
   for (let i = 0; i < 20; i++) await (await c.lock(`${resource}:warm:${i}`)).release();
+  const basePerSec = await baseline(c, `${resource}:base`, Math.min(windowMs, 2000));
 
   gc();
   const heapBefore = process.memoryUsage().heapUsed;
@@ -113,6 +147,7 @@ async function main(): Promise<void> {
     grants: counted,
     elapsedMs,
     grantsPerSec: (counted / elapsedMs) * 1000,
+    basePerSec,
     maxStallMs: Math.max(eld.max / 1e6, maxGap),
     heapBeforeMB: heapBefore / MB,
     heapAfterMB: heapAfter / MB,
