@@ -252,7 +252,10 @@ export class Redlock {
    * that is not a valid serialized lock is an {@link InvalidLockDataError}.
    */
   restore(data: unknown): Lock {
-    return restoreLock(this.grants, data);
+    const lock = restoreLock(this.grants, data);
+    // Like a granted lock's: its release (or loss) wakes this engine's local waiters at once.
+    lockState(lock).onEnd ??= () => this.queue.ended(lock);
+    return lock;
   }
 
   /**

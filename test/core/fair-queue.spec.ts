@@ -122,6 +122,23 @@ describe('in one process', () => {
     await next.release();
   });
 
+  it('the release of a restored lock wakes the local head at once too', async () => {
+    // As above, with the holder restored from another engine's serialized lock (restore()).
+    const other = engine();
+    const { rl, attempts } = counted({ handoff: false, retryDelay: 60_000, retryJitter: 0 });
+    const r = uniqueResource('restored');
+    const original = await other.acquire(r, { ttl: 10_000 });
+    const holder = rl.restore(JSON.parse(JSON.stringify(original)));
+    const pending = rl.acquire(r, { ttl: 10_000 });
+    pending.catch(() => undefined); // (closed with the engine when the test fails)
+    await waitUntil(() => attempts() === 1); // the waiter's refused attempt
+    await holder.release();
+    // Without the wake-up the waiter sleeps for its 60 s retry delay.
+    const next = await Promise.race([pending, sleep(5_000).then(() => undefined)]);
+    expect(next?.attempts).toBe(2);
+    await next?.release();
+  });
+
   it('waiters make O(1) attempts per hand-off, not one per retry delay', async () => {
     const { rl, attempts } = counted({ retryDelay: 5, retryJitter: 5, retryCount: 100_000 });
     const r = uniqueResource('o1');
