@@ -3,6 +3,7 @@
  * any kind: scripts/inspect.ts. Layout and reply shapes: docs/lock-kinds.md. Helpers (`prune`,
  * `expiry`, ...): lua.ts (inlined templates).
  */
+import { publishLua } from '../scripts/announce';
 import { CHECK_TOKEN_LUA, NOW_LUA, expiry, num, prune, script } from './lua';
 
 /**
@@ -41,7 +42,7 @@ return 1
  * becomes now + keepFor and the key's TTL the latest member's; nothing is published. Expired
  * memberships and keys of other kinds are left alone, each key on its own.
  *
- * KEYS: lock keys. ARGV: token, publish flag ('1' = publish), [keepFor]. Returns the number of keys
+ * KEYS: lock keys. ARGV: token, publish flag (scripts/announce.ts), [keepFor]. Returns the number of keys
  * where a live membership was removed (or kept for `keepFor`).
  */
 export const HOLDERS_RELEASE_SCRIPT = script(
@@ -63,11 +64,7 @@ for i = 1, #KEYS do
       redis.call('ZREM', KEYS[i], ARGV[1])${prune('KEYS[i]')}
       if s > now then
         removed = removed + 1
-        if ARGV[2] == '1' then
-          redis.call('PUBLISH', KEYS[i], ARGV[1])
-        elseif ARGV[2] == '2' then
-          redis.call('PUBLISH', KEYS[i], '~' .. ARGV[1])
-        end
+        ${publishLua('KEYS[i]')}
       end
     end
   end

@@ -3,23 +3,12 @@ import { monotonicNow } from '../clock';
 import type { MasterNode } from './node';
 import { errorMessage } from './node';
 import type { Announced, AnnouncementListener, ReleaseWatch } from '../policy/store';
+import { CLEANUP_PREFIX, YIELD_PREFIX } from '../scripts/announce';
 import type { RedlockLogger } from '../settings';
-
-/**
- * Prefix of the announcement of a failed attempt's clean-up (`~token`; tokens are base64url):
- * it frees the keys of an attempt, not a holder's lock (release scripts' publish flag '2').
- */
-const CLEANUP = '~';
-
-/**
- * Prefix of a yield announcement (`^token`, release scripts' publish flag '3'): a holder let the
- * waiters of other processes go first (policy/local-queue.ts).
- */
-const YIELD = '^';
 
 /** The message announcing the deletion of `token`'s keys (a release, or a clean-up). */
 export function announcement(token: string, cleanup: boolean): string {
-  return cleanup ? CLEANUP + token : token;
+  return cleanup ? CLEANUP_PREFIX + token : token;
 }
 
 /** One subscribed release channel (a lock key) and who listens to it. */
@@ -224,9 +213,9 @@ export class ReleaseNotifier {
       ch.recent.push(message);
       if (ch.recent.length > 8) ch.recent.shift();
     }
-    const announced: Announced = message.startsWith(CLEANUP)
+    const announced: Announced = message.startsWith(CLEANUP_PREFIX)
       ? 'cleanup'
-      : message.startsWith(YIELD)
+      : message.startsWith(YIELD_PREFIX)
         ? 'yield'
         : 'release';
     const token = announced === 'release' ? message : message.slice(1);

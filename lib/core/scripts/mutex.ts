@@ -2,6 +2,7 @@
 import { NOW_LUA, kindOf, prune, pttl } from '../kinds/lua';
 import { FENCE_COUNTERS_LUA } from './fencing';
 import { ENGINE_ID_LENGTH } from '../token';
+import { publishLua } from './announce';
 import { bootMarkerAge, script } from './lua';
 
 /** Lua: 1 when the boot marker is the last key (ARGV[4] ~= '0'), else 0. */
@@ -224,7 +225,7 @@ return res
  * channel (the channel is named like the key) so that waiters can retry at once.
  * KEYS: lock keys. ARGV: token, publish flag ('0' no, '1' a release, '2' the clean-up of a
  * failed attempt: published as `~token`, '3' a yield to other processes' waiters: `^token`; see
- * masters/handoff.ts). Returns the number of keys deleted.
+ * scripts/announce.ts). Returns the number of keys deleted.
  * A key held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's
  * WRONGTYPE into an error table, which never equals the token — no extra command, no error.
  */
@@ -236,13 +237,7 @@ for i = 1, #KEYS do
   if redis.pcall('GET', KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
-    if ARGV[2] == '1' then
-      redis.call('PUBLISH', KEYS[i], ARGV[1])
-    elseif ARGV[2] == '2' then
-      redis.call('PUBLISH', KEYS[i], '~' .. ARGV[1])
-    elseif ARGV[2] == '3' then
-      redis.call('PUBLISH', KEYS[i], '^' .. ARGV[1])
-    end
+    ${publishLua('KEYS[i]')}
   end
 end
 return deleted

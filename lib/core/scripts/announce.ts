@@ -1,0 +1,33 @@
+/**
+ * The release announcements' wire format, in one place for the scripts that publish them
+ * (scripts/mutex.ts RELEASE_SCRIPT, kinds/holder-scripts.ts HOLDERS_RELEASE_SCRIPT) and for the
+ * subscriber that reads them (masters/handoff.ts). The channel is named like the lock key; the
+ * message is the token (tokens are base64url, so neither prefix can start one), prefixed by
+ * what the deletion was.
+ */
+
+/**
+ * Prefix of the announcement of a failed attempt's clean-up (`~token`, publish flag '2'): it
+ * frees the keys of an attempt, not a holder's lock.
+ */
+export const CLEANUP_PREFIX = '~';
+
+/**
+ * Prefix of a yield announcement (`^token`, publish flag '3'): a holder let the waiters of other
+ * processes go first (policy/local-queue.ts).
+ */
+export const YIELD_PREFIX = '^';
+
+/**
+ * Lua statement: publishes the token ARGV[1] on the channel `key` as the publish flag ARGV[2]
+ * says (kinds/kind.ts `announceFlag`): '1' a release, '2' a clean-up, '3' a yield; else nothing.
+ */
+export function publishLua(key: string): string {
+  return `if ARGV[2] == '1' then
+  redis.call('PUBLISH', ${key}, ARGV[1])
+elseif ARGV[2] == '2' then
+  redis.call('PUBLISH', ${key}, '${CLEANUP_PREFIX}' .. ARGV[1])
+elseif ARGV[2] == '3' then
+  redis.call('PUBLISH', ${key}, '${YIELD_PREFIX}' .. ARGV[1])
+end`;
+}
