@@ -148,6 +148,23 @@ describe('poll marks', () => {
       expect(await Promise.all(suite.probe.map((c) => c.get(pollKey(PREFIX, r))))).toEqual(
         Array(3).fill(`${other}+${s.engineId}`),
       );
+      // Its own mark, joined by the other engine (which deferred to it, and it took the key
+      // since): deferring now is the other engine's turn — refused, and the mark becomes the
+      // other engine's plain mark, its TTL kept; no lock key written.
+      await Promise.all(
+        suite.probe.map((c) => c.set(pollKey(PREFIX, r), `${s.engineId}+${other}`, 'PX', 5000)),
+      );
+      const turn = await s.attempt({ ...req, defer: true });
+      expect(turn.grant).toBeUndefined();
+      expect(await pttls(s.keyOf(r))).toEqual([-2, -2, -2]);
+      await waitUntil(async () => {
+        const marks = await Promise.all(suite.probe.map((c) => c.get(pollKey(PREFIX, r))));
+        return marks.every((m) => m === other);
+      }, 2000);
+      for (const t of await pttls(pollKey(PREFIX, r))) {
+        expect(t).toBeGreaterThan(0);
+        expect(t).toBeLessThanOrEqual(5000);
+      }
       await Promise.all(suite.probe.map((c) => c.set(pollKey(PREFIX, r), other, 'PX', 5000)));
       // The same attempt without `defer` takes the key (the algorithm's plain acquire).
       const plain = await s.attempt(req);
@@ -173,7 +190,8 @@ describe('poll marks', () => {
       s.unmarkPolling(r);
       await s.attempt(req).then((o) => o.grant && s.release(o.grant, true));
       expect(await marks()).toEqual([null, null, null]);
-      // A mark another engine joined (it deferred to this one) goes too; the reverse stays.
+      // A mark another engine joined (it deferred to this one) goes too, and so does the other
+      // engine's mark that this one joined; a mark that names it nowhere stays.
       const joined = `${s.engineId}+${other}`;
       await Promise.all(suite.probe.map((c) => c.set(pollKey(PREFIX, r), joined, 'PX', 5000)));
       s.unmarkPolling(r);
@@ -182,8 +200,14 @@ describe('poll marks', () => {
       const theirs = `${other}+${s.engineId}`;
       await Promise.all(suite.probe.map((c) => c.set(pollKey(PREFIX, r), theirs, 'PX', 5000)));
       s.unmarkPolling(r);
-      await s.attempt({ ...req, defer: true }); // (still deferring to it: nothing is taken)
-      expect(await marks()).toEqual([theirs, theirs, theirs]);
+      await s.attempt(req).then((o) => o.grant && s.release(o.grant, true));
+      expect(await marks()).toEqual([null, null, null]);
+      const third = 't'.repeat(ENGINE_ID_LENGTH);
+      const others = `${other}+${third}`;
+      await Promise.all(suite.probe.map((c) => c.set(pollKey(PREFIX, r), others, 'PX', 5000)));
+      s.unmarkPolling(r);
+      await s.attempt({ ...req, defer: true }); // (deferring to it: nothing is taken)
+      expect(await marks()).toEqual([others, others, others]);
     } finally {
       await rl.close();
     }

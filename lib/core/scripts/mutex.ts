@@ -110,6 +110,8 @@ end`;
  * refuses the attempt, `{0, age, pttl of the mark}`; no lock key is written, and a mark of one
  * engine id gets `+` and this engine's id appended (its TTL kept): the hand-overs of the engine
  * deferred to, which read any mark other than exactly their own id, then see this one waiting.
+ * This engine's own mark joined by another (`<own id>+<other id>`) refuses too, and becomes the
+ * other engine's plain mark: its turn.
  *
  * {0, age, pttl[, holder]} when some key is held (of the first held key); {-1, age, pttl, kind, limit}
  * when a key holds a semaphore or something foreign (REFUSED_LUA: the other kinds are looked at
@@ -144,6 +146,11 @@ if ARGV[9] == '1' then
   -- on it (the mark's first engine id): refused, with the mark's remaining time, and the lock
   -- key is not written. The poller takes it; the mark gets this engine's id appended (same
   -- TTL), so that the poller's hand-overs see this engine waiting before it is refused by them.
+  -- This engine's own mark that another engine joined ('<me>+<other>': it deferred to us, and
+  -- we took the key since) is that engine's turn now: the mark becomes its plain id (same TTL)
+  -- and this attempt is refused the same way. (Its first id would let us re-take the key until
+  -- that engine's next poll; its plain id, unlike a swapped join, cannot make two deferring
+  -- engines hand the mark back and forth.)
   local p0 = n
   if ARGV[3] == '1' then p0 = 2 * n end
   p0 = p0 + n
@@ -151,10 +158,13 @@ if ARGV[9] == '1' then
     local me = ${ENGINE_OF('ARGV[1]')}
     for i = 1, n do
       local mark = redis.call('GET', KEYS[p0 + i])
-      if mark and ${ENGINE_OF('mark')} ~= me and redis.call('EXISTS', KEYS[i]) == 0 then
+      local joined = mark and string.len(mark) > ${ENGINE_ID_LENGTH}
+      if mark and (joined or ${ENGINE_OF('mark')} ~= me) and redis.call('EXISTS', KEYS[i]) == 0 then
         -- (PTTL, SET PX rather than SET KEEPTTL: that needs Redis 6.)
         local left = redis.call('PTTL', KEYS[p0 + i])
-        if string.len(mark) == ${ENGINE_ID_LENGTH} and left > 0 then
+        if left > 0 and ${ENGINE_OF('mark')} == me then
+          redis.call('SET', KEYS[p0 + i], string.sub(mark, ${ENGINE_ID_LENGTH} + 2), 'PX', left)
+        elseif left > 0 and not joined then
           redis.call('SET', KEYS[p0 + i], mark .. '+' .. me, 'PX', left)
         end
         return {0, age, left}
@@ -246,15 +256,19 @@ return deleted
 
 /**
  * Takes an engine's poll mark down (policy/store.ts `unmarkPolling`): deletes the mark when it
- * starts with the engine's id — its own mark, or one that another engine's deferred attempt
- * joined (`<id>+<other id>`, ACQUIRE_SCRIPT `defer`), which would otherwise keep that engine
- * deferring until it expired. KEYS: the poll mark. ARGV: the engine id. Returns 1 when deleted.
+ * names the engine — its own mark, one that another engine's deferred attempt joined
+ * (`<id>+<other id>`, ACQUIRE_SCRIPT `defer`), which would otherwise keep that engine deferring
+ * until it expired, or another engine's mark that this one joined (`<other id>+<id>`): a
+ * deferring attempt of that other engine would hand the turn to this one, which is gone (the
+ * other engine's next refused poll raises its mark again). KEYS: the poll mark. ARGV: the
+ * engine id. Returns 1 when deleted.
  */
 export const UNMARK_SCRIPT = script(
   'unmark',
   `
 local m = redis.pcall('GET', KEYS[1])
-if type(m) == 'string' and string.sub(m, 1, ${ENGINE_ID_LENGTH}) == ARGV[1] then
+if type(m) == 'string' and (string.sub(m, 1, ${ENGINE_ID_LENGTH}) == ARGV[1]
+    or string.sub(m, -${ENGINE_ID_LENGTH} - 1) == '+' .. ARGV[1]) then
   redis.call('DEL', KEYS[1])
   return 1
 end
