@@ -39,7 +39,8 @@ export async function attemptOnMasters(
   const start = monotonicNow();
   const wallStart = Date.now();
   const keys = resources.map((r) => store.keyOf(r));
-  const wait = waitInput(kind, req.writerWait, keyPrefix, resources); // writer-waiting flags
+  // Writer-waiting flags, poll marks, and the order of ordered yields (with announcements).
+  const wait = waitInput(kind, req.writerWait, keyPrefix, resources, store.settings.handoff);
   // One object shape for every attempt (no spreads on the hot path: see issue 13, item 2).
   const input: AcquireInput = {
     token,
@@ -54,6 +55,8 @@ export async function attemptOnMasters(
     pollKeys: wait.pollKeys,
     handoverFrom: kind.name === 'mutex' ? req.handoverFrom : undefined,
     defer: req.defer === true,
+    orderKeys: wait.orderKeys,
+    waitSince: wait.orderKeys ? (req.waitSince ?? wallStart) : undefined,
   };
   // Built once per attempt, when first needed; a Cluster master gets one call per slot group.
   let plain: ScriptCall | undefined; // for masters whose boot marker is not checked

@@ -2,7 +2,7 @@ import { Timeline } from './policy/timeline';
 import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
 import type { Announce, LockKind } from './kinds/kind';
-import { pollKey } from './kinds/kind-keys';
+import { orderKey, pollKey } from './kinds/kind-keys';
 import { lockKindFor } from './kinds/holders';
 import type { LockKindSpec } from './kinds/kind-spec';
 import { fenceKey, lockKey, markerKey } from './keys';
@@ -249,7 +249,12 @@ export class RedisStore implements LockStore {
     const keys = resources.map((r) => this.keyOf(r));
     const announce = this.settings.handoff ? options.announce : false;
     // One call for every standalone master; a Cluster master gets one per slot group.
-    const whole = kind.release(token, keys, announce, keepFor);
+    // A yield of one resource also reserves it (ordered yields; kinds/mutex.ts).
+    const orderKeys =
+      announce === 'yield' && resources.length === 1
+        ? [orderKey(this.settings.keyPrefix, resources[0])]
+        : undefined;
+    const whole = kind.release(token, keys, announce, keepFor, orderKeys);
     const tally = await this.round<boolean>({
       quorum: this.quorumFor(options.kind),
       timeout: this.settings.requestTimeout,

@@ -116,10 +116,11 @@ export class Redlock {
       requestTimeout: this.settings.requestTimeout,
       granted: (lock, started, lockAtLeastFor) => this.granted(lock, started, lockAtLeastFor),
       failed: (resources, err, started) => this.observers.failed(resources, err, started),
-      attempt: (req, n, startedAt, handoverFrom, defer) =>
+      attempt: (req, n, startedAt, handoverFrom, defer, waitSince) =>
         this.inflight.track(
-          attemptOnStore(this.grants, req, n, startedAt, handoverFrom, defer).then((r) =>
-            r.lock && this.isDraining ? refuseLate(this.releasing, r.lock, req, n, startedAt) : r,
+          attemptOnStore(this.grants, req, n, startedAt, handoverFrom, defer, waitSince).then(
+            (r) =>
+              r.lock && this.isDraining ? refuseLate(this.releasing, r.lock, req, n, startedAt) : r,
           ),
         ),
     };

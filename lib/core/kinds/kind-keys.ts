@@ -31,6 +31,15 @@ export function pollKey(prefix: string, resource: string): string {
   return `${prefix}poll:${lockKey(prefix, resource).slice(prefix.length)}`;
 }
 
+/**
+ * Redis key of the order of a resource (same Cluster slot as its lock key): a sorted set of the
+ * engines waiting for it, scored by when each began to wait, and the reservation a yield leaves
+ * for the one that waited longest (scripts/mutex.ts; policy/streak.ts, "Ordered yields").
+ */
+export function orderKey(prefix: string, resource: string): string {
+  return `${prefix}order:${lockKey(prefix, resource).slice(prefix.length)}`;
+}
+
 /** What an acquire script needs besides the lock keys. */
 export interface AcquireKeyOptions {
   /** Fencing counters (ARGV[3] = '1'). */

@@ -61,6 +61,14 @@ export interface AcquireInput {
    * gets this engine's id appended (scripts/mutex.ts ACQUIRE_SCRIPT, `defer`).
    */
   readonly defer?: boolean | undefined;
+  /**
+   * Ordered yields (policy/streak.ts; mutex only, one resource, with the `pollKeys`): the order
+   * key (kind-keys.ts `orderKey`) and when this engine began to wait for the resource (wall
+   * ms): a refusal by another engine's lock enters the engine there, a grant removes it, and a
+   * free key reserved for another engine by a yield refuses (scripts/mutex.ts ACQUIRE_SCRIPT).
+   */
+  readonly orderKeys?: readonly string[] | undefined;
+  readonly waitSince?: number | undefined;
 }
 
 /**
@@ -153,7 +161,13 @@ export interface LockKind {
    * the membership's expiry becomes now + keepFor), keys no longer ours are untouched, nothing
    * is published. {@link readRelease} then reads whether something of ours was kept.
    */
-  release(token: string, keys: readonly string[], announce: Announce, keepFor?: number): ScriptCall;
+  release(
+    token: string,
+    keys: readonly string[],
+    announce: Announce,
+    keepFor?: number,
+    orderKeys?: readonly string[],
+  ): ScriptCall;
   /** Whether one master deleted something of ours. */
   readRelease(groups: readonly GroupReply[]): boolean;
 }

@@ -15,6 +15,7 @@ import type {
 } from './kind';
 import { ReplyFormatError, announceFlag } from './kind';
 import { decodeKindAcquire } from './kind-replies';
+import { RESERVE_MS } from '../policy/streak';
 
 /**
  * The mutex: one holder at a time, one string key per resource (`SET key token NX PX ttl`).
@@ -36,10 +37,16 @@ export const MUTEX: LockKind = {
     // The writer-waiting flags and poll marks go along only when this plain lock will retry
     // (waitTtl > 0): KEYS[w0 + i] and KEYS[w0 + n + i] in ACQUIRE_SCRIPT.
     const waitKeys = input.waitTtl ? input.waitKeys : undefined;
+    const ordered =
+      waitKeys !== undefined &&
+      input.pollKeys !== undefined &&
+      input.orderKeys !== undefined &&
+      input.waitSince !== undefined;
     let scriptKeys: readonly string[] = keys;
     if (fenceKeys || marker || waitKeys) {
       const all = fenceKeys ? [...keys, ...fenceKeys] : [...keys];
       if (waitKeys) all.push(...waitKeys, ...(input.pollKeys ?? []));
+      if (ordered) all.push(...(input.orderKeys ?? []));
       if (marker) all.push(marker);
       scriptKeys = all;
     }
@@ -53,8 +60,9 @@ export const MUTEX: LockKind = {
     ];
     const defer = input.defer === true && waitKeys !== undefined && input.pollKeys !== undefined;
     if (waitKeys || input.handoverFrom) args.push(waitKeys ? String(input.waitTtl) : '0');
-    if (input.handoverFrom || defer) args.push(input.handoverFrom ?? '');
-    if (defer) args.push('1');
+    if (input.handoverFrom || defer || ordered) args.push(input.handoverFrom ?? '');
+    if (defer || ordered) args.push(defer ? '1' : '0');
+    if (ordered) args.push(String(input.waitSince));
     return { script: ACQUIRE_SCRIPT, keys: scriptKeys, args, birthArg: marker ? 3 : undefined };
   },
 
@@ -139,10 +147,18 @@ export const MUTEX: LockKind = {
     return { status, markerAge };
   },
 
-  release(token, keys, announce, keepFor): ScriptCall {
+  release(token, keys, announce, keepFor, orderKeys): ScriptCall {
     // lockAtLeastFor (scripts/keep.ts): compare-and-pexpire to the remainder, no announcement.
     if (keepFor !== undefined && keepFor > 0) {
       return { script: KEEP_SCRIPT, keys, args: [token, String(keepFor)] };
+    }
+    if (announce === 'yield' && orderKeys?.length === keys.length) {
+      // Ordered yields: the release also reserves the keys for the engine that waited longest.
+      return {
+        script: RELEASE_SCRIPT,
+        keys: [...keys, ...orderKeys],
+        args: [token, '3', String(keys.length), String(RESERVE_MS)],
+      };
     }
     return { script: RELEASE_SCRIPT, keys, args: [token, announceFlag(announce)] };
   },

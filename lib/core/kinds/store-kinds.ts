@@ -1,6 +1,6 @@
 import type { Tally } from '../quorum/round';
 import type { AcquireAnswer, LockKind } from './kind';
-import { pollKey, waitKey } from './kind-keys';
+import { orderKey, pollKey, waitKey } from './kind-keys';
 
 /** What the Redis store (lib/core/redis-store.ts) needs to know of the kinds, beside LockKind. */
 
@@ -14,7 +14,13 @@ export function waitInput(
   writerWait: number | undefined,
   prefix: string,
   resources: readonly string[],
-): { waitKeys?: readonly string[]; waitTtl?: number; pollKeys?: readonly string[] } {
+  ordered = false,
+): {
+  waitKeys?: readonly string[];
+  waitTtl?: number;
+  pollKeys?: readonly string[];
+  orderKeys?: readonly string[];
+} {
   const keys = (): string[] => resources.map((r) => waitKey(prefix, r));
   if (kind.name === 'shared') return { waitKeys: keys() };
   if (kind.name === 'mutex' && writerWait) {
@@ -22,6 +28,8 @@ export function waitInput(
       waitKeys: keys(),
       waitTtl: writerWait,
       pollKeys: resources.map((r) => pollKey(prefix, r)),
+      // Ordered yields: single-resource plain locks, with release announcements.
+      orderKeys: ordered && resources.length === 1 ? [orderKey(prefix, resources[0])] : undefined,
     };
   }
   return {};

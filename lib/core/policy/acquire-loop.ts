@@ -9,7 +9,7 @@ import type { LockErrorDetail, NodeVote, NoQuorumError } from '../errors';
 import type { Lock } from '../lock';
 import type { CheckedAcquire } from '../request';
 import type { LocalQueue, Ticket } from './local-queue';
-import { admitted, contended, defers, holdersEnd } from './queue-lines';
+import { admitted, contended, defers, holdersEnd, waitingSince } from './queue-lines';
 import type { LockStore } from './store';
 
 /** The outcome of one attempt as the policy sees it: a lock, or the error and its clean-up. */
@@ -48,7 +48,7 @@ export interface LoopContext {
   failed(resources: readonly string[], err: unknown, started: number): void;
   /**
    * One attempt (the store's round, turned into a lock or an error); `defer`: to other engines'
-   * pollers (`AttemptRequest.defer`).
+   * pollers (`AttemptRequest.defer`); `waitSince`: `AttemptRequest.waitSince`.
    */
   attempt(
     req: CheckedAcquire,
@@ -56,6 +56,7 @@ export interface LoopContext {
     startedAt: number,
     handoverFrom?: string,
     defer?: boolean,
+    waitSince?: number,
   ): Promise<AttemptResult>;
 }
 
@@ -124,9 +125,11 @@ export async function acquireLoop(
       if (handover) ticket.takeover = undefined;
       // After a yield to other engines' pollers (policy/streak.ts): no free key they marked.
       const defer = !handover && ticket !== undefined && defers(ticket);
+      // Ordered yields: since when this engine waits for the resource, once refused.
+      const waitSince = ticket !== undefined ? waitingSince(ticket) : undefined;
       let result: AttemptResult | undefined;
       try {
-        result = await ctx.attempt(req, attempts, start, handover?.from, defer);
+        result = await ctx.attempt(req, attempts, start, handover?.from, defer, waitSince);
       } finally {
         handover?.settle(result);
       }
@@ -150,7 +153,8 @@ export async function acquireLoop(
       let live = false;
       if (ticket && contended) {
         // (`released`: the holder's release was announced before this refusal was read.)
-        const released = queue.refused(ticket, error.votes, last.heldBy);
+        const sentWall = Date.now() - (monotonicNow() - sentAt); // the attempt's waitSince
+        const released = queue.refused(ticket, error.votes, last.heldBy, sentWall);
         const watch = await queue.watch(ticket, sentAt);
         if (watch.fresh) continue; // a release may have been missed while subscribing
         if (released === 'retry') continue;

@@ -35,12 +35,18 @@ export function attemptOnStore(
   startedAt: number,
   handoverFrom?: string,
   defer = false,
+  waitSince?: number,
 ): Promise<AttemptResult> {
   return ctx.store
     .attempt(
-      handoverFrom === undefined && !defer
+      handoverFrom === undefined && !defer && waitSince === undefined
         ? req
-        : { ...req, handoverFrom, ...(defer ? { defer } : {}) },
+        : {
+            ...req,
+            handoverFrom,
+            ...(defer ? { defer } : {}),
+            ...(waitSince === undefined ? {} : { waitSince }),
+          },
     )
     .then((outcome) =>
       outcome.grant || outcome.refusal !== 'kind-mismatch'

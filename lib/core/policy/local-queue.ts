@@ -160,7 +160,8 @@ export class LocalQueue {
 
   /**
    * Records a contended attempt of `ticket` (its votes are reported to those who give up);
-   * `heldBy`: the token of the one holder that refused it on a quorum, if any.
+   * `heldBy`: the token of the one holder that refused it on a quorum, if any; `sentWall`: when
+   * it was sent (wall ms), the engine's wait start if it had none (`Line.waitSince`).
    *
    * Returns what to do when a quorum of masters already announced that holder's release
    * (`Line.heard`): they ran this attempt before the release, and the announcements arrived
@@ -175,9 +176,11 @@ export class LocalQueue {
     ticket: Ticket,
     votes: readonly NodeVote[],
     heldBy: string | undefined,
+    sentWall?: number,
   ): 'retry' | 'poll' | undefined {
     let released: 'retry' | 'poll' | undefined;
     for (const { line } of ticket.slots) {
+      line.waitSince ??= sentWall;
       line.votes = votes;
       line.heldBy = heldBy;
       line.streak = 0;
@@ -213,6 +216,7 @@ export class LocalQueue {
       line.polled = polled;
       line.deferring = false;
       line.lost = 0;
+      line.waitSince = undefined;
       // Others wait behind it: they may have to wait for a release announcement (streak).
       if (line.first !== line.last) void this.watchLine(line);
     }

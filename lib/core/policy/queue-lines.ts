@@ -98,6 +98,11 @@ export interface Line {
   heard: Map<string, number> | undefined;
   /** The heard holder for which the head already retried at once (`refused`). */
   retriedFor: string | undefined;
+  /**
+   * Ordered yields: since when (wall ms) this engine waits for the resource — the time of the
+   * first refused attempt since the queue's last grant (`AttemptRequest.waitSince`).
+   */
+  waitSince: number | undefined;
 }
 
 /** Until when `line`'s local holder is valid (monotonic ms); -Infinity when it has none. */
@@ -147,6 +152,7 @@ export function newLine(resource: string): Line {
     heldBy: undefined,
     heard: undefined,
     retriedFor: undefined,
+    waitSince: undefined,
   };
 }
 
@@ -213,4 +219,15 @@ export function contended(
 ): LockContendedError {
   const votes = ticket.slots.find((s) => s.line.votes.length > 0)?.line.votes ?? [];
   return new LockContendedError({ ...detail, votes });
+}
+
+/** Since when the engine waits for `ticket`'s resources (`Line.waitSince`, the earliest). */
+export function waitingSince(ticket: Ticket): number | undefined {
+  let since: number | undefined;
+  for (const { line } of ticket.slots) {
+    if (line.waitSince !== undefined && (since === undefined || line.waitSince < since)) {
+      since = line.waitSince;
+    }
+  }
+  return since;
 }

@@ -80,6 +80,13 @@ export interface AttemptRequest {
    * too: scripts/mutex.ts ACQUIRE_SCRIPT). Stores without poll marks ignore it.
    */
   readonly defer?: boolean;
+  /**
+   * Ordered yields (plain locks that retry; policy/streak.ts): since when this engine waits for
+   * the resource (wall ms; the attempt's own time when absent). The masters order the waiting
+   * engines by it, and a yield reserves the resource for the one that waited longest. Stores
+   * without the order ignore it.
+   */
+  readonly waitSince?: number;
 }
 
 /**

@@ -42,6 +42,14 @@ export const RACE_LEVELS = 3;
 export const RACE_STEP_MS = 2;
 
 /**
+ * Ordered yields: how long (ms) the masters keep a resource that a yield let go for the engine
+ * that has waited longest (scripts/mutex.ts RELEASE_SCRIPT): enough for its head to hear the
+ * announcement, wait its {@link raceDelay} and reach the masters on a loaded machine. An engine
+ * that is gone costs this once: its entry is taken off when reserved.
+ */
+export const RESERVE_MS = 25;
+
+/**
  * Whether the next local waiter of `line` must yield to other processes (policy/local-queue.ts).
  *
  * Without release announcements (`handoff: false`, or subscriptions that failed) the waiters of

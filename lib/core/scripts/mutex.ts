@@ -77,6 +77,13 @@ if refused then
         local h = redis.call('GET', KEYS[i])
         if h and ${ENGINE_OF('h')} ~= me then
           redis.call('SET', KEYS[w0 + n + i], me, 'PX', waitTtl)
+          if q then
+            -- Ordered yields: this engine waits, since ARGV[10] (kept when already there), as
+            -- long as the holder may hold plus a retry interval.
+            redis.call('ZADD', q, 'NX', ARGV[10], me)
+            local keep = refused + waitTtl + 1000
+            if redis.call('PTTL', q) < keep then redis.call('PEXPIRE', q, keep) end
+          end
         end
       end
     end
@@ -172,6 +179,14 @@ if ARGV[9] == '1' then
     end
   end
 end
+-- Ordered yields (ARGV[10]: when this engine began to wait, wall ms; the order key after the
+-- poll marks; one resource): see the granted path below, and REFUSED_LUA.
+local q = nil
+if n == 1 and ARGV[10] then
+  local o0 = 3 * n
+  if ARGV[3] == '1' then o0 = 4 * n end
+  if #KEYS >= o0 + 1 + ${MARKER_SLOT} then q = KEYS[o0 + 1] end
+end
 local held = false
 local set = n > 1
 if n == 1 then
@@ -181,6 +196,30 @@ if n == 1 then
     set = true
   else
     held = not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+    if q and not held then
+      -- Ordered yields: the free key may be reserved by a yield for another engine (the member
+      -- of score -1, '<until ms>:<engine id>', RELEASE_SCRIPT): then the SET is undone and the
+      -- attempt refused with the reservation's remaining time, its engine entered in the order.
+      -- Else this engine no longer waits, and a reservation (its own, or expired) is used up.
+      -- Read only once the key was free, so a refused attempt pays nothing for it.
+      local first = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+      if first[1] then
+        local me = ${ENGINE_OF('ARGV[1]')}
+        if tonumber(first[2]) < 0 then
+          local sep = string.find(first[1], ':', 1, true)
+          local t = redis.call('TIME')
+          local left = tonumber(string.sub(first[1], 1, sep - 1))
+            - (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+          if left > 0 and string.sub(first[1], sep + 1) ~= me then
+            redis.call('DEL', KEYS[1])
+            redis.call('ZADD', q, 'NX', ARGV[10], me)
+            return {0, age, left}
+          end
+          redis.call('ZREM', q, first[1])
+        end
+        redis.call('ZREM', q, me)
+      end
+    end
   end
 else
   for i = 1, n do
@@ -242,12 +281,29 @@ return res
 export const RELEASE_SCRIPT = script(
   'release',
   `
+local n = #KEYS
+if ARGV[3] then n = tonumber(ARGV[3]) end
 local deleted = 0
-for i = 1, #KEYS do
+for i = 1, n do
   if redis.pcall('GET', KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
     ${publishLua('KEYS[i]')}
+    local q = KEYS[n + i]
+    if q and ARGV[2] == '3' then
+      -- A yield (ordered): reserve the key for ARGV[4] ms for the engine that has waited
+      -- longest (not the yielding one), and take it off the order.
+      redis.call('ZREMRANGEBYSCORE', q, '-inf', '-1')
+      local c = redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 2)
+      local nx = c[1]
+      if nx == ${ENGINE_OF('ARGV[1]')} then nx = c[2] end
+      if nx then
+        local t = redis.call('TIME')
+        local untilMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4])
+        redis.call('ZREM', q, nx)
+        redis.call('ZADD', q, -1, untilMs .. ':' .. nx)
+      end
+    end
   end
 end
 return deleted

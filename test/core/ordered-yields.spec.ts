@@ -1,0 +1,122 @@
+/**
+ * Ordered yields (scripts/mutex.ts ACQUIRE_SCRIPT and RELEASE_SCRIPT, kinds/kind-keys.ts
+ * `orderKey`, policy/streak.ts `RESERVE_MS`), against real redis-server masters: a plain lock
+ * refused by another engine's lock enters its engine in the resource's order, scored by when it
+ * began to wait (the first score kept); a yield reserves the free key for the engine that has
+ * waited longest (not the yielding one) for RESERVE_MS, during which every other attempt is
+ * refused without writing the lock key; the reserved engine takes it and leaves the order; a
+ * reservation that nobody used expires; a plain release reserves nothing.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { orderKey } from '../../lib/core/kinds/kind-keys';
+import type { AttemptRequest, Grant } from '../../lib/core/policy/store';
+import { RESERVE_MS } from '../../lib/core/policy/streak';
+import { Redlock } from '../../lib/core/redlock';
+import type { RedisStore } from '../../lib/core/redis-store';
+import { SUITE_DEFAULTS, storeWith, useMasters } from '../harness/engines';
+import { uniqueResource, waitUntil } from '../harness/util';
+
+const PREFIX = 'lock:'; // the default keyPrefix
+const suite = useMasters(3);
+
+/** Three engines' stores over the suite's masters (their connections checked). */
+async function stores(): Promise<{ all: RedisStore[]; close(): Promise<void> }> {
+  const all: RedisStore[] = [];
+  const engines = [0, 1, 2].map(
+    () =>
+      new Redlock(
+        storeWith(suite.clients, (s) => all.push(s)),
+        SUITE_DEFAULTS,
+      ),
+  );
+  for (const e of engines) await (await e.acquire(uniqueResource('order-warm-up'))).release();
+  return { all, close: () => Promise.all(engines.map((e) => e.close())).then(() => undefined) };
+}
+
+/** The order of `r` on every master: members with their scores. */
+function orders(r: string): Promise<string[][]> {
+  return Promise.all(
+    suite.probe.map((c) => c.zrange(orderKey(PREFIX, r), '0', '-1', 'WITHSCORES')),
+  );
+}
+
+const everyMaster = <T>(value: T): T[] => Array(3).fill(value) as T[];
+
+describe('ordered yields', () => {
+  it('a yield reserves the key for the engine that waited longest; others are refused meanwhile', async () => {
+    const { all, close } = await stores();
+    try {
+      const [a, b, c] = all;
+      const r = uniqueResource('ordered');
+      const req = (waitSince: number): AttemptRequest => ({
+        resources: [r],
+        ttl: 5000,
+        writerWait: 500,
+        waitSince,
+      });
+      const held = await a.attempt(req(1));
+      expect(held.grant).toBeDefined();
+      // b waits since 1000, c since 2000; b again (later clock): its first score stays.
+      expect((await b.attempt(req(1000))).grant).toBeUndefined();
+      expect((await c.attempt(req(2000))).grant).toBeUndefined();
+      expect((await b.attempt(req(3000))).grant).toBeUndefined();
+      const waiting = [b.engineId, '1000', c.engineId, '2000'];
+      await waitUntil(async () => (await orders(r)).every((o) => o.join() === waiting.join()));
+      // a yields: reserved for b, which leaves the order.
+      await a.release(held.grant as Grant, true, undefined, undefined, 'yield');
+      const reserved = await orders(r);
+      for (const o of reserved) {
+        expect(o).toHaveLength(4);
+        expect(o[0]).toMatch(new RegExp(`^\\d+:${b.engineId}$`));
+        expect(o[1]).toBe('-1');
+        expect(o.slice(2)).toEqual([c.engineId, '2000']);
+      }
+      // c, and a itself, are refused while the reservation lasts; no lock key is written.
+      const refused = await c.attempt(req(2000));
+      expect(refused.grant).toBeUndefined();
+      for (const v of refused.grant ? [] : refused.votes) {
+        if (v.outcome === 'held') expect(v.holderTtl).toBeLessThanOrEqual(RESERVE_MS);
+      }
+      expect((await a.attempt(req(4000))).grant).toBeUndefined();
+      expect(await Promise.all(suite.probe.map((p) => p.exists(a.keyOf(r))))).toEqual(
+        everyMaster(0),
+      );
+      // b takes it: the reservation is used up, b is out of the order; c (and a) still wait.
+      const taken = await b.attempt(req(1000));
+      expect(taken.grant).toBeDefined();
+      await waitUntil(async () =>
+        (await orders(r)).every(
+          (o) => o.join() === [c.engineId, '2000', a.engineId, '4000'].join(),
+        ),
+      );
+      // A plain release reserves nothing: whoever comes first takes it.
+      await b.release(taken.grant as Grant, true);
+      const next = await a.attempt(req(4000));
+      expect(next.grant).toBeDefined();
+      // A reservation nobody uses expires: a yields to c, c does not come, b takes it later.
+      await a.release(next.grant as Grant, true, undefined, undefined, 'yield');
+      expect((await b.attempt(req(5000))).grant).toBeUndefined();
+      await waitUntil(async () => {
+        const o = await b.attempt(req(5000));
+        if (o.grant) await b.release(o.grant, true);
+        return o.grant !== undefined;
+      }, 2000);
+    } finally {
+      await close();
+    }
+  });
+
+  it('a single attempt (no retry) takes part in no order', async () => {
+    const { all, close } = await stores();
+    try {
+      const [a, b] = all;
+      const r = uniqueResource('ordered-once');
+      const held = await a.attempt({ resources: [r], ttl: 5000, writerWait: 500 });
+      expect((await b.attempt({ resources: [r], ttl: 5000 })).grant).toBeUndefined();
+      expect(await orders(r)).toEqual(everyMaster([]));
+      await a.release(held.grant as Grant, true);
+    } finally {
+      await close();
+    }
+  });
+});
