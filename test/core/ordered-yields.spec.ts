@@ -11,6 +11,7 @@ import { describe, expect, it } from '@jest/globals';
 import { orderKey } from '../../lib/core/kinds/kind-keys';
 import type { AttemptRequest, Grant } from '../../lib/core/policy/store';
 import { RESERVE_MS } from '../../lib/core/policy/streak';
+import { RELEASE_SCRIPT } from '../../lib/core/scripts/mutex';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedisStore } from '../../lib/core/redis-store';
 import { SUITE_DEFAULTS, storeWith, useMasters } from '../harness/engines';
@@ -42,6 +43,13 @@ function orders(r: string): Promise<string[][]> {
 
 const everyMaster = <T>(value: T): T[] => Array(3).fill(value) as T[];
 
+/** A yield of `token`'s key on every master, reserving for `reserveMs` (RELEASE_SCRIPT). */
+async function yieldOnMasters(key: string, token: string, r: string, reserveMs: number) {
+  const keys = [key, orderKey(PREFIX, r)];
+  const args = [token, '3', '1', String(reserveMs)];
+  await Promise.all(suite.probe.map((c) => c.eval(RELEASE_SCRIPT.source, 2, ...keys, ...args)));
+}
+
 describe('ordered yields', () => {
   it('a yield reserves the key for the engine that waited longest; others are refused meanwhile', async () => {
     const { all, close } = await stores();
@@ -62,10 +70,10 @@ describe('ordered yields', () => {
       expect((await b.attempt(req(3000))).grant).toBeUndefined();
       const waiting = [b.engineId, '1000', c.engineId, '2000'];
       await waitUntil(async () => (await orders(r)).every((o) => o.join() === waiting.join()));
-      // a yields: reserved for b, which leaves the order.
-      await a.release(held.grant as Grant, true, undefined, undefined, 'yield');
-      const reserved = await orders(r);
-      for (const o of reserved) {
+      // a yields (the release script as the store sends it, with a 10 s reservation so that a
+      // loaded machine cannot outlast it): reserved for b, which leaves the order.
+      await yieldOnMasters(a.keyOf(r), (held.grant as Grant).token, r, 10_000);
+      for (const o of await orders(r)) {
         expect(o).toHaveLength(4);
         expect(o[0]).toMatch(new RegExp(`^\\d+:${b.engineId}$`));
         expect(o[1]).toBe('-1');
@@ -75,7 +83,7 @@ describe('ordered yields', () => {
       const refused = await c.attempt(req(2000));
       expect(refused.grant).toBeUndefined();
       for (const v of refused.grant ? [] : refused.votes) {
-        if (v.outcome === 'held') expect(v.holderTtl).toBeLessThanOrEqual(RESERVE_MS);
+        if (v.outcome === 'held') expect(v.holderTtl).toBeLessThanOrEqual(10_000);
       }
       expect((await a.attempt(req(4000))).grant).toBeUndefined();
       expect(await Promise.all(suite.probe.map((p) => p.exists(a.keyOf(r))))).toEqual(
@@ -93,9 +101,17 @@ describe('ordered yields', () => {
       await b.release(taken.grant as Grant, true);
       const next = await a.attempt(req(4000));
       expect(next.grant).toBeDefined();
-      // A reservation nobody uses expires: a yields to c, c does not come, b takes it later.
+      // The store's own yield reserves for RESERVE_MS (for c now: a left the order).
       await a.release(next.grant as Grant, true, undefined, undefined, 'yield');
-      expect((await b.attempt(req(5000))).grant).toBeUndefined();
+      for (const [i, o] of (await orders(r)).entries()) {
+        const [until, who] = o[0].split(':');
+        expect(who).toBe(c.engineId);
+        const [sec, usec] = (await suite.probe[i].time()).map(Number);
+        expect(Number(until)).toBeLessThanOrEqual(
+          sec * 1000 + Math.floor(usec / 1000) + RESERVE_MS,
+        );
+      }
+      // A reservation nobody uses expires: c does not come, b takes the key once it has.
       await waitUntil(async () => {
         const o = await b.attempt(req(5000));
         if (o.grant) await b.release(o.grant, true);

@@ -38,7 +38,8 @@ import { Timeline } from './timeline';
  *   engine watches or polls for it (`mustYield`), then lets the others go first: after the
  *   release announcement and YIELD_MS, and, told by a poll mark, by deferring to it; with two or
  *   more other engines the yield is announced and each head waits `raceDelay`, longest waiter
- *   first.
+ *   first, while the masters keep the resource for the engine that has waited longest
+ *   (`RESERVE_MS`: ordered yields).
  *
  * Shared locks and semaphores join with `exclusive: false`: admitted when every entry before
  * them is non-exclusive. Hand-overs of plain locks: policy/handover.ts.
