@@ -99,10 +99,12 @@ end`;
  * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
  * then n writer-waiting flags (only when ARGV[7] > 0; see kinds/kind-keys.ts `waitKey`)
  * then n poll marks (only with the flags, and optional; kinds/kind-keys.ts `pollKey`)
+ * then the order key (only with the poll marks, n = 1, and optional; kinds/kind-keys.ts
+ *       `orderKey`: ordered yields, see RELEASE_SCRIPT)
  * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
  * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
  *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [waitTtl, [prev,
- *       [defer]]] (`prev` '' when absent)
+ *       [defer, [waitSince]]]] (`prev` '' when absent; `waitSince`, wall ms, with the order key)
  *
  * `prev` (a local hand-over, policy/handover.ts): the token of this process's holder that is
  * releasing the lock to us. A key holding exactly that token counts as free and is overwritten
@@ -275,6 +277,11 @@ return res
  * KEYS: lock keys. ARGV: token, publish flag ('0' no, '1' a release, '2' the clean-up of a
  * failed attempt: published as `~token`, '3' a yield to other processes' waiters: `^token`; see
  * scripts/announce.ts). Returns the number of keys deleted.
+ * Ordered yields (policy/streak.ts `RESERVE_MS`): with ARGV[3] = n, the n lock keys are followed
+ * by their order keys (kinds/kind-keys.ts `orderKey`), and a yield ('3') of a key reserves it
+ * for ARGV[4] ms for the engine that has waited longest in its order, other than the yielding
+ * one: that engine leaves the order, and the member `<until ms>:<engine id>` of score -1 is the
+ * reservation (ACQUIRE_SCRIPT refuses other engines' retrying attempts meanwhile).
  * A key held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's
  * WRONGTYPE into an error table, which never equals the token — no extra command, no error.
  */
