@@ -33,7 +33,7 @@ import { attemptOnMasters } from './redis-attempt';
 import { extendOnMasters } from './redis-extend';
 import { inspectOnMasters } from './redis-inspect';
 import { MARKER_AGE_SCRIPT } from './scripts/marker';
-import { UNMARK_SCRIPT } from './scripts/mutex';
+import { UNMARK_SCRIPT } from './scripts/unmark';
 import { describe } from './settings';
 import type { RedlockClient, ResolvedSettings } from './settings';
 import type { MasterHealth } from './types';

@@ -1,5 +1,5 @@
 import { monotonicNow } from './clock';
-import { InvalidArgumentError, ShuttingDownError } from './errors';
+import { InvalidArgumentError } from './errors';
 import type { RedlockObserver } from './events';
 import { HeldLocks } from './held';
 import { lockKey } from './keys';
@@ -23,8 +23,7 @@ import { Observers } from './policy/observers';
 import { isStoreFactory } from './policy/store';
 import type { LockStore, StoreFactory } from './policy/store';
 import { RedisStore } from './redis-store';
-import { checkAcquire } from './request';
-import type { CheckedAcquire } from './request';
+import { checkOpenAcquire } from './request';
 import { MAX_TIMER_MS, checkInteger, resolveSettings } from './settings';
 import type { RedlockClient, RedlockSettings, ResolvedSettings } from './settings';
 import type {
@@ -116,11 +115,10 @@ export class Redlock {
       requestTimeout: this.settings.requestTimeout,
       granted: (lock, started, lockAtLeastFor) => this.granted(lock, started, lockAtLeastFor),
       failed: (resources, err, started) => this.observers.failed(resources, err, started),
-      attempt: (req, n, startedAt, handoverFrom, defer, waitSince) =>
+      attempt: (req, n, at, from, defer, since) =>
         this.inflight.track(
-          attemptOnStore(this.grants, req, n, startedAt, handoverFrom, defer, waitSince).then(
-            (r) =>
-              r.lock && this.isDraining ? refuseLate(this.releasing, r.lock, req, n, startedAt) : r,
+          attemptOnStore(this.grants, req, n, at, from, defer, since).then((r) =>
+            r.lock && this.isDraining ? refuseLate(this.releasing, r.lock, req, n, at) : r,
           ),
         ),
     };
@@ -182,7 +180,7 @@ export class Redlock {
     // the memory of 10,000 waiters (issue 13, item 4). Bad arguments still reject, never throw.
     try {
       const { rest, lockAtLeastFor } = takeLockAtLeastFor(options, this.settings);
-      const req = this.prepare(resources, rest);
+      const req = checkOpenAcquire(resources, rest, this.settings, this.draining.signal);
       return acquireLoop(this.loop, req, monotonicNow(), lockAtLeastFor);
     } catch (err) {
       return Promise.reject(err);
@@ -200,7 +198,13 @@ export class Redlock {
   ): Promise<Lock | null> {
     const { rest, lockAtLeastFor } = takeLockAtLeastFor(options, this.settings);
     const req = {
-      ...this.prepare(resources, rest, TRY_ACQUIRE_OPTION_NAMES),
+      ...checkOpenAcquire(
+        resources,
+        rest,
+        this.settings,
+        this.draining.signal,
+        TRY_ACQUIRE_OPTION_NAMES,
+      ),
       retryCount: 0,
       waitTimeout: undefined,
       writerWait: 0, // one attempt: a plain lock refused by readers raises no writer-waiting flag
@@ -254,8 +258,7 @@ export class Redlock {
    */
   restore(data: unknown): Lock {
     const lock = restoreLock(this.grants, data);
-    // Like a granted lock's: its release (or loss) wakes this engine's local waiters at once.
-    lockState(lock).onEnd ??= () => this.queue.ended(lock);
+    lockState(lock).onEnd ??= () => this.queue.ended(lock); // wakes local waiters, as granted()
     return lock;
   }
 
@@ -383,22 +386,7 @@ export class Redlock {
     }
     return lock;
   }
-
-  private prepare(
-    resources: unknown,
-    options: AcquireOptions,
-    names?: readonly string[],
-  ): CheckedAcquire {
-    const checked = checkAcquire(resources, options, this.settings, names);
-    if (this.draining.signal.aborted) {
-      throw new ShuttingDownError({ ...NOTHING_TRIED, resources: checked.resources });
-    }
-    return checked;
-  }
 }
-
-/** The detail of an acquisition refused before any attempt. */
-const NOTHING_TRIED = { votes: [], attempts: 0, elapsed: 0 } as const;
 
 const argError = (field: string, problem: string): Error =>
   new InvalidArgumentError(field, problem);

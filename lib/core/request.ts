@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from './errors';
+import { InvalidArgumentError, ShuttingDownError } from './errors';
 import { MUTEX_SPEC, SHARED_SPEC } from './kinds/kind-spec';
 import type { LockKindSpec } from './kinds/kind-spec';
 import { MAX_TIMER_MS, checkInteger, describe } from './settings';
@@ -138,4 +138,25 @@ export function normalizeResources(resources: unknown): string[] {
     names.push(checkResourceName(field, (list as unknown[])[i], MAX_RESOURCE_LENGTH, argError));
   }
   return [...new Set(names)].sort();
+}
+
+/** The detail of an acquisition refused before any attempt. */
+const NOTHING_TRIED = { votes: [], attempts: 0, elapsed: 0 } as const;
+
+/**
+ * {@link checkAcquire}, then {@link ShuttingDownError} (nothing tried) once the engine began to
+ * drain (`draining` aborted): no new acquire starts after `close()`.
+ */
+export function checkOpenAcquire(
+  resources: unknown,
+  options: AcquireOptions,
+  s: ResolvedSettings,
+  draining: AbortSignal,
+  names?: readonly string[],
+): CheckedAcquire {
+  const checked = checkAcquire(resources, options, s, names);
+  if (draining.aborted) {
+    throw new ShuttingDownError({ ...NOTHING_TRIED, resources: checked.resources });
+  }
+  return checked;
 }

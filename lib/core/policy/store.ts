@@ -261,7 +261,7 @@ export interface LockStore {
   /**
    * Takes this engine's poll mark of `resource` down on every master where it still starts
    * with this engine's id, joined by a deferring engine or not (kinds/kind-keys.ts `pollKey`,
-   * scripts/mutex.ts UNMARK_SCRIPT; best effort, not awaited): the engine stopped
+   * scripts/unmark.ts UNMARK_SCRIPT; best effort, not awaited): the engine stopped
    * waiting for the resource, and waiters of other engines that defer to the mark
    * (`AttemptRequest.defer`) need not wait for it to expire. Stores without poll marks leave it
    * out.

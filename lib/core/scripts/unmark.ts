@@ -1,0 +1,25 @@
+/** The poll marks' take-down script (the marks: scripts/mutex.ts ACQUIRE_SCRIPT, kinds/kind-keys.ts). */
+import { ENGINE_ID_LENGTH } from '../token';
+import { script } from './lua';
+
+/**
+ * Takes an engine's poll mark down (policy/store.ts `unmarkPolling`): deletes the mark when it
+ * names the engine — its own mark, one that another engine's deferred attempt joined
+ * (`<id>+<other id>`, ACQUIRE_SCRIPT `defer`), which would otherwise keep that engine deferring
+ * until it expired, or another engine's mark that this one joined (`<other id>+<id>`): a
+ * deferring attempt of that other engine would hand the turn to this one, which is gone (the
+ * other engine's next refused poll raises its mark again). KEYS: the poll mark. ARGV: the
+ * engine id. Returns 1 when deleted.
+ */
+export const UNMARK_SCRIPT = script(
+  'unmark',
+  `
+local m = redis.pcall('GET', KEYS[1])
+if type(m) == 'string' and (string.sub(m, 1, ${ENGINE_ID_LENGTH}) == ARGV[1]
+    or string.sub(m, -${ENGINE_ID_LENGTH} - 1) == '+' .. ARGV[1]) then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+`,
+);
