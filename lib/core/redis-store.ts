@@ -1,3 +1,4 @@
+import { RESERVE_MS } from './policy/streak';
 import { Timeline } from './policy/timeline';
 import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
@@ -250,11 +251,11 @@ export class RedisStore implements LockStore {
     const announce = this.settings.handoff ? options.announce : false;
     // One call for every standalone master; a Cluster master gets one per slot group.
     // A yield of one resource also reserves it (ordered yields; kinds/mutex.ts).
-    const orderKeys =
+    const order =
       announce === 'yield' && resources.length === 1
-        ? [orderKey(this.settings.keyPrefix, resources[0])]
+        ? { keys: [orderKey(this.settings.keyPrefix, resources[0])], reserveMs: RESERVE_MS }
         : undefined;
-    const whole = kind.release(token, keys, announce, keepFor, orderKeys);
+    const whole = kind.release(token, keys, announce, keepFor, order);
     const tally = await this.round<boolean>({
       quorum: this.quorumFor(options.kind),
       timeout: this.settings.requestTimeout,

@@ -72,6 +72,16 @@ export interface AcquireInput {
 }
 
 /**
+ * Ordered yields (policy/streak.ts): the order keys of a yield's lock keys (kind-keys.ts
+ * `orderKey`, one per lock key) and how long (ms) the yield reserves them for the engine that has
+ * waited longest. Kinds without an order ignore it.
+ */
+export interface YieldOrder {
+  readonly keys: readonly string[];
+  readonly reserveMs: number;
+}
+
+/**
  * How a release is announced to waiters (masters/handoff.ts): not, as a release, as a clean-up,
  * or as a yield (a plain lock's holder lets other processes go first: policy/local-queue.ts).
  */
@@ -166,7 +176,7 @@ export interface LockKind {
     keys: readonly string[],
     announce: Announce,
     keepFor?: number,
-    orderKeys?: readonly string[],
+    order?: YieldOrder,
   ): ScriptCall;
   /** Whether one master deleted something of ours. */
   readRelease(groups: readonly GroupReply[]): boolean;

@@ -15,7 +15,6 @@ import type {
 } from './kind';
 import { ReplyFormatError, announceFlag } from './kind';
 import { decodeKindAcquire } from './kind-replies';
-import { RESERVE_MS } from '../policy/streak';
 
 /**
  * The mutex: one holder at a time, one string key per resource (`SET key token NX PX ttl`).
@@ -46,7 +45,7 @@ export const MUTEX: LockKind = {
     if (fenceKeys || marker || waitKeys) {
       const all = fenceKeys ? [...keys, ...fenceKeys] : [...keys];
       if (waitKeys) all.push(...waitKeys, ...(input.pollKeys ?? []));
-      if (ordered) all.push(...(input.orderKeys ?? []));
+      if (ordered && input.orderKeys) all.push(...input.orderKeys);
       if (marker) all.push(marker);
       scriptKeys = all;
     }
@@ -147,17 +146,17 @@ export const MUTEX: LockKind = {
     return { status, markerAge };
   },
 
-  release(token, keys, announce, keepFor, orderKeys): ScriptCall {
+  release(token, keys, announce, keepFor, order): ScriptCall {
     // lockAtLeastFor (scripts/keep.ts): compare-and-pexpire to the remainder, no announcement.
     if (keepFor !== undefined && keepFor > 0) {
       return { script: KEEP_SCRIPT, keys, args: [token, String(keepFor)] };
     }
-    if (announce === 'yield' && orderKeys?.length === keys.length) {
+    if (announce === 'yield' && order?.keys.length === keys.length) {
       // Ordered yields: the release also reserves the keys for the engine that waited longest.
       return {
         script: RELEASE_SCRIPT,
-        keys: [...keys, ...orderKeys],
-        args: [token, '3', String(keys.length), String(RESERVE_MS)],
+        keys: [...keys, ...order.keys],
+        args: [token, '3', String(keys.length), String(order.reserveMs)],
       };
     }
     return { script: RELEASE_SCRIPT, keys, args: [token, announceFlag(announce)] };

@@ -1,5 +1,5 @@
 /** The mutex's scripts: acquire, release, extend, extend-with-repair (one master each). */
-import { NOW_LUA, kindOf, prune, pttl } from '../kinds/lua';
+import { NOW_LUA, kindOf, num, prune, pttl } from '../kinds/lua';
 import { FENCE_COUNTERS_LUA } from './fencing';
 import { ENGINE_ID_LENGTH } from '../token';
 import { publishLua } from './announce';
@@ -208,10 +208,8 @@ if n == 1 then
       if first[1] then
         local me = ${ENGINE_OF('ARGV[1]')}
         if tonumber(first[2]) < 0 then
-          local sep = string.find(first[1], ':', 1, true)
-          local t = redis.call('TIME')
-          local left = tonumber(string.sub(first[1], 1, sep - 1))
-            - (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+          local sep = string.find(first[1], ':', 1, true)${NOW_LUA}
+          local left = tonumber(string.sub(first[1], 1, sep - 1)) - now
           if left > 0 and string.sub(first[1], sep + 1) ~= me then
             redis.call('DEL', KEYS[1])
             redis.call('ZADD', q, 'NX', ARGV[10], me)
@@ -296,19 +294,17 @@ for i = 1, n do
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
     ${publishLua('KEYS[i]')}
-    local q = KEYS[n + i]
-    if q and ARGV[2] == '3' then
+    local q = ARGV[2] == '3' and KEYS[n + i]
+    if q then
       -- A yield (ordered): reserve the key for ARGV[4] ms for the engine that has waited
       -- longest (not the yielding one), and take it off the order.
       redis.call('ZREMRANGEBYSCORE', q, '-inf', '-1')
       local c = redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 2)
       local nx = c[1]
       if nx == ${ENGINE_OF('ARGV[1]')} then nx = c[2] end
-      if nx then
-        local t = redis.call('TIME')
-        local untilMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[4])
+      if nx then${NOW_LUA}
         redis.call('ZREM', q, nx)
-        redis.call('ZADD', q, -1, untilMs .. ':' .. nx)
+        redis.call('ZADD', q, -1, ${num('now + tonumber(ARGV[4])')} .. ':' .. nx)
       end
     end
   end
