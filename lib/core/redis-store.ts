@@ -118,7 +118,7 @@ export class RedisStore implements LockStore {
           this.quarantineNotice.note(node, quarantine.duration - seed.age, seed.cause),
         ),
     );
-    this.notifier = new ReleaseNotifier(this.nodes, logger, settings.requestTimeout);
+    this.notifier = new ReleaseNotifier(this.nodes, logger, settings.requestTimeout, this.engineId);
     this.dispatch = new Dispatch((r) => this.keyOf(r));
     // The fencing counters' slot tags (keys.ts) are computed once per process: now, not inside
     // the first acquire's validity.
@@ -253,7 +253,11 @@ export class RedisStore implements LockStore {
     // A yield of one resource also reserves it (ordered yields; kinds/mutex.ts).
     const order =
       announce === 'yield' && resources.length === 1
-        ? { keys: [orderKey(this.settings.keyPrefix, resources[0])], reserveMs: RESERVE_MS }
+        ? {
+            keys: [orderKey(this.settings.keyPrefix, resources[0])],
+            reserveMs: RESERVE_MS,
+            since: Date.now(),
+          }
         : undefined;
     const whole = kind.release(token, keys, announce, keepFor, order);
     const tally = await this.round<boolean>({
@@ -320,7 +324,10 @@ export class RedisStore implements LockStore {
   }
 
   unmarkPolling(resource: string): void {
-    const keys = [pollKey(this.settings.keyPrefix, resource)];
+    const keys = [
+      pollKey(this.settings.keyPrefix, resource),
+      orderKey(this.settings.keyPrefix, resource),
+    ];
     const args = [this.engineId];
     for (const node of this.nodes) {
       node.evalScript(UNMARK_SCRIPT, keys, args).catch(() => undefined); // best effort

@@ -278,8 +278,8 @@ describe('the local streak', () => {
   it('alone on a resource, a process yields once per MAX_ALONE_STREAK hand-offs, not per MAX_LOCAL_STREAK', async () => {
     const { rl, grants } = recorded();
     const r = uniqueResource('alone');
-    // 80 locks: with a yield after every MAX_LOCAL_STREAK (8) hand-overs, no run of hand-overs
-    // would be longer than 8; nobody else watches the resource, so runs go on to
+    // 80 locks: with a yield after every MAX_LOCAL_STREAK hand-overs, no run of hand-overs
+    // would be longer than that; nobody else watches the resource, so runs go on to
     // MAX_ALONE_STREAK (64), and the yield ends them there. (A release that finds no sleeping
     // waiter — the next caller still asks, or its attempt is in flight on a loaded machine —
     // is a plain release: it ends a run early, and the run counts from 0 again.)

@@ -43,10 +43,25 @@ function orders(r: string): Promise<string[][]> {
 
 const everyMaster = <T>(value: T): T[] => Array(3).fill(value) as T[];
 
-/** A yield of `token`'s key on every master, reserving for `reserveMs` (RELEASE_SCRIPT). */
-async function yieldOnMasters(key: string, token: string, r: string, reserveMs: number) {
+/**
+ * A yield of `token`'s key on every master, reserving for `reserveMs` (RELEASE_SCRIPT); with
+ * `since`, the yielding engine joins the order with that score.
+ */
+async function yieldOnMasters(
+  key: string,
+  token: string,
+  r: string,
+  reserveMs: number,
+  since?: number,
+) {
   const keys = [key, orderKey(PREFIX, r)];
-  const args = [token, '3', '1', String(reserveMs)];
+  const args = [
+    token,
+    '3',
+    '1',
+    String(reserveMs),
+    ...(since === undefined ? [] : [String(since)]),
+  ];
   await Promise.all(suite.probe.map((c) => c.eval(RELEASE_SCRIPT.source, 2, ...keys, ...args)));
 }
 
@@ -118,6 +133,44 @@ describe('ordered yields', () => {
         return o.grant !== undefined;
       }, 2000);
     } finally {
+      await close();
+    }
+  });
+
+  it('a yield names the engine it reserved the key for; the yielding engine joins the order, and leaves it when done', async () => {
+    const { all, close } = await stores();
+    const sub = suite.probe[0].duplicate({ enableOfflineQueue: true });
+    try {
+      const [a, b, c] = all;
+      const r = uniqueResource('ordered-named');
+      const req = (waitSince: number): AttemptRequest => ({
+        resources: [r],
+        ttl: 5000,
+        writerWait: 500,
+        waitSince,
+      });
+      const held = await a.attempt(req(1));
+      expect((await b.attempt(req(1000))).grant).toBeUndefined();
+      expect((await c.attempt(req(2000))).grant).toBeUndefined();
+      const messages: string[] = [];
+      sub.on('message', (_channel: string, message: string) => messages.push(message));
+      await sub.subscribe(a.keyOf(r));
+      const token = (held.grant as Grant).token;
+      await yieldOnMasters(a.keyOf(r), token, r, 10_000, 3000);
+      // Every master names b (the engine waiting longest); a waits from 3000 on, after c.
+      await waitUntil(() => messages.length > 0);
+      expect(messages[0]).toBe(`^${token}:${b.engineId}`);
+      for (const o of await orders(r)) {
+        expect(o[0]).toMatch(new RegExp(`^\\d+:${b.engineId}$`));
+        expect(o.slice(2)).toEqual([c.engineId, '2000', a.engineId, '3000']);
+      }
+      // An engine whose queue of the resource ended takes itself off the order.
+      a.unmarkPolling(r);
+      await waitUntil(async () =>
+        (await orders(r)).every((o) => o.slice(2).join() === [c.engineId, '2000'].join()),
+      );
+    } finally {
+      sub.disconnect();
       await close();
     }
   });

@@ -73,12 +73,14 @@ export interface AcquireInput {
 
 /**
  * Ordered yields (policy/streak.ts): the order keys of a yield's lock keys (kind-keys.ts
- * `orderKey`, one per lock key) and how long (ms) the yield reserves them for the engine that has
- * waited longest. Kinds without an order ignore it.
+ * `orderKey`, one per lock key), how long (ms) the yield reserves them for the engine that has
+ * waited longest, and since when (wall ms) the yielding engine's own waiters wait: it joins the
+ * order with that score. Kinds without an order ignore it.
  */
 export interface YieldOrder {
   readonly keys: readonly string[];
   readonly reserveMs: number;
+  readonly since: number;
 }
 
 /**

@@ -3,7 +3,7 @@ import { monotonicNow } from '../clock';
 import type { MasterNode } from './node';
 import { errorMessage } from './node';
 import type { Announced, AnnouncementListener, ReleaseWatch } from '../policy/store';
-import { CLEANUP_PREFIX, YIELD_PREFIX } from '../scripts/announce';
+import { CLEANUP_PREFIX, RESERVED_SEP, YIELD_PREFIX } from '../scripts/announce';
 import type { RedlockLogger } from '../settings';
 
 /** The message announcing the deletion of `token`'s keys (a release, or a clean-up). */
@@ -61,6 +61,8 @@ export class ReleaseNotifier {
     private readonly nodes: readonly MasterNode[],
     private readonly logger: RedlockLogger,
     private readonly timeout: number,
+    /** This engine's id: a yield that names it reserved the key for it (scripts/announce.ts). */
+    private readonly engineId: string,
   ) {}
 
   /**
@@ -86,8 +88,8 @@ export class ReleaseNotifier {
     }
     const ch = channel;
     // A distinct entry per watch: the same function may watch twice.
-    const entry: AnnouncementListener = (announced, token, repeat) =>
-      listener(announced, token, repeat);
+    const entry: AnnouncementListener = (announced, token, repeat, reserved) =>
+      listener(announced, token, repeat, reserved);
     ch.listeners.add(entry);
     let stopped = false;
     const stop = (): void => {
@@ -218,8 +220,17 @@ export class ReleaseNotifier {
       : message.startsWith(YIELD_PREFIX)
         ? 'yield'
         : 'release';
-    const token = announced === 'release' ? message : message.slice(1);
-    for (const listener of [...ch.listeners]) listener(announced, token, repeat);
+    let token = announced === 'release' ? message : message.slice(1);
+    let reserved: 'own' | 'other' | undefined;
+    if (announced === 'yield') {
+      // An ordered yield names the engine it reserved the key for (scripts/mutex.ts).
+      const at = token.indexOf(RESERVED_SEP);
+      if (at >= 0) {
+        reserved = token.slice(at + 1) === this.engineId ? 'own' : 'other';
+        token = token.slice(0, at);
+      }
+    }
+    for (const listener of [...ch.listeners]) listener(announced, token, repeat, reserved);
   };
 
   /**

@@ -7,7 +7,7 @@ import type { Handover } from './handover';
 import { countHeard, front, newLine, newTicket } from './queue-lines';
 import type { Line, Slot, Ticket } from './queue-lines';
 import type { LockStore, ReleaseWatch } from './store';
-import { YIELD_MS, mustYield, raceDelay } from './streak';
+import { STAND_BY_MS, YIELD_MS, mustYield, raceDelay } from './streak';
 import { Timeline } from './timeline';
 
 /**
@@ -39,7 +39,8 @@ import { Timeline } from './timeline';
  *   release announcement and YIELD_MS, and, told by a poll mark, by deferring to it; with two or
  *   more other engines the yield is announced and each head waits `raceDelay`, longest waiter
  *   first, while the masters keep the resource for the engine that has waited longest
- *   (`RESERVE_MS`: ordered yields).
+ *   (`RESERVE_MS`: ordered yields). The announcement names that engine: the other engines'
+ *   heads do not attempt (`standBy`), their turns will be named.
  *
  * Shared locks and semaphores join with `exclusive: false`: admitted when every entry before
  * them is non-exclusive. Hand-overs of plain locks: policy/handover.ts.
@@ -135,19 +136,22 @@ export class LocalQueue {
 
   private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
     line.watching ??= this.store
-      .watchReleases(line.resource, (announced, token, repeat) => {
+      .watchReleases(line.resource, (announced, token, repeat, reserved) => {
         if (announced !== 'cleanup') countHeard(line, token);
         if (repeat) {
           // Another master announces a release already heard. It matters to a head refused by
           // that very holder: its attempt, woken by the first announcement, reached masters
           // where the release had not run yet (a slow master, a NOSCRIPT fallback). Without
-          // this it would sleep until the holder's key expired elsewhere — a whole ttl.
-          if (announced !== 'cleanup' && token === line.heldBy) this.handOff(line, false);
+          // this it would sleep until the holder's key expired elsewhere — a whole ttl. (Not
+          // when the key is kept for another engine: the attempt would be refused again.)
+          if (announced !== 'cleanup' && token === line.heldBy && reserved !== 'other') {
+            this.handOff(line, false);
+          }
           return;
         }
         // (`subscribed`, a late confirmation: a release may have been missed, try again.)
         if (!(announced === 'cleanup' && line.heldBy !== undefined)) {
-          this.handOff(line, false, announced === 'yield');
+          this.handOff(line, false, announced === 'yield', reserved);
         }
       })
       .then((w) => {
@@ -193,6 +197,8 @@ export class LocalQueue {
         // would make every engine that yielded defer to the mark of the one refused last.
         line.marked = true;
         line.deferring = false;
+        // Ordered yields: a single-resource plain attempt entered this engine in the order.
+        if (ticket.exclusive && ticket.slots.length === 1) line.ordered = true;
       }
       if (heldBy !== undefined && (line.heard?.get(heldBy) ?? 0) >= this.store.quorum) {
         released = line.retriedFor === heldBy ? 'poll' : (released ?? 'retry');
@@ -218,6 +224,7 @@ export class LocalQueue {
       line.deferring = false;
       line.lost = 0;
       line.waitSince = undefined;
+      line.ordered = false;
       // Others wait behind it: they may have to wait for a release announcement (streak).
       if (line.first !== line.last) void this.watchLine(line);
     }
@@ -298,7 +305,12 @@ export class LocalQueue {
   announceAs(lock: Lock): 'release' | 'yield' {
     for (const resource of lock.resources) {
       const line = this.lines.get(resource);
-      if (line?.yielding && line.watchers > 2) return 'yield';
+      if (line?.yielding && line.watchers > 2) {
+        // An ordered yield (one resource: redis-store.ts) enters this engine in the order; its
+        // entry is taken off with the poll mark when the queue ends (`marked`).
+        if (lock.resources.length === 1) line.ordered = line.marked = true;
+        return 'yield';
+      }
     }
     return 'release';
   }
@@ -312,8 +324,11 @@ export class LocalQueue {
     for (const t of [...this.tickets]) t.wake?.();
   }
 
-  /** Wakes the admitted entries at the front of `line` after a release (`yielded`: raceDelay). */
-  private handOff(line: Line, local: boolean, yielded = false): void {
+  /**
+   * Wakes the admitted entries at the front of `line` after a release (`yielded`: raceDelay;
+   * `reserved`: the yield named the engine the masters keep the key for, see {@link standBy}).
+   */
+  private handOff(line: Line, local: boolean, yielded = false, reserved?: 'own' | 'other'): void {
     if (this.lines.get(line.resource) !== line) return;
     if (local && mustYield(line)) {
       // The streak ends (streak.ts): others go first. Told by a poll mark, the local waiters
@@ -336,7 +351,14 @@ export class LocalQueue {
       return;
     }
     if (!local) {
-      let delay = yielded ? raceDelay(line) : 0;
+      line.announced++;
+      if (reserved === 'other') {
+        this.standBy(line);
+        return;
+      }
+      // Kept for this engine: its head goes at once (and the reservation took it off the order).
+      if (reserved === 'own') line.ordered = false;
+      let delay = yielded && reserved === undefined ? raceDelay(line) : 0;
       if (line.yielding) {
         line.yielding = false;
         line.streak = 0;
@@ -348,6 +370,35 @@ export class LocalQueue {
       }
     }
     this.wakeFront(line, local);
+  }
+
+  /**
+   * Ordered yields: the masters keep the resource for another engine, named by the yield, for
+   * RESERVE_MS (policy/streak.ts), and the head stands by instead of attempting. An engine in
+   * the order (`Line.ordered`) will be named in turn, and every announcement tells that the
+   * resource moved on, so the head attempts only when none came for STAND_BY_MS — the named
+   * engine never took the key (gone, or its attempt failed). An engine that is not in the order
+   * attempts once after STAND_BY_MS whatever comes meanwhile: refused by the next holder, it
+   * enters the order; otherwise the yields could name the others forever.
+   */
+  private standBy(line: Line): void {
+    if (line.yielding) {
+      line.yielding = false;
+      line.streak = 0;
+    }
+    const at = monotonicNow() + STAND_BY_MS;
+    if (line.ordered) {
+      const seen = line.announced;
+      this.timeline.add(at, () => {
+        if (line.announced === seen) this.wakeFront(line, false);
+      });
+    } else if (!line.entering) {
+      line.entering = true;
+      this.timeline.add(at, () => {
+        line.entering = false;
+        this.wakeFront(line, false);
+      });
+    }
   }
 
   private wakeFront(line: Line, local: boolean): void {

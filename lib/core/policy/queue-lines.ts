@@ -78,6 +78,18 @@ export interface Line {
   lost: number;
   /** The next local waiter yields: it waits for the release announcement, then streak.ts YIELD_MS. */
   yielding: boolean;
+  /**
+   * Ordered yields: as far as this engine knows, the masters keep it in the resource's order —
+   * a refusal of this queue's single-resource plain attempt by another engine's lock entered
+   * it, and so did this queue's own ordered yield; a grant or a reservation for it took it off.
+   * A yield that names another engine then lets the head stand by until the next announcement
+   * (policy/local-queue.ts `standBy`): its turn will be named.
+   */
+  ordered: boolean;
+  /** Announcements from other engines (or this one's own, heard) that woke this queue so far. */
+  announced: number;
+  /** A stand-by attempt that no announcement cancels is due (`standBy`, not `ordered`). */
+  entering: boolean;
   /** Votes of the last contended attempt made from this queue (reported to those who give up). */
   votes: readonly NodeVote[];
   /**
@@ -148,6 +160,9 @@ export function newLine(resource: string): Line {
     marked: false,
     lost: 0,
     yielding: false,
+    ordered: false,
+    announced: 0,
+    entering: false,
     votes: [],
     heldBy: undefined,
     heard: undefined,

@@ -152,9 +152,16 @@ export type Announced = 'release' | 'cleanup' | 'yield' | 'subscribed';
 /**
  * Called for each release announcement of a watched resource: what it says, the token whose
  * keys were deleted, and `repeat` when another master already announced that token (every
- * master that deleted a key announces it; the first is not a `repeat`).
+ * master that deleted a key announces it; the first is not a `repeat`). `reserved`: the master
+ * reserved the key, on an ordered yield, for this engine (`'own'`) or for another one
+ * (`'other'`); undefined when it reserved it for nobody (policy/streak.ts `RESERVE_MS`).
  */
-export type AnnouncementListener = (announced: Announced, token: string, repeat: boolean) => void;
+export type AnnouncementListener = (
+  announced: Announced,
+  token: string,
+  repeat: boolean,
+  reserved?: 'own' | 'other',
+) => void;
 
 /**
  * A registration for the release announcements of one resource (hand-off), see

@@ -10,8 +10,15 @@ import type { Line } from './queue-lines';
  * Consecutive local hand-offs of one resource before the next local waiter yields to others,
  * when another engine watches the resource (`Grant.watchers`, learnt from the last
  * hand-over: the masters count the subscribers of its release channel).
+ *
+ * 4, not 8, since yields name the engine they reserve the key for (`STAND_BY_MS`): the other
+ * engines no longer attempt into each yield, which had made a turn between processes cost about
+ * three wasted attempts and a shorter streak 8–14% of the throughput. With named yields, 4
+ * processes × 4 callers (rotation probe, bench/README.md session 12): streak 4 445–465 locks/s,
+ * p99 wait 62–71 ms; streak 8 455–470 locks/s, 85–95 ms (before named yields: streak 8
+ * 450–464 locks/s, 88–90 ms; streak 4 390–415, 71–77 ms).
  */
-export const MAX_LOCAL_STREAK = 8;
+export const MAX_LOCAL_STREAK = 4;
 
 /**
  * The same when no other engine was seen watching (neither counted on the release channel nor
@@ -57,6 +64,15 @@ export const RACE_STEP_MS = 2;
  * only refuses.
  */
 export const RESERVE_MS = 25;
+
+/**
+ * Ordered yields: how long (ms) the heads of the engines that a yield did not name stand by
+ * before they attempt (policy/local-queue.ts `standBy`), unless another announcement came
+ * first. Past the reservation ({@link RESERVE_MS}) with room for a named engine that took the
+ * key late: it only matters when that engine never took it, and a turn of a streak usually
+ * ends (with the next announcement) sooner.
+ */
+export const STAND_BY_MS = 2 * RESERVE_MS;
 
 /**
  * Whether the next local waiter of `line` must yield to other processes (policy/local-queue.ts).

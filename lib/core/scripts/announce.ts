@@ -14,20 +14,26 @@ export const CLEANUP_PREFIX = '~';
 
 /**
  * Prefix of a yield announcement (`^token`, publish flag '3'): a holder let the waiters of other
- * processes go first (policy/local-queue.ts).
+ * processes go first (policy/local-queue.ts). An ordered yield that reserved the key for an
+ * engine names it after {@link RESERVED_SEP}: `^token:engineId` (scripts/mutex.ts RELEASE_SCRIPT).
  */
 export const YIELD_PREFIX = '^';
 
+/** Separates a yield's token from the engine the yield reserved the key for (base64url has no ':'). */
+export const RESERVED_SEP = ':';
+
 /**
  * Lua statement: publishes the token ARGV[1] on the channel `key` as the publish flag ARGV[2]
- * says (kinds/kind.ts `announceFlag`): '1' a release, '2' a clean-up, '3' a yield; else nothing.
+ * says (kinds/kind.ts `announceFlag`): '1' a release, '2' a clean-up, '3' a yield (followed by
+ * the Lua string expression `yieldSuffix`, when given); else nothing.
  */
-export function publishLua(key: string): string {
+export function publishLua(key: string, yieldSuffix?: string): string {
+  const suffix = yieldSuffix === undefined ? '' : ` .. ${yieldSuffix}`;
   return `if ARGV[2] == '1' then
   redis.call('PUBLISH', ${key}, ARGV[1])
 elseif ARGV[2] == '2' then
   redis.call('PUBLISH', ${key}, '${CLEANUP_PREFIX}' .. ARGV[1])
 elseif ARGV[2] == '3' then
-  redis.call('PUBLISH', ${key}, '${YIELD_PREFIX}' .. ARGV[1])
+  redis.call('PUBLISH', ${key}, '${YIELD_PREFIX}' .. ARGV[1]${suffix})
 end`;
 }

@@ -2,7 +2,7 @@
 import { NOW_LUA, kindOf, num, prune, pttl } from '../kinds/lua';
 import { FENCE_COUNTERS_LUA } from './fencing';
 import { ENGINE_ID_LENGTH } from '../token';
-import { publishLua } from './announce';
+import { RESERVED_SEP, publishLua } from './announce';
 import { bootMarkerAge, script } from './lua';
 
 /** Lua: 1 when the boot marker is the last key (ARGV[4] ~= '0'), else 0. */
@@ -278,8 +278,11 @@ return res
  * Ordered yields (policy/streak.ts `RESERVE_MS`): with ARGV[3] = n, the n lock keys are followed
  * by their order keys (kinds/kind-keys.ts `orderKey`), and a yield ('3') of a key reserves it
  * for ARGV[4] ms for the engine that has waited longest in its order, other than the yielding
- * one: that engine leaves the order, and the member `<until ms>:<engine id>` of score -1 is the
- * reservation (ACQUIRE_SCRIPT refuses other engines' retrying attempts meanwhile).
+ * one: that engine leaves the order, the member `<until ms>:<engine id>` of score -1 is the
+ * reservation (ACQUIRE_SCRIPT refuses other engines' retrying attempts meanwhile), and the
+ * announcement names it (`^token:engineId`, scripts/announce.ts), so that only its waiters
+ * attempt. With ARGV[5] (wall ms) the yielding engine joins the order (`NX`: an older entry
+ * stays), its local waiters waiting from then on.
  * A key held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's
  * WRONGTYPE into an error table, which never equals the token — no extra command, no error.
  */
@@ -293,20 +296,25 @@ for i = 1, n do
   if redis.pcall('GET', KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
-    ${publishLua('KEYS[i]')}
+    local to = ''
     local q = ARGV[2] == '3' and KEYS[n + i]
     if q then
       -- A yield (ordered): reserve the key for ARGV[4] ms for the engine that has waited
-      -- longest (not the yielding one), and take it off the order.
+      -- longest (not the yielding one), take it off the order and name it in the announcement.
+      -- The yielding engine, whose local waiters wait from now on (ARGV[5]), joins the order.
       redis.call('ZREMRANGEBYSCORE', q, '-inf', '-1')
       local c = redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 2)
+      local me = ${ENGINE_OF('ARGV[1]')}
       local nx = c[1]
-      if nx == ${ENGINE_OF('ARGV[1]')} then nx = c[2] end
+      if nx == me then nx = c[2] end
       if nx then${NOW_LUA}
         redis.call('ZREM', q, nx)
         redis.call('ZADD', q, -1, ${num('now + tonumber(ARGV[4])')} .. ':' .. nx)
+        to = '${RESERVED_SEP}' .. nx
       end
+      if ARGV[5] then redis.call('ZADD', q, 'NX', ARGV[5], me) end
     end
+    ${publishLua('KEYS[i]', 'to')}
   end
 end
 return deleted

@@ -8,12 +8,16 @@ import { script } from './lua';
  * (`<id>+<other id>`, ACQUIRE_SCRIPT `defer`), which would otherwise keep that engine deferring
  * until it expired, or another engine's mark that this one joined (`<other id>+<id>`): a
  * deferring attempt of that other engine would hand the turn to this one, which is gone (the
- * other engine's next refused poll raises its mark again). KEYS: the poll mark. ARGV: the
- * engine id. Returns 1 when deleted.
+ * other engine's next refused poll raises its mark again). KEYS: the poll mark, then
+ * optionally the resource's order (kinds/kind-keys.ts `orderKey`), from which the engine is
+ * taken off too: a yield would otherwise reserve the key for an engine that no longer waits,
+ * and the others would stand by for it (policy/local-queue.ts `standBy`). ARGV: the engine id.
+ * Returns 1 when the mark was deleted.
  */
 export const UNMARK_SCRIPT = script(
   'unmark',
   `
+if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[1]) end
 local m = redis.pcall('GET', KEYS[1])
 if type(m) == 'string' and (string.sub(m, 1, ${ENGINE_ID_LENGTH}) == ARGV[1]
     or string.sub(m, -${ENGINE_ID_LENGTH} - 1) == '+' .. ARGV[1]) then
