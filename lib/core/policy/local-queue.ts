@@ -2,12 +2,13 @@ import { monotonicNow } from '../clock';
 import type { NodeVote } from '../errors';
 import type { Lock } from '../lock';
 import { onAbort } from '../wake';
+import { announcedDelay } from './announced';
 import { decline, newHandover } from './handover';
 import type { Handover } from './handover';
 import { countHeard, front, newLine, newTicket } from './queue-lines';
 import type { Line, Slot, Ticket } from './queue-lines';
 import type { LockStore, ReleaseWatch } from './store';
-import { STAND_BY_MS, YIELD_MS, mustYield, raceDelay } from './streak';
+import { mustYield } from './streak';
 import { Timeline } from './timeline';
 
 /**
@@ -40,7 +41,7 @@ import { Timeline } from './timeline';
  *   more other engines the yield is announced and each head waits `raceDelay`, longest waiter
  *   first, while the masters keep the resource for the engine that has waited longest
  *   (`RESERVE_MS`: ordered yields). The announcement names that engine: the other engines'
- *   heads do not attempt (`standBy`), their turns will be named.
+ *   heads do not attempt (policy/announced.ts `standBy`), their turns will be named.
  *
  * Shared locks and semaphores join with `exclusive: false`: admitted when every entry before
  * them is non-exclusive. Hand-overs of plain locks: policy/handover.ts.
@@ -300,7 +301,7 @@ export class LocalQueue {
   /**
    * How the release of `lock` (its end was just reported: {@link ended}) is announced: `yield`
    * when its next local waiter yields to the waiters of two or more other engines, whose heads
-   * then attempt in order ({@link raceDelay}); otherwise a plain `release`.
+   * then attempt in order (policy/streak.ts `raceDelay`); otherwise a plain `release`.
    */
   announceAs(lock: Lock): 'release' | 'yield' {
     for (const resource of lock.resources) {
@@ -325,8 +326,9 @@ export class LocalQueue {
   }
 
   /**
-   * Wakes the admitted entries at the front of `line` after a release (`yielded`: raceDelay;
-   * `reserved`: the yield named the engine the masters keep the key for, see {@link standBy}).
+   * Wakes the admitted entries at the front of `line` after a release: a local one at once, an
+   * announced one as policy/announced.ts says (`yielded`: a yield; `reserved`: the yield named
+   * the engine the masters keep the key for).
    */
   private handOff(line: Line, local: boolean, yielded = false, reserved?: 'own' | 'other'): void {
     if (this.lines.get(line.resource) !== line) return;
@@ -351,19 +353,8 @@ export class LocalQueue {
       return;
     }
     if (!local) {
-      line.announced++;
-      if (reserved === 'other') {
-        this.standBy(line);
-        return;
-      }
-      // Kept for this engine: its head goes at once (and the reservation took it off the order).
-      if (reserved === 'own') line.ordered = false;
-      let delay = yielded && reserved === undefined ? raceDelay(line) : 0;
-      if (line.yielding) {
-        line.yielding = false;
-        line.streak = 0;
-        delay = Math.max(delay, YIELD_MS);
-      }
+      const delay = announcedDelay(line, yielded, reserved, this.timeline, this.wakeStandingBy);
+      if (delay === undefined) return; // standing by (policy/announced.ts)
       if (delay > 0) {
         this.timeline.add(monotonicNow() + delay, () => this.wakeFront(line, false));
         return;
@@ -372,34 +363,8 @@ export class LocalQueue {
     this.wakeFront(line, local);
   }
 
-  /**
-   * Ordered yields: the masters keep the resource for another engine, named by the yield, for
-   * RESERVE_MS (policy/streak.ts), and the head stands by instead of attempting. An engine in
-   * the order (`Line.ordered`) will be named in turn, and every announcement tells that the
-   * resource moved on, so the head attempts only when none came for STAND_BY_MS — the named
-   * engine never took the key (gone, or its attempt failed). An engine that is not in the order
-   * attempts once after STAND_BY_MS whatever comes meanwhile: refused by the next holder, it
-   * enters the order; otherwise the yields could name the others forever.
-   */
-  private standBy(line: Line): void {
-    if (line.yielding) {
-      line.yielding = false;
-      line.streak = 0;
-    }
-    const at = monotonicNow() + STAND_BY_MS;
-    if (line.ordered) {
-      const seen = line.announced;
-      this.timeline.add(at, () => {
-        if (line.announced === seen) this.wakeFront(line, false);
-      });
-    } else if (!line.entering) {
-      line.entering = true;
-      this.timeline.add(at, () => {
-        line.entering = false;
-        this.wakeFront(line, false);
-      });
-    }
-  }
+  /** Wakes the front of `line` once it stood by long enough (policy/announced.ts). */
+  private readonly wakeStandingBy = (line: Line): void => this.wakeFront(line, false);
 
   private wakeFront(line: Line, local: boolean): void {
     if (this.lines.get(line.resource) !== line) return;

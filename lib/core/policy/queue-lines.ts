@@ -83,7 +83,7 @@ export interface Line {
    * a refusal of this queue's single-resource plain attempt by another engine's lock entered
    * it, and so did this queue's own ordered yield; a grant or a reservation for it took it off.
    * A yield that names another engine then lets the head stand by until the next announcement
-   * (policy/local-queue.ts `standBy`): its turn will be named.
+   * (policy/announced.ts `standBy`): its turn will be named.
    */
   ordered: boolean;
   /** Announcements from other engines (or this one's own, heard) that woke this queue so far. */

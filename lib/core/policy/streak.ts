@@ -67,7 +67,7 @@ export const RESERVE_MS = 25;
 
 /**
  * Ordered yields: how long (ms) the heads of the engines that a yield did not name stand by
- * before they attempt (policy/local-queue.ts `standBy`), unless another announcement came
+ * before they attempt (policy/announced.ts `standBy`), unless another announcement came
  * first. Past the reservation ({@link RESERVE_MS}) with room for a named engine that took the
  * key late: it only matters when that engine never took it, and a turn of a streak usually
  * ends (with the next announcement) sooner.

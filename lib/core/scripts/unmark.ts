@@ -11,7 +11,7 @@ import { script } from './lua';
  * other engine's next refused poll raises its mark again). KEYS: the poll mark, then
  * optionally the resource's order (kinds/kind-keys.ts `orderKey`), from which the engine is
  * taken off too: a yield would otherwise reserve the key for an engine that no longer waits,
- * and the others would stand by for it (policy/local-queue.ts `standBy`). ARGV: the engine id.
+ * and the others would stand by for it (policy/announced.ts `standBy`). ARGV: the engine id.
  * Returns 1 when the mark was deleted.
  */
 export const UNMARK_SCRIPT = script(

@@ -1,5 +1,5 @@
 /**
- * Named yields (lib/core/policy/local-queue.ts `standBy`, policy/streak.ts `STAND_BY_MS`): an
+ * Named yields (lib/core/policy/announced.ts `standBy`, policy/streak.ts `STAND_BY_MS`): an
  * ordered yield's announcement names the engine the masters keep the key for. That engine's
  * head attempts at once; the other engines' heads stand by instead of attempting into the
  * reservation — an engine in the order until the next announcement (or STAND_BY_MS without one),
