@@ -11,14 +11,14 @@ import type { Line } from './queue-lines';
  * when another engine watches the resource (`Grant.watchers`, learnt from the last
  * hand-over: the masters count the subscribers of its release channel).
  *
- * 4, not 8, since yields name the engine they reserve the key for (`STAND_BY_MS`): the other
- * engines no longer attempt into each yield, which had made a turn between processes cost about
- * three wasted attempts and a shorter streak 8–14% of the throughput. With named yields, 4
- * processes × 4 callers (rotation probe, bench/README.md session 12): streak 4 445–465 locks/s,
- * p99 wait 62–71 ms; streak 8 455–470 locks/s, 85–95 ms (before named yields: streak 8
- * 450–464 locks/s, 88–90 ms; streak 4 390–415, 71–77 ms).
+ * 8, not 4 (bench/README.md, sessions 4, 11 and 12): a shorter streak evens the waits across
+ * processes but costs throughput, since every turn between processes takes a release round, the
+ * announcement and an acquire round (2.0–2.4 ms against 0.6–0.7 ms for a local hand-over, on 2
+ * cores). With yields that name the engine they reserve the key for (`STAND_BY_MS`), 4 processes
+ * × 4 callers in the benchmark: streak 4 333–403 locks/s and p99 wait 73–96 ms, streak 8
+ * 357–415 locks/s and 93–127 ms.
  */
-export const MAX_LOCAL_STREAK = 4;
+export const MAX_LOCAL_STREAK = 8;
 
 /**
  * The same when no other engine was seen watching (neither counted on the release channel nor
