@@ -116,11 +116,15 @@ describe('ordered yields', () => {
       await b.release(taken.grant as Grant, true);
       const next = await a.attempt(req(4000));
       expect(next.grant).toBeDefined();
-      // The store's own yield reserves for RESERVE_MS (for c now: a left the order).
+      // The store's own yield reserves for RESERVE_MS (for c now: a left the order), and a,
+      // whose local waiters wait from now on, joins the order again.
+      const yieldedAt = Date.now();
       await a.release(next.grant as Grant, true, undefined, undefined, 'yield');
       for (const [i, o] of (await orders(r)).entries()) {
         const [until, who] = o[0].split(':');
         expect(who).toBe(c.engineId);
+        expect(o[2]).toBe(a.engineId);
+        expect(Number(o[3])).toBeGreaterThanOrEqual(yieldedAt);
         const [sec, usec] = (await suite.probe[i].time()).map(Number);
         expect(Number(until)).toBeLessThanOrEqual(
           sec * 1000 + Math.floor(usec / 1000) + RESERVE_MS,
