@@ -65,18 +65,23 @@ async function yieldOnMasters(
   await Promise.all(suite.probe.map((c) => c.eval(RELEASE_SCRIPT.source, 2, ...keys, ...args)));
 }
 
+/** A retrying plain attempt of `r` by an engine waiting since `waitSince` (wall ms). */
+const retrying =
+  (r: string) =>
+  (waitSince: number): AttemptRequest => ({
+    resources: [r],
+    ttl: 5000,
+    writerWait: 500,
+    waitSince,
+  });
+
 describe('ordered yields', () => {
   it('a yield reserves the key for the engine that waited longest; others are refused meanwhile', async () => {
     const { all, close } = await stores();
     try {
       const [a, b, c] = all;
       const r = uniqueResource('ordered');
-      const req = (waitSince: number): AttemptRequest => ({
-        resources: [r],
-        ttl: 5000,
-        writerWait: 500,
-        waitSince,
-      });
+      const req = retrying(r);
       const held = await a.attempt(req(1));
       expect(held.grant).toBeDefined();
       // b waits since 1000, c since 2000; b again (later clock): its first score stays.
@@ -147,12 +152,7 @@ describe('ordered yields', () => {
     try {
       const [a, b, c] = all;
       const r = uniqueResource('ordered-named');
-      const req = (waitSince: number): AttemptRequest => ({
-        resources: [r],
-        ttl: 5000,
-        writerWait: 500,
-        waitSince,
-      });
+      const req = retrying(r);
       const held = await a.attempt(req(1));
       expect((await b.attempt(req(1000))).grant).toBeUndefined();
       expect((await c.attempt(req(2000))).grant).toBeUndefined();

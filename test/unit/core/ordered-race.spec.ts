@@ -9,40 +9,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { RACE_LEVELS, RACE_STEP_MS, raceDelay } from '../../../lib/core/policy/streak';
 import { LocalQueue } from '../../../lib/core/policy/local-queue';
 import type { Ticket } from '../../../lib/core/policy/local-queue';
-import type {
-  Announced,
-  AnnouncementListener,
-  LockStore,
-  ReleaseWatch,
-} from '../../../lib/core/policy/store';
-
-/**
- * A store that only announces (3 masters, quorum 2): `announce` calls every watch, in the order
- * they were made.
- */
-function bus(): {
-  store: LockStore;
-  announce(announced: Announced, token?: string, repeat?: boolean): void;
-} {
-  const listeners = new Set<AnnouncementListener>();
-  const store = {
-    quorum: 2,
-    watchReleases: (_resource: string, on: AnnouncementListener): Promise<ReleaseWatch> => {
-      listeners.add(on);
-      return Promise.resolve({
-        activeSince: -Infinity,
-        live: true,
-        stop: () => listeners.delete(on),
-      });
-    },
-  } as unknown as LockStore;
-  return {
-    store,
-    announce: (announced, token = 'released-token', repeat = false) => {
-      for (const on of [...listeners]) on(announced, token, repeat);
-    },
-  };
-}
+import type { LockStore } from '../../../lib/core/policy/store';
+import { bus } from './announce-bus';
 
 const queues: LocalQueue[] = [];
 afterEach(() => {

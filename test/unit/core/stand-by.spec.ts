@@ -11,41 +11,9 @@ import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals
 import { performance } from 'node:perf_hooks';
 import { LocalQueue } from '../../../lib/core/policy/local-queue';
 import type { Ticket } from '../../../lib/core/policy/local-queue';
-import type {
-  Announced,
-  AnnouncementListener,
-  LockStore,
-  ReleaseWatch,
-} from '../../../lib/core/policy/store';
+import type { LockStore } from '../../../lib/core/policy/store';
+import { bus } from './announce-bus';
 import { RACE_LEVELS, STAND_BY_MS, raceDelay } from '../../../lib/core/policy/streak';
-
-type Reserved = 'own' | 'other' | undefined;
-
-/** A store that only announces (3 masters, quorum 2); every token is another engine's. */
-function bus(): {
-  store: LockStore;
-  announce(announced: Announced, token: string, reserved: Reserved): void;
-} {
-  const listeners = new Set<AnnouncementListener>();
-  const store = {
-    quorum: 2,
-    ownsToken: () => false,
-    watchReleases: (_resource: string, on: AnnouncementListener): Promise<ReleaseWatch> => {
-      listeners.add(on);
-      return Promise.resolve({
-        activeSince: -Infinity,
-        live: true,
-        stop: () => listeners.delete(on),
-      });
-    },
-  } as unknown as LockStore;
-  return {
-    store,
-    announce: (announced, token, reserved) => {
-      for (const on of [...listeners]) on(announced, token, false, reserved);
-    },
-  };
-}
 
 const queues: LocalQueue[] = [];
 beforeEach(() => {
@@ -84,36 +52,36 @@ const settle = async (): Promise<void> => {
 
 describe('named yields', () => {
   it('the named engine attempts at once, whatever races it lost', async () => {
-    const { store, announce } = bus();
+    const { store, announce } = bus(true);
     const w = await waiter(store, true);
     expect(raceDelay({ lost: 1 })).toBeGreaterThan(0); // unnamed, it would wait its turn
-    announce('yield', 'y1', 'own');
+    announce('yield', 'y1', false, 'own');
     await settle();
     expect(w.woken()).toBe(1);
   });
 
   it('an engine in the order stands by: the next announcement, not a timer, wakes it', async () => {
-    const { store, announce } = bus();
+    const { store, announce } = bus(true);
     const w = await waiter(store, true);
-    announce('yield', 'y1', 'other');
+    announce('yield', 'y1', false, 'other');
     jest.advanceTimersByTime(RACE_LEVELS * 10); // past every race delay
     await settle();
     expect(w.woken()).toBe(0);
     // The named engine took the key and yields in turn, naming another: still standing by,
     // and the first stand-by no longer counts.
-    announce('yield', 'y2', 'other');
+    announce('yield', 'y2', false, 'other');
     jest.advanceTimersByTime(STAND_BY_MS - RACE_LEVELS * 10);
     await settle();
     expect(w.woken()).toBe(0);
-    announce('release', 'y3', undefined);
+    announce('release', 'y3', false, undefined);
     await settle();
     expect(w.woken()).toBe(1);
   });
 
   it('an engine in the order attempts once no announcement came for STAND_BY_MS', async () => {
-    const { store, announce } = bus();
+    const { store, announce } = bus(true);
     const w = await waiter(store, true);
-    announce('yield', 'y1', 'other'); // the named engine never takes the key
+    announce('yield', 'y1', false, 'other'); // the named engine never takes the key
     jest.advanceTimersByTime(STAND_BY_MS - 1);
     await settle();
     expect(w.woken()).toBe(0);
@@ -123,10 +91,10 @@ describe('named yields', () => {
   });
 
   it('an engine not in the order attempts after STAND_BY_MS, however many yields name others', async () => {
-    const { store, announce } = bus();
+    const { store, announce } = bus(true);
     const w = await waiter(store, false);
     for (let t = 0; t < STAND_BY_MS; t += 10) {
-      announce('yield', `y${t}`, 'other');
+      announce('yield', `y${t}`, false, 'other');
       jest.advanceTimersByTime(10);
     }
     await settle();
@@ -139,9 +107,9 @@ describe('named yields', () => {
   });
 
   it('a yield that names nobody is a race as before', async () => {
-    const { store, announce } = bus();
+    const { store, announce } = bus(true);
     const w = await waiter(store, true);
-    announce('yield', 'y1', undefined);
+    announce('yield', 'y1', false, undefined);
     await settle();
     expect(w.woken()).toBe(0);
     jest.advanceTimersByTime(raceDelay({ lost: 1 }));

@@ -1,0 +1,42 @@
+/**
+ * A fake lock store that only announces (3 masters, quorum 2), for the local queue's unit tests
+ * (pure logic: only release announcements and refusals matter there). `announce` calls every
+ * watch, in the order they were made. `foreignTokens`: every token is another engine's
+ * (`ownsToken` false), so that a refusal by one enters the engine in the order.
+ */
+import type {
+  Announced,
+  AnnouncementListener,
+  LockStore,
+  ReleaseWatch,
+} from '../../../lib/core/policy/store';
+
+export function bus(foreignTokens = false): {
+  store: LockStore;
+  announce(
+    announced: Announced,
+    token?: string,
+    repeat?: boolean,
+    reserved?: 'own' | 'other',
+  ): void;
+} {
+  const listeners = new Set<AnnouncementListener>();
+  const store = {
+    quorum: 2,
+    ...(foreignTokens ? { ownsToken: () => false } : {}),
+    watchReleases: (_resource: string, on: AnnouncementListener): Promise<ReleaseWatch> => {
+      listeners.add(on);
+      return Promise.resolve({
+        activeSince: -Infinity,
+        live: true,
+        stop: () => listeners.delete(on),
+      });
+    },
+  } as unknown as LockStore;
+  return {
+    store,
+    announce: (announced, token = 'released-token', repeat = false, reserved = undefined) => {
+      for (const on of [...listeners]) on(announced, token, repeat, reserved);
+    },
+  };
+}
