@@ -257,6 +257,7 @@ export class RedisStore implements LockStore {
             keys: [orderKey(this.settings.keyPrefix, resources[0])],
             reserveMs: RESERVE_MS,
             since: Date.now(),
+            keepMs: this.settings.maxTtl + 1000,
           }
         : undefined;
     const whole = kind.release(token, keys, announce, keepFor, order);

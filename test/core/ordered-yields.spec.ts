@@ -45,7 +45,7 @@ const everyMaster = <T>(value: T): T[] => Array(3).fill(value) as T[];
 
 /**
  * A yield of `token`'s key on every master, reserving for `reserveMs` (RELEASE_SCRIPT); with
- * `since`, the yielding engine joins the order with that score.
+ * `since`, the yielding engine joins the order with that score (kept at least 61 s).
  */
 async function yieldOnMasters(
   key: string,
@@ -60,7 +60,7 @@ async function yieldOnMasters(
     '3',
     '1',
     String(reserveMs),
-    ...(since === undefined ? [] : [String(since)]),
+    ...(since === undefined ? [] : [String(since), '61000']),
   ];
   await Promise.all(suite.probe.map((c) => c.eval(RELEASE_SCRIPT.source, 2, ...keys, ...args)));
 }
@@ -175,6 +175,24 @@ describe('ordered yields', () => {
       );
     } finally {
       sub.disconnect();
+      await close();
+    }
+  });
+
+  it('an order made by a yield expires (nobody else waited there)', async () => {
+    const { all, close } = await stores();
+    try {
+      const a = all[0];
+      const r = uniqueResource('ordered-expiry');
+      const held = await a.attempt(retrying(r)(1));
+      await a.release(held.grant as Grant, true, undefined, undefined, 'yield');
+      expect(await orders(r)).toEqual(everyMaster([a.engineId, expect.any(String)]));
+      for (const p of suite.probe) {
+        const ttl = await p.pttl(orderKey(PREFIX, r));
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(a.settings.maxTtl + 1000);
+      }
+    } finally {
       await close();
     }
   });

@@ -81,6 +81,8 @@ export interface YieldOrder {
   readonly keys: readonly string[];
   readonly reserveMs: number;
   readonly since: number;
+  /** How long (ms) the order lives at least after the yield (it may have been made by it). */
+  readonly keepMs: number;
 }
 
 /**

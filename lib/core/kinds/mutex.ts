@@ -156,7 +156,14 @@ export const MUTEX: LockKind = {
       return {
         script: RELEASE_SCRIPT,
         keys: [...keys, ...order.keys],
-        args: [token, '3', String(keys.length), String(order.reserveMs), String(order.since)],
+        args: [
+          token,
+          '3',
+          String(keys.length),
+          String(order.reserveMs),
+          String(order.since),
+          String(order.keepMs),
+        ],
       };
     }
     return { script: RELEASE_SCRIPT, keys, args: [token, announceFlag(announce)] };

@@ -282,7 +282,8 @@ return res
  * reservation (ACQUIRE_SCRIPT refuses other engines' retrying attempts meanwhile), and the
  * announcement names it (`^token:engineId`, scripts/announce.ts), so that only its waiters
  * attempt. With ARGV[5] (wall ms) the yielding engine joins the order (`NX`: an older entry
- * stays), its local waiters waiting from then on.
+ * stays), its local waiters waiting from then on, and the order lives at least ARGV[6] ms more
+ * (the longest a lock may be held, and a second).
  * A key held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's
  * WRONGTYPE into an error table, which never equals the token — no extra command, no error.
  */
@@ -312,7 +313,12 @@ for i = 1, n do
         redis.call('ZADD', q, -1, ${num('now + tonumber(ARGV[4])')} .. ':' .. nx)
         to = '${RESERVED_SEP}' .. nx
       end
-      if ARGV[5] then redis.call('ZADD', q, 'NX', ARGV[5], me) end
+      if ARGV[5] then
+        redis.call('ZADD', q, 'NX', ARGV[5], me)
+        -- Never an order without expiry (the ZADD may have made it): at least ARGV[6] ms.
+        local keep = tonumber(ARGV[6])
+        if redis.call('PTTL', q) < keep then redis.call('PEXPIRE', q, keep) end
+      end
     end
     ${publishLua('KEYS[i]', 'to')}
   end
