@@ -2,7 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { monotonicNow } from '../clock';
 import type { MasterNode } from './node';
 import { errorMessage } from './node';
-import type { Announced, AnnouncementListener, ReleaseWatch } from '../policy/store';
+import type { Announced, AnnouncementListener, ReleaseWatch, Reserved } from '../policy/store';
 import { CLEANUP_PREFIX, RESERVED_SEP, YIELD_PREFIX } from '../scripts/announce';
 import type { RedlockLogger } from '../settings';
 
@@ -221,7 +221,7 @@ export class ReleaseNotifier {
         ? 'yield'
         : 'release';
     let token = announced === 'release' ? message : message.slice(1);
-    let reserved: 'own' | 'other' | undefined;
+    let reserved: Reserved | undefined;
     if (announced === 'yield') {
       // An ordered yield names the engine it reserved the key for (scripts/mutex.ts).
       const at = token.indexOf(RESERVED_SEP);

@@ -6,6 +6,7 @@
  */
 import { monotonicNow } from '../clock';
 import type { Line } from './queue-lines';
+import type { Reserved } from './store';
 import { STAND_BY_MS, YIELD_MS, raceDelay } from './streak';
 import type { Timeline } from './timeline';
 
@@ -24,23 +25,23 @@ import type { Timeline } from './timeline';
 export function announcedDelay(
   line: Line,
   yielded: boolean,
-  reserved: 'own' | 'other' | undefined,
+  reserved: Reserved | undefined,
   timeline: Timeline,
   wake: (line: Line) => void,
 ): number | undefined {
   line.announced++;
+  const yielding = line.yielding;
+  if (yielding) {
+    line.yielding = false;
+    line.streak = 0;
+  }
   if (reserved === 'other') {
     standBy(line, timeline, wake);
     return undefined;
   }
   if (reserved === 'own') line.ordered = false;
-  let delay = yielded && reserved === undefined ? raceDelay(line) : 0;
-  if (line.yielding) {
-    line.yielding = false;
-    line.streak = 0;
-    delay = Math.max(delay, YIELD_MS);
-  }
-  return delay;
+  const delay = yielded && reserved === undefined ? raceDelay(line) : 0;
+  return yielding ? Math.max(delay, YIELD_MS) : delay;
 }
 
 /**
@@ -53,10 +54,6 @@ export function announcedDelay(
  * the next holder, it enters the order; otherwise the yields could name the others forever.
  */
 function standBy(line: Line, timeline: Timeline, wake: (line: Line) => void): void {
-  if (line.yielding) {
-    line.yielding = false;
-    line.streak = 0;
-  }
   const at = monotonicNow() + STAND_BY_MS;
   if (line.ordered) {
     const seen = line.announced;

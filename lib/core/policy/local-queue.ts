@@ -7,7 +7,7 @@ import { decline, newHandover } from './handover';
 import type { Handover } from './handover';
 import { countHeard, front, newLine, newTicket } from './queue-lines';
 import type { Line, Slot, Ticket } from './queue-lines';
-import type { LockStore, ReleaseWatch } from './store';
+import type { LockStore, ReleaseWatch, Reserved } from './store';
 import { mustYield } from './streak';
 import { Timeline } from './timeline';
 
@@ -301,7 +301,9 @@ export class LocalQueue {
   /**
    * How the release of `lock` (its end was just reported: {@link ended}) is announced: `yield`
    * when its next local waiter yields to the waiters of two or more other engines, whose heads
-   * then attempt in order (policy/streak.ts `raceDelay`); otherwise a plain `release`.
+   * then attempt in order (policy/streak.ts `raceDelay`); otherwise a plain `release`. An ordered
+   * yield (one resource: redis-store.ts) also enters this engine in the order as far as its queue
+   * knows (`Line.ordered`), and marks the queue to take its entry off when it ends (`marked`).
    */
   announceAs(lock: Lock): 'release' | 'yield' {
     for (const resource of lock.resources) {
@@ -330,7 +332,7 @@ export class LocalQueue {
    * announced one as policy/announced.ts says (`yielded`: a yield; `reserved`: the yield named
    * the engine the masters keep the key for).
    */
-  private handOff(line: Line, local: boolean, yielded = false, reserved?: 'own' | 'other'): void {
+  private handOff(line: Line, local: boolean, yielded = false, reserved?: Reserved): void {
     if (this.lines.get(line.resource) !== line) return;
     if (local && mustYield(line)) {
       // The streak ends (streak.ts): others go first. Told by a poll mark, the local waiters

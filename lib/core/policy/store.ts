@@ -160,8 +160,14 @@ export type AnnouncementListener = (
   announced: Announced,
   token: string,
   repeat: boolean,
-  reserved?: 'own' | 'other',
+  reserved?: Reserved,
 ) => void;
+
+/**
+ * For whom an ordered yield reserved the key (scripts/announce.ts `RESERVED_SEP`): this engine or
+ * another one.
+ */
+export type Reserved = 'own' | 'other';
 
 /**
  * A registration for the release announcements of one resource (hand-off), see
@@ -270,8 +276,9 @@ export interface LockStore {
    * with this engine's id, joined by a deferring engine or not (kinds/kind-keys.ts `pollKey`,
    * scripts/unmark.ts UNMARK_SCRIPT; best effort, not awaited): the engine stopped
    * waiting for the resource, and waiters of other engines that defer to the mark
-   * (`AttemptRequest.defer`) need not wait for it to expire. Stores without poll marks leave it
-   * out.
+   * (`AttemptRequest.defer`) need not wait for it to expire. Also takes the engine off the
+   * resource's order (kinds/kind-keys.ts `orderKey`), so that no yield reserves the key for it.
+   * Stores without poll marks leave it out.
    */
   unmarkPolling?(resource: string): void;
   readonly footprint: StoreFootprint;

@@ -9,16 +9,12 @@ import type {
   AnnouncementListener,
   LockStore,
   ReleaseWatch,
+  Reserved,
 } from '../../../lib/core/policy/store';
 
 export function bus(foreignTokens = false): {
   store: LockStore;
-  announce(
-    announced: Announced,
-    token?: string,
-    repeat?: boolean,
-    reserved?: 'own' | 'other',
-  ): void;
+  announce(announced: Announced, token?: string, repeat?: boolean, reserved?: Reserved): void;
 } {
   const listeners = new Set<AnnouncementListener>();
   const store = {
