@@ -8,6 +8,7 @@ import { monotonicNow } from './clock';
 import { counterKeyOf } from './keys';
 import type { AcquireAnswer, AcquireInput, GroupReply, LockKind, ScriptCall } from './kinds/kind';
 import { mismatchIn, waitInput } from './kinds/store-kinds';
+import { parkKey } from './kinds/kind-keys';
 import type { MasterNode } from './masters/node';
 import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './policy/store';
 import { fencingTokensOf } from './quorum/fencing-tokens';
@@ -57,6 +58,12 @@ export async function attemptOnMasters(
     defer: req.defer === true,
     orderKeys: wait.orderKeys,
     waitSince: wait.orderKeys ? (req.waitSince ?? wallStart) : undefined,
+    // Hand-over across processes (redis-install.ts): parked only while this engine hears the
+    // installs (not for a local take-over, which another engine's lock never refuses).
+    park:
+      wait.orderKeys && req.handoverFrom === undefined && store.watchesLive(resources[0])
+        ? parkInput(store, resources[0], ttl, start, wallStart)
+        : undefined,
   };
   // Built once per attempt, when first needed; a Cluster master gets one call per slot group.
   let plain: ScriptCall | undefined; // for masters whose boot marker is not checked
@@ -181,6 +188,18 @@ export async function attemptOnMasters(
   return { grant };
 }
 
+/** The park of an attempt (AcquireInput.park). */
+function parkInput(
+  store: RedisStore,
+  resource: string,
+  ttl: number,
+  start: number,
+  wall: number,
+): AcquireInput['park'] {
+  const { token, life } = store.installs.park(resource, ttl, start, wall);
+  return { key: parkKey(store.settings.keyPrefix, resource), token, life };
+}
+
 /**
  * A hand-over's acquire reply carries two more numbers when granted (ACQUIRE_SCRIPT: the release
  * channels' subscriber count, the longest poll mark); they are taken off before the kind reads
@@ -255,7 +274,7 @@ function withBirth(full: ScriptCall, node: MasterNode): ScriptCall {
 }
 
 /** Raises the fencing counters (set-if-greater) where `needs(i)`; resolves with the confirmations. */
-async function raiseFences(
+export async function raiseFences(
   store: RedisStore,
   resources: readonly string[],
   tokens: readonly number[],

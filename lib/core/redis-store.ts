@@ -3,7 +3,8 @@ import { Timeline } from './policy/timeline';
 import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
 import type { Announce, LockKind } from './kinds/kind';
-import { orderKey, pollKey } from './kinds/kind-keys';
+import { orderKey, parkKey, pollKey } from './kinds/kind-keys';
+import { Installs, installOrder } from './redis-install';
 import { lockKindFor } from './kinds/holders';
 import type { LockKindSpec } from './kinds/kind-spec';
 import { fenceKey, lockKey, markerKey } from './keys';
@@ -62,6 +63,8 @@ export class RedisStore implements LockStore {
   /** Removes credentials — also the known passwords of the clients — from texts it reports. */
   private readonly redact: Redactor;
   private readonly notifier: ReleaseNotifier;
+  /** Hand-over across processes: this engine's parked tokens and their installs. */
+  readonly installs: Installs;
   /** The voting rounds' timeouts: one timer, kept armed between rounds (policy/timeline.ts). */
   private readonly deadlines = new Timeline(true);
 
@@ -119,6 +122,10 @@ export class RedisStore implements LockStore {
         ),
     );
     this.notifier = new ReleaseNotifier(this.nodes, logger, settings.requestTimeout, this.engineId);
+    this.installs = new Installs(this);
+    this.notifier.onInstall = (key, node, token, fence, age) =>
+      this.installs.heard(key, node, token, fence, age);
+    this.notifier.onResubscribed = (node) => this.installs.resubscribed(node);
     this.dispatch = new Dispatch((r) => this.keyOf(r));
     // The fencing counters' slot tags (keys.ts) are computed once per process: now, not inside
     // the first acquire's validity.
@@ -224,6 +231,7 @@ export class RedisStore implements LockStore {
       announce,
       kind: grant.kind,
       keepFor,
+      ttl: grant.ttl,
     });
   }
 
@@ -243,6 +251,8 @@ export class RedisStore implements LockStore {
       kind?: LockKindSpec;
       /** lockAtLeastFor: keep the keys for this many ms instead of deleting them. */
       keepFor?: number;
+      /** A yield: the ttl of the yielding engine's next token (parked with it). */
+      ttl?: number;
     },
   ): Promise<ReleaseResult> {
     const { only, waitAll = false, keepFor } = options;
@@ -258,6 +268,7 @@ export class RedisStore implements LockStore {
             reserveMs: RESERVE_MS,
             since: Date.now(),
             keepMs: this.settings.maxTtl + 1000,
+            install: installOrder(this, resources[0], options.ttl),
           }
         : undefined;
     const whole = kind.release(token, keys, announce, keepFor, order);
@@ -279,6 +290,16 @@ export class RedisStore implements LockStore {
       waitAll,
     });
     return releaseSummary(tally.votes, tally.ok);
+  }
+
+  /** Whether this engine hears the release announcements of `resource` now. */
+  watchesLive(resource: string): boolean {
+    return this.notifier.isLive(this.keyOf(resource));
+  }
+
+  /** Hand-over across processes: the outcomes of this engine's installs (redis-install.ts). */
+  onInstalled(handler: (resource: string, grant: Grant | undefined) => void): void {
+    this.installs.onResult(handler);
   }
 
   /** Read-only: what a quorum of masters agrees on about `resource` (redis-inspect.ts). */
@@ -325,11 +346,16 @@ export class RedisStore implements LockStore {
   }
 
   unmarkPolling(resource: string): void {
+    const parked = this.installs.parked(resource);
+    this.installs.drop(resource);
     const keys = [
       pollKey(this.settings.keyPrefix, resource),
       orderKey(this.settings.keyPrefix, resource),
+      parkKey(this.settings.keyPrefix, resource),
+      this.keyOf(resource),
     ];
-    const args = [this.engineId];
+    // With the token parked last: where a yield installed it already, it is deleted.
+    const args = parked === undefined ? [this.engineId] : [this.engineId, parked];
     for (const node of this.nodes) {
       node.evalScript(UNMARK_SCRIPT, keys, args).catch(() => undefined); // best effort
     }
@@ -351,6 +377,7 @@ export class RedisStore implements LockStore {
   }
 
   async close(): Promise<void> {
+    this.installs.close();
     await this.notifier.close();
     this.quarantineNotice.close();
     // The timer kept over an empty heap goes; rounds still in flight keep theirs until they end.

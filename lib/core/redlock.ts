@@ -8,7 +8,7 @@ import type { Lock, ReleaseResult } from './lock';
 import { acquireLoop } from './policy/acquire-loop';
 import { InflightAttempts, refuseLate } from './policy/inflight';
 import { LocalQueue } from './policy/local-queue';
-import { attemptOnStore, tryOnce } from './policy/attempt';
+import { attemptOnStore, createLock, tryOnce } from './policy/attempt';
 import type { AttemptContext } from './policy/attempt';
 import type { LoopContext } from './policy/acquire-loop';
 import { extendLock } from './policy/extension';
@@ -115,6 +115,7 @@ export class Redlock {
       requestTimeout: this.settings.requestTimeout,
       granted: (lock, started, lockAtLeastFor) => this.granted(lock, started, lockAtLeastFor),
       failed: (resources, err, started) => this.observers.failed(resources, err, started),
+      adopt: (grant, n) => createLock(this.grants, grant, n),
       attempt: (req, n, at, from, defer, since) =>
         this.inflight.track(
           attemptOnStore(this.grants, req, n, at, from, defer, since).then((r) =>

@@ -40,6 +40,15 @@ export function orderKey(prefix: string, resource: string): string {
   return `${prefix}order:${lockKey(prefix, resource).slice(prefix.length)}`;
 }
 
+/**
+ * Redis key of the parked tokens of a resource (same Cluster slot as its lock key): a hash of
+ * engine id → `<token> <ttl> <until ms>`, the next token of each waiting engine, which a yield
+ * that names the engine installs (scripts/mutex.ts; hand-over across processes).
+ */
+export function parkKey(prefix: string, resource: string): string {
+  return `${prefix}park:${lockKey(prefix, resource).slice(prefix.length)}`;
+}
+
 /** What an acquire script needs besides the lock keys. */
 export interface AcquireKeyOptions {
   /** Fencing counters (ARGV[3] = '1'). */

@@ -69,6 +69,11 @@ export interface AcquireInput {
    */
   readonly orderKeys?: readonly string[] | undefined;
   readonly waitSince?: number | undefined;
+  /**
+   * Hand-over across processes (with the `orderKeys`): the park key (kind-keys.ts `parkKey`)
+   * and this engine's next token for the resource, parked there by a refusal for `life` ms.
+   */
+  readonly park?: { readonly key: string; readonly token: string; readonly life: number };
 }
 
 /**
@@ -83,6 +88,20 @@ export interface YieldOrder {
   readonly since: number;
   /** How long (ms) the order lives at least after the yield (it may have been made by it). */
   readonly keepMs: number;
+  /**
+   * Hand-over across processes: the park key, the yielding engine's own next token (parked
+   * with `ttl` for `life` ms; '' none), and what an install needs: the fencing counter key
+   * (when fencing), its ttl, and the boot marker key (when checked).
+   */
+  readonly install?: {
+    readonly parkKey: string;
+    readonly token: string;
+    readonly ttl: number;
+    readonly life: number;
+    readonly fenceKey: string | undefined;
+    readonly fenceTtl: number;
+    readonly marker: string | undefined;
+  };
 }
 
 /**

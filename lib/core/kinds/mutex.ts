@@ -46,6 +46,7 @@ export const MUTEX: LockKind = {
       const all = fenceKeys ? [...keys, ...fenceKeys] : [...keys];
       if (waitKeys) all.push(...waitKeys, ...(input.pollKeys ?? []));
       if (ordered && input.orderKeys) all.push(...input.orderKeys);
+      if (ordered && input.park) all.push(input.park.key);
       if (marker) all.push(marker);
       scriptKeys = all;
     }
@@ -62,6 +63,7 @@ export const MUTEX: LockKind = {
     if (input.handoverFrom || defer || ordered) args.push(input.handoverFrom ?? '');
     if (defer || ordered) args.push(defer ? '1' : '0');
     if (ordered) args.push(String(input.waitSince));
+    if (ordered && input.park) args.push(input.park.token, String(input.park.life));
     return { script: ACQUIRE_SCRIPT, keys: scriptKeys, args, birthArg: marker ? 3 : undefined };
   },
 
@@ -153,18 +155,28 @@ export const MUTEX: LockKind = {
     }
     if (announce === 'yield' && order?.keys.length === keys.length) {
       // Ordered yields: the release also reserves the keys for the engine that waited longest.
-      return {
-        script: RELEASE_SCRIPT,
-        keys: [...keys, ...order.keys],
-        args: [
-          token,
-          '3',
-          String(keys.length),
-          String(order.reserveMs),
-          String(order.since),
-          String(order.keepMs),
-        ],
-      };
+      const args = [
+        token,
+        '3',
+        String(keys.length),
+        String(order.reserveMs),
+        String(order.since),
+        String(order.keepMs),
+      ];
+      const inst = order.install;
+      if (!inst) return { script: RELEASE_SCRIPT, keys: [...keys, ...order.keys], args };
+      const all = [...keys, ...order.keys, inst.parkKey];
+      if (inst.fenceKey !== undefined) all.push(inst.fenceKey);
+      if (inst.marker !== undefined) all.push(inst.marker);
+      args.push(
+        inst.token,
+        String(inst.ttl),
+        String(inst.life),
+        inst.fenceKey !== undefined ? '1' : '0',
+        String(inst.fenceTtl),
+        inst.marker !== undefined ? '1' : '0',
+      );
+      return { script: RELEASE_SCRIPT, keys: all, args };
     }
     return { script: RELEASE_SCRIPT, keys, args: [token, announceFlag(announce)] };
   },

@@ -88,8 +88,8 @@ export class ReleaseNotifier {
     }
     const ch = channel;
     // A distinct entry per watch: the same function may watch twice.
-    const entry: AnnouncementListener = (announced, token, repeat, reserved) =>
-      listener(announced, token, repeat, reserved);
+    const entry: AnnouncementListener = (announced, token, repeat, reserved, installed) =>
+      listener(announced, token, repeat, reserved, installed);
     ch.listeners.add(entry);
     let stopped = false;
     const stop = (): void => {
@@ -152,6 +152,7 @@ export class ReleaseNotifier {
     if (this.closed || keys.length === 0) return;
     sub.subscribe(...keys).then(
       () => {
+        this.onResubscribed?.(node.index);
         const now = monotonicNow();
         for (const key of keys) {
           const ch = this.channels.get(key);
@@ -182,6 +183,11 @@ export class ReleaseNotifier {
     await Promise.all(subs.map((s) => quitWithin(s, wait)));
   }
 
+  /** Whether announcements on `key` reach this engine now (a master confirmed the subscription). */
+  isLive(key: string): boolean {
+    return this.channels.get(key)?.live === true;
+  }
+
   /** Sizes of the notifier's tables (diagnostics, leak tests). */
   get footprint(): { channels: number; recent: number; watches: number } {
     let recent = 0;
@@ -205,9 +211,32 @@ export class ReleaseNotifier {
     if (ch.recent.length > 8) ch.recent.shift();
   }
 
-  private onMessage = (channel: string, message: string): void => {
+  /**
+   * Hand-over across processes: called for each master's announcement of a yield that installed
+   * this engine's parked `token` on `key` (the master's index, the fencing counter it set, its
+   * boot marker age: -1 not checked). Set by the store (redis-install.ts).
+   */
+  onInstall?: (key: string, node: number, token: string, fence: number, age: number) => void;
+
+  /**
+   * Hand-over across processes: called when master `node`'s subscriber connection was lost and
+   * its subscriptions are confirmed again (an install announced meanwhile was heard by nobody).
+   */
+  onResubscribed?: (node: number) => void;
+
+  private onMessage(channel: string, raw: string, node: number): void {
     const ch = this.channels.get(channel);
     if (!ch) return;
+    let message = raw;
+    let install: string[] | undefined;
+    if (raw.startsWith(YIELD_PREFIX)) {
+      // `^yield:engine:token:fence:age`: the yield installed `engine`'s parked token.
+      const parts = raw.split(RESERVED_SEP);
+      if (parts.length === 5) {
+        message = `${parts[0]}${RESERVED_SEP}${parts[1]}`;
+        install = parts;
+      }
+    }
     // Every master that deleted a key announces the token: listeners hear the first as news and
     // the others as repeats (policy/local-queue.ts wakes a head refused by that holder again).
     const repeat = ch.recent.includes(message);
@@ -230,8 +259,12 @@ export class ReleaseNotifier {
         token = token.slice(0, at);
       }
     }
-    for (const listener of [...ch.listeners]) listener(announced, token, repeat, reserved);
-  };
+    const own = install !== undefined && reserved === 'own';
+    for (const listener of [...ch.listeners]) listener(announced, token, repeat, reserved, own);
+    if (own && install) {
+      this.onInstall?.(channel, node, install[2], Number(install[3]), Number(install[4]));
+    }
+  }
 
   /**
    * The subscriber connection of `node`, made on first use. A Cluster master gets a Cluster
@@ -269,7 +302,7 @@ export class ReleaseNotifier {
           `Redlock: subscriber of ${node.name}: ${node.redact(errorMessage(err))}`,
         ),
       );
-      sub.on('message', this.onMessage);
+      sub.on('message', (ch: string, message: string) => this.onMessage(ch, message, node.index));
       let connected = false;
       sub.on('ready', () => {
         if (connected) this.reconnected(node, sub as Redis | Cluster);

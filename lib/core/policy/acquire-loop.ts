@@ -10,7 +10,7 @@ import type { Lock } from '../lock';
 import type { CheckedAcquire } from '../request';
 import type { LocalQueue, Ticket } from './local-queue';
 import { admitted, contended, defers, holdersEnd, waitingSince } from './queue-lines';
-import type { LockStore } from './store';
+import type { Grant, LockStore } from './store';
 
 /** The outcome of one attempt as the policy sees it: a lock, or the error and its clean-up. */
 export type AttemptResult =
@@ -42,6 +42,8 @@ export interface LoopContext {
   readonly draining: AbortSignal;
   /** The per-master request timeout (bounds one attempt; part of the retry budget). */
   readonly requestTimeout: number;
+  /** Hand-over across processes: a lock of an installed grant (policy/local-queue.ts). */
+  adopt(grant: Grant, attemptNo: number): Lock;
   /** Turns a grant into the caller's lock (`lockAtLeastFor`, the `acquired` event). */
   granted(lock: Lock, started: number, lockAtLeastFor: number | undefined): Lock;
   /** Reports an acquire that ends without a lock (the `failed` event). */
@@ -93,13 +95,24 @@ export async function acquireLoop(
   const { queue } = ctx;
   const ticket: Ticket | undefined =
     req.retryCount > 0 && req.waitTimeout !== 0
-      ? queue.join(req.resources, req.kind.name === 'mutex')
+      ? queue.join(req.resources, req.kind.name === 'mutex', req.ttl)
       : undefined;
   // No closures here: a queued acquire's memory is this frame (issue 13, item 4).
   let attempts = 0;
   let last: AttemptResult | undefined;
   try {
     for (;;) {
+      const installed = ticket?.installed;
+      if (ticket && installed) {
+        ticket.installed = undefined;
+        if (req.signal?.aborted || ctx.draining.aborted) {
+          void ctx.store.release(installed, false);
+        } else {
+          const lock = ctx.adopt(installed, ++attempts);
+          queue.granted(ticket, lock);
+          return ctx.granted(lock, start, lockAtLeastFor);
+        }
+      }
       if (req.signal?.aborted) {
         await last?.cleanup;
         throw new LockAbortedError(detailOf(req, last, attempts, start), {

@@ -92,7 +92,7 @@ function resultOf(
 }
 
 /** Wraps a grant in a lock the engine tracks (held locks, 'lost' events). */
-function createLock(ctx: AttemptContext, grant: Grant, attempts: number): Lock {
+export function createLock(ctx: AttemptContext, grant: Grant, attempts: number): Lock {
   const state = grantState(grant, ctx.settings.driftFactor);
   const lock = mintLock(ctx.owner, {
     resources: grant.resources,

@@ -1,6 +1,9 @@
 import type { NodeVote } from '../errors';
 import type { ReleaseResult } from '../quorum/protocol';
+import type { Lock } from '../lock';
 import type { AttemptResult } from './acquire-loop';
+import type { Line } from './queue-lines';
+import { mustYield } from './streak';
 
 /**
  * A local hand-over (issue 13, "fair hand-off"): a plain lock released while the next local
@@ -100,4 +103,33 @@ export function handoverResult(
     complete: votes.every((v) => v.outcome === 'ok' || v.outcome === 'held'),
     votes,
   };
+}
+
+/**
+ * Hands `lock` (a plain lock being released with `token`) to the next local waiter of `lines`
+ * (the local queue's, policy/local-queue.ts): one that asks for exactly its resources as a
+ * plain lock, sleeps, comes first in each of their queues, within `MAX_LOCAL_STREAK`
+ * (streak.ts). It is woken to take the lock over in its next attempt. `undefined` when none may
+ * (the release goes on as usual).
+ */
+export function handoverTo(
+  lines: ReadonlyMap<string, Line>,
+  lock: Lock,
+  token: string,
+): Handover | undefined {
+  const t = lines.get(lock.resources[0])?.first?.ticket;
+  if (!t?.wake || !t.exclusive || t.takeover || t.slots.length !== lock.resources.length) {
+    return undefined;
+  }
+  for (const { line } of t.slots) {
+    if (line.first?.ticket !== t || !lock.resources.includes(line.resource)) return undefined;
+    if (line.holder && line.holder !== lock) return undefined;
+    if (mustYield(line)) return undefined;
+  }
+  const handover = newHandover(token);
+  for (const { line } of t.slots) line.holder = undefined;
+  t.takeover = handover;
+  t.local = true;
+  t.wake();
+  return handover;
 }

@@ -3,7 +3,8 @@ import type { NodeVote } from '../errors';
 import type { Lock } from '../lock';
 import { onAbort } from '../wake';
 import { announcedDelay } from './announced';
-import { decline, newHandover } from './handover';
+import { decline, handoverTo } from './handover';
+import { installHeard, installed } from './installed';
 import type { Handover } from './handover';
 import { countHeard, front, newLine, newTicket } from './queue-lines';
 import type { Line, Slot, Ticket } from './queue-lines';
@@ -42,6 +43,8 @@ import { Timeline } from './timeline';
  *   first, while the masters keep the resource for the engine that has waited longest
  *   (`RESERVE_MS`: ordered yields). The announcement names that engine: the other engines'
  *   heads do not attempt (policy/announced.ts `standBy`), their turns will be named.
+ *   With installs (docs/handover-across-processes.md), the named engine is granted by the
+ *   yield itself: the grant goes to its head (policy/installed.ts).
  *
  * Shared locks and semaphores join with `exclusive: false`: admitted when every entry before
  * them is non-exclusive. Hand-overs of plain locks: policy/handover.ts.
@@ -61,6 +64,10 @@ export class LocalQueue {
     private readonly draining: AbortSignal,
   ) {
     onAbort(draining, () => this.wakeAll());
+    // Hand-over across processes: an install's outcome (policy/installed.ts).
+    store.onInstalled?.((r, grant) =>
+      installed(this.lines.get(r), grant, draining.aborted, store, this.wakeStandingBy),
+    );
   }
 
   /** Number of queued acquires (part of the engine's footprint). */
@@ -69,8 +76,8 @@ export class LocalQueue {
   }
 
   /** Queues an acquire of `resources` behind the local entries already queued for them. */
-  join(resources: readonly string[], exclusive: boolean): Ticket {
-    const ticket = newTicket(++this.seq, exclusive, resources.length);
+  join(resources: readonly string[], exclusive: boolean, ttl?: number): Ticket {
+    const ticket = newTicket(++this.seq, exclusive, resources.length, ttl);
     for (let i = 0; i < resources.length; i++) {
       const resource = resources[i];
       let line = this.lines.get(resource);
@@ -95,6 +102,7 @@ export class LocalQueue {
    */
   sleep(ticket: Ticket, until: number, signal: AbortSignal | undefined): Promise<void> {
     decline(ticket); // a hand-over is taken by the next attempt or not at all
+    if (ticket.installed) return Promise.resolve(); // taken by the loop's next turn
     if (ticket.handed) {
       ticket.handed = false;
       return Promise.resolve();
@@ -137,8 +145,9 @@ export class LocalQueue {
 
   private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
     line.watching ??= this.store
-      .watchReleases(line.resource, (announced, token, repeat, reserved) => {
+      .watchReleases(line.resource, (announced, token, repeat, reserved, install) => {
         if (announced !== 'cleanup') countHeard(line, token);
+        if (install) return installHeard(line); // its outcome wakes the head (installed.ts)
         if (repeat) {
           // Another master announces a release already heard. It matters to a head refused by
           // that very holder: its attempt, woken by the first announcement, reached masters
@@ -237,6 +246,11 @@ export class LocalQueue {
     if (ticket.left) return;
     ticket.left = true;
     decline(ticket);
+    if (ticket.installed) {
+      // Installed for it after its last turn (it gave up meanwhile): released like any lock.
+      void this.store.release(ticket.installed, false);
+      ticket.installed = undefined;
+    }
     this.tickets.delete(ticket);
     ticket.wake?.();
     for (const slot of ticket.slots) {
@@ -273,29 +287,9 @@ export class LocalQueue {
     }
   }
 
-  /**
-   * Hands `lock` (a plain lock being released with `token`) to the next local waiter
-   * (policy/handover.ts): one that asks for exactly its resources as a plain lock, sleeps,
-   * comes first in each of their queues, within `MAX_LOCAL_STREAK` (streak.ts). It is woken to take
-   * the lock over in its next attempt. `undefined` when none may (the release goes on as usual).
-   */
+  /** Hands `lock`, released with `token`, to the next local waiter (handover.ts `handoverTo`). */
   handover(lock: Lock, token: string): Handover | undefined {
-    if (this.draining.aborted) return undefined;
-    const t = this.lines.get(lock.resources[0])?.first?.ticket;
-    if (!t?.wake || !t.exclusive || t.takeover || t.slots.length !== lock.resources.length) {
-      return undefined;
-    }
-    for (const { line } of t.slots) {
-      if (line.first?.ticket !== t || !lock.resources.includes(line.resource)) return undefined;
-      if (line.holder && line.holder !== lock) return undefined;
-      if (mustYield(line)) return undefined;
-    }
-    const handover = newHandover(token);
-    for (const { line } of t.slots) line.holder = undefined;
-    t.takeover = handover;
-    t.local = true;
-    t.wake();
-    return handover;
+    return this.draining.aborted ? undefined : handoverTo(this.lines, lock, token);
   }
 
   /**
@@ -309,8 +303,6 @@ export class LocalQueue {
     for (const resource of lock.resources) {
       const line = this.lines.get(resource);
       if (line?.yielding && line.watchers > 2) {
-        // An ordered yield (one resource: redis-store.ts) enters this engine in the order; its
-        // entry is taken off with the poll mark when the queue ends (`marked`).
         if (lock.resources.length === 1) line.ordered = line.marked = true;
         return 'yield';
       }

@@ -10,13 +10,15 @@ import type { LockErrorDetail, NodeVote } from '../errors';
 import { lockState } from '../lock';
 import type { Lock } from '../lock';
 import type { Handover } from './handover';
-import type { ReleaseWatch } from './store';
+import type { Grant, ReleaseWatch } from './store';
 
 /** An acquire's place in the local queue. */
 export interface Ticket {
   /** Global arrival order (smaller = earlier). */
   readonly seq: number;
   readonly exclusive: boolean;
+  /** The ttl it asks for (a grant installed for this engine goes to a ticket of its ttl only). */
+  readonly ttl: number;
   /** One slot per resource, in the resource order of the request. */
   readonly slots: Slot[];
   /** Set while it sleeps: ends the sleep. */
@@ -27,6 +29,8 @@ export interface Ticket {
   local: boolean;
   /** A lock handed over to it, taken over by its next attempt (policy/handover.ts). */
   takeover: Handover | undefined;
+  /** Hand-over across processes: a grant installed for it, taken by its next loop turn. */
+  installed: Grant | undefined;
   left: boolean;
 }
 
@@ -130,16 +134,18 @@ export function holderUntil(line: Line, now: number): number {
 }
 
 /** A new ticket: `seq` its arrival order, one (empty) slot per resource. */
-export function newTicket(seq: number, exclusive: boolean, resources: number): Ticket {
+export function newTicket(seq: number, exclusive: boolean, resources: number, ttl = 0): Ticket {
   return {
     seq,
     exclusive,
+    ttl,
     // Sized once (a pushed-to array reserves room for 16 more): 10,000 waiters' memory.
     slots: new Array<Slot>(resources),
     wake: undefined,
     handed: false,
     local: false,
     takeover: undefined,
+    installed: undefined,
     left: false,
   };
 }

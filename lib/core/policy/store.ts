@@ -161,6 +161,7 @@ export type AnnouncementListener = (
   token: string,
   repeat: boolean,
   reserved?: Reserved,
+  installed?: boolean,
 ) => void;
 
 /**
@@ -281,6 +282,12 @@ export interface LockStore {
    * Stores without poll marks leave it out.
    */
   unmarkPolling?(resource: string): void;
+  /**
+   * Hand-over across processes: `handler` is told the outcome of each install of this engine's
+   * parked token for `resource` (a grant, to be given to the head of its queue or released; or
+   * `undefined`: too few masters installed it, it was released, the head attempts).
+   */
+  onInstalled?(handler: (resource: string, grant: Grant | undefined) => void): void;
   readonly footprint: StoreFootprint;
   /** An error's message without credentials (for logs). */
   describe(err: unknown): string;

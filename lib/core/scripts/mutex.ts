@@ -1,9 +1,9 @@
 /** The mutex's scripts: acquire, release, extend, extend-with-repair (one master each). */
-import { NOW_LUA, kindOf, num, prune, pttl } from '../kinds/lua';
+import { NOW_LUA, kindOf, prune, pttl } from '../kinds/lua';
 import { FENCE_COUNTERS_LUA } from './fencing';
 import { ENGINE_ID_LENGTH } from '../token';
-import { RESERVED_SEP, publishLua } from './announce';
 import { bootMarkerAge, script } from './lua';
+import { parkLua } from './install';
 
 /** Lua: 1 when the boot marker is the last key (ARGV[4] ~= '0'), else 0. */
 const MARKER_SLOT = `(ARGV[4] ~= '0' and 1 or 0)`;
@@ -83,6 +83,11 @@ if refused then
             redis.call('ZADD', q, 'NX', ARGV[10], me)
             local keep = refused + waitTtl + 1000
             if redis.call('PTTL', q) < keep then redis.call('PEXPIRE', q, keep) end
+            if pk then
+              -- Hand-over across processes: this engine's next token (ARGV[11]), installed by
+              -- a yield that names this engine (RELEASE_SCRIPT) until ARGV[12] ms from now.
+              ${parkLua('pk', 'ARGV[11]', 'ARGV[2]', 'ARGV[12]', 'keep')}
+            end
           end
         end
       end
@@ -100,11 +105,15 @@ end`;
  * then n writer-waiting flags (only when ARGV[7] > 0; see kinds/kind-keys.ts `waitKey`)
  * then n poll marks (only with the flags, and optional; kinds/kind-keys.ts `pollKey`)
  * then the order key (only with the poll marks, n = 1, and optional; kinds/kind-keys.ts
- *       `orderKey`: ordered yields, see RELEASE_SCRIPT)
+ *       `orderKey`: ordered yields, see RELEASE_SCRIPT), then the park key (only with the order
+ *       key and ARGV[11]; kinds/kind-keys.ts `parkKey`)
  * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
  * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
  *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [waitTtl, [prev,
- *       [defer, [waitSince]]]] (`prev` '' when absent; `waitSince`, wall ms, with the order key)
+ *       [defer, [waitSince, [park token, park life]]]]] (`prev` '' when absent; `waitSince`,
+ *       wall ms, with the order key; the park: a refusal by another engine's plain lock parks
+ *       this engine's next token for the hand-over across processes, installable for `park
+ *       life` ms — docs/handover-across-processes.md)
  *
  * `prev` (a local hand-over, policy/handover.ts): the token of this process's holder that is
  * releasing the lock to us. A key holding exactly that token counts as free and is overwritten
@@ -184,10 +193,12 @@ end
 -- Ordered yields (ARGV[10]: when this engine began to wait, wall ms; the order key after the
 -- poll marks; one resource): see the granted path below, and REFUSED_LUA.
 local q = nil
+local pk = nil
 if n == 1 and ARGV[10] then
   local o0 = 3 * n
   if ARGV[3] == '1' then o0 = 4 * n end
   if #KEYS >= o0 + 1 + ${MARKER_SLOT} then q = KEYS[o0 + 1] end
+  if q and ARGV[11] then pk = KEYS[o0 + 2] end
 end
 local held = false
 local set = n > 1
@@ -218,6 +229,7 @@ if n == 1 then
           redis.call('ZREM', q, first[1])
         end
         redis.call('ZREM', q, me)
+        if pk then redis.call('HDEL', pk, me) end
       end
     end
   end
@@ -269,63 +281,7 @@ return res
 `,
 );
 
-/**
- * Release: compare-and-delete over several keys; publishes the token on each deleted key's
- * channel (the channel is named like the key) so that waiters can retry at once.
- * KEYS: lock keys. ARGV: token, publish flag ('0' no, '1' a release, '2' the clean-up of a
- * failed attempt: published as `~token`, '3' a yield to other processes' waiters: `^token`; see
- * scripts/announce.ts). Returns the number of keys deleted.
- * Ordered yields (policy/streak.ts `RESERVE_MS`): with ARGV[3] = n, the n lock keys are followed
- * by their order keys (kinds/kind-keys.ts `orderKey`), and a yield ('3') of a key reserves it
- * for ARGV[4] ms for the engine that has waited longest in its order, other than the yielding
- * one: that engine leaves the order, the member `<until ms>:<engine id>` of score -1 is the
- * reservation (ACQUIRE_SCRIPT refuses other engines' retrying attempts meanwhile), and the
- * announcement names it (`^token:engineId`, scripts/announce.ts), so that only its waiters
- * attempt. With ARGV[5] (wall ms) the yielding engine joins the order (`NX`: an older entry
- * stays), its local waiters waiting from then on, and the order lives at least ARGV[6] ms more
- * (the longest a lock may be held, and a second).
- * A key held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's
- * WRONGTYPE into an error table, which never equals the token — no extra command, no error.
- */
-export const RELEASE_SCRIPT = script(
-  'release',
-  `
-local n = #KEYS
-if ARGV[3] then n = tonumber(ARGV[3]) end
-local deleted = 0
-for i = 1, n do
-  if redis.pcall('GET', KEYS[i]) == ARGV[1] then
-    redis.call('DEL', KEYS[i])
-    deleted = deleted + 1
-    local to = ''
-    local q = ARGV[2] == '3' and KEYS[n + i]
-    if q then
-      -- A yield (ordered): reserve the key for ARGV[4] ms for the engine that has waited
-      -- longest (not the yielding one), take it off the order and name it in the announcement.
-      -- The yielding engine, whose local waiters wait from now on (ARGV[5]), joins the order.
-      redis.call('ZREMRANGEBYSCORE', q, '-inf', '-1')
-      local c = redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 2)
-      local me = ${ENGINE_OF('ARGV[1]')}
-      local nx = c[1]
-      if nx == me then nx = c[2] end
-      if nx then${NOW_LUA}
-        redis.call('ZREM', q, nx)
-        redis.call('ZADD', q, -1, ${num('now + tonumber(ARGV[4])')} .. ':' .. nx)
-        to = '${RESERVED_SEP}' .. nx
-      end
-      if ARGV[5] then
-        redis.call('ZADD', q, 'NX', ARGV[5], me)
-        -- Never an order without expiry (the ZADD may have made it): at least ARGV[6] ms.
-        local keep = tonumber(ARGV[6])
-        if redis.call('PTTL', q) < keep then redis.call('PEXPIRE', q, keep) end
-      end
-    end
-    ${publishLua('KEYS[i]', 'to')}
-  end
-end
-return deleted
-`,
-);
+export { RELEASE_SCRIPT } from './release';
 
 /**
  * Extend: all-or-nothing compare-and-pexpire. Never re-creates a missing key (used when the

@@ -18,6 +18,11 @@ export const UNMARK_SCRIPT = script(
   'unmark',
   `
 if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[1]) end
+if KEYS[3] then redis.call('HDEL', KEYS[3], ARGV[1]) end
+if ARGV[2] and redis.pcall('GET', KEYS[4]) == ARGV[2] then
+  redis.call('DEL', KEYS[4])
+  redis.call('PUBLISH', KEYS[4], ARGV[2])
+end
 local m = redis.pcall('GET', KEYS[1])
 if type(m) == 'string' and (string.sub(m, 1, ${ENGINE_ID_LENGTH}) == ARGV[1]
     or string.sub(m, -${ENGINE_ID_LENGTH} - 1) == '+' .. ARGV[1]) then

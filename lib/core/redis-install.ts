@@ -1,0 +1,311 @@
+/**
+ * Hand-over across processes (design and safety argument: docs/handover-across-processes.md).
+ *
+ * A waiting engine parks its next token for a resource on the masters — in the refusal of its
+ * single-resource plain attempt by another engine's lock, and in its own ordered yield
+ * (scripts/mutex.ts) — while it hears the resource's release announcements. A yield that names
+ * it (the engine that has waited longest) sets that token on each master where the yield runs,
+ * as an acquire would, with a fencing increment and the boot marker's age, and announces it.
+ * The engine is granted once a quorum of masters that may vote announced the install: no
+ * acquire round after the yield.
+ *
+ * Validity runs from the first send of the token (`Park.start`): every install ran after the
+ * park that it read, which ran after that send, so each key expires no earlier than the key of
+ * an acquire sent then would (docs/REDLOCK.md, "N masters", step 4). A master keeps a parked
+ * token installable for PARK_LIFE_MS at most, and the engine parks a new token once its current
+ * one is older than half of that: a granted install always has most of its ttl left.
+ *
+ * Tokens the engine cannot use are deleted where they were installed: an install of a token it
+ * does not know (forgotten once no install of it can come any more, or never parked) on that
+ * master only; an install that fewer than a quorum announced within the request timeout on
+ * every master; a grant with no local waiter to take it (policy/installed.ts) like any lock.
+ */
+import { monotonicNow } from './clock';
+import type { NodeVote } from './errors';
+import type { Grant } from './policy/store';
+import { fencingTokensOf } from './quorum/fencing-tokens';
+import { validUntil, validityAfter } from './quorum/protocol';
+import type { RedisStore } from './redis-store';
+import { raiseFences } from './redis-attempt';
+import { newToken } from './token';
+import type { YieldOrder } from './kinds/kind';
+import { parkKey } from './kinds/kind-keys';
+import { RELEASE_SCRIPT } from './scripts/release';
+
+/**
+ * How long (ms) a master keeps a parked token installable (at most half the ttl). Short, so that
+ * a process that died while parked leaves an installable token for this long only (an install
+ * nobody hears holds the resource for one ttl, as a holder that died would); long enough for
+ * the rotation between processes, where a waiting engine parks again at each of its own yields
+ * (4 processes × 4 callers: 30–100 ms between the park and the install).
+ */
+export const PARK_LIFE_MS = 250;
+
+/** What a master announced of an install: its fencing counter and boot marker age. */
+interface Installed {
+  readonly fence: number;
+  readonly age: number;
+}
+
+interface Park {
+  readonly resource: string;
+  /** Its lock key (announcements name keys). */
+  readonly key: string;
+  readonly token: string;
+  readonly ttl: number;
+  /** How long a master keeps it installable after each park. */
+  readonly life: number;
+  /** Monotonic and wall ms of the token's first send: validity runs from there. */
+  readonly start: number;
+  readonly wallStart: number;
+  /** Per master, the install it announced. */
+  readonly heard: (Installed | undefined)[];
+  state: 'parked' | 'gathering' | 'granted' | 'failed';
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/** The installs of this engine's parked tokens: one current token per resource. */
+export class Installs {
+  private readonly current = new Map<string, Park>();
+  private readonly byToken = new Map<string, Park>();
+  private handler: ((resource: string, grant: Grant | undefined) => void) | undefined;
+  private closed = false;
+
+  constructor(private readonly store: RedisStore) {}
+
+  /** Where the outcome of each install goes (the engine's local queue). */
+  onResult(handler: (resource: string, grant: Grant | undefined) => void): void {
+    this.handler = handler;
+  }
+
+  /** Number of tokens tracked (part of the footprint; leak tests). */
+  get size(): number {
+    return this.byToken.size;
+  }
+
+  /**
+   * The token to park for `resource` with `ttl` in a request sent at `start` (monotonic; `wall`
+   * the same in wall ms), and for how long a master keeps it installable. The current token is
+   * sent again while younger than half that time.
+   */
+  park(
+    resource: string,
+    ttl: number,
+    start: number,
+    wall: number,
+  ): { token: string; life: number } {
+    const life = Math.min(PARK_LIFE_MS, Math.floor(ttl / 2));
+    let p = this.current.get(resource);
+    if (!p || p.ttl !== ttl || start - p.start > life / 2) {
+      this.prune(start);
+      this.current.delete(resource);
+      p = {
+        resource,
+        key: this.store.keyOf(resource),
+        token: newToken(this.store.engineId),
+        ttl,
+        life,
+        start,
+        wallStart: wall,
+        heard: new Array<Installed | undefined>(this.store.nodes.length),
+        state: 'parked',
+        timer: undefined,
+      };
+      this.current.set(resource, p);
+      this.byToken.set(p.token, p);
+    }
+    return { token: p.token, life };
+  }
+
+  /** The token currently parked for `resource`, if any. */
+  parked(resource: string): string | undefined {
+    return this.current.get(resource)?.token;
+  }
+
+  /** `resource`'s queue ended: its token is no longer parked (scripts/unmark.ts). */
+  drop(resource: string): void {
+    this.current.delete(resource);
+    this.prune(monotonicNow());
+  }
+
+  /**
+   * A subscriber connection of master `node` is back: an install announced there meanwhile was
+   * heard by nobody. Every current token is deleted there (compare-and-delete) and replaced by
+   * a new one at the next park.
+   */
+  resubscribed(node: number): void {
+    for (const p of [...this.current.values()]) {
+      this.current.delete(p.resource);
+      releaseKeyOn(this.store, node, p.key, p.token);
+    }
+  }
+
+  /** Master `node` announced the install of `token` at `key` (masters/handoff.ts). */
+  heard(key: string, node: number, token: string, fence: number, age: number): void {
+    if (this.closed) return;
+    const p = this.byToken.get(token);
+    if (!p || p.key !== key || p.state === 'failed') {
+      // Not usable (forgotten, failed): deleted where it was set.
+      releaseKeyOn(this.store, node, key, token);
+      return;
+    }
+    const resource = p.resource;
+    if (p.heard[node] || !(node >= 0 && node < p.heard.length)) return;
+    p.heard[node] = { fence, age };
+    // Granted: one more master holds the lock, released with it.
+    if (p.state === 'granted') return;
+    if (p.state === 'parked') {
+      // Used: the next park sends a new token.
+      if (this.current.get(resource) === p) this.current.delete(resource);
+      p.state = 'gathering';
+      p.timer = setTimeout(() => this.fail(p), this.store.settings.requestTimeout);
+    }
+    this.decide(p);
+  }
+
+  /**
+   * Whether master `i`'s install counts as a vote: not in restart quarantine, and with a fencing
+   * counter when fencing is on (a yielding engine with other settings may not have sent what
+   * this one needs: then the marker's age is -1, the counter 0).
+   */
+  private counts(i: number, v: Installed): boolean {
+    return this.outcomeOf(i, v) === 'ok';
+  }
+
+  private outcomeOf(i: number, v: Installed): 'ok' | 'quarantined' | 'error' {
+    if (this.store.settings.fencing && !(v.fence > 0)) return 'error';
+    if (!this.store.nodes[i].checksMarker) return 'ok';
+    return v.age === -2 || v.age >= this.store.settings.quarantine.duration ? 'ok' : 'quarantined';
+  }
+
+  private decide(p: Park): void {
+    const { quorum, settings } = this.store;
+    let ok = 0;
+    for (let i = 0; i < p.heard.length; i++) {
+      const v = p.heard[i];
+      if (v && this.counts(i, v)) ok++;
+    }
+    if (ok < quorum) return;
+    clearTimeout(p.timer);
+    p.timer = undefined;
+    p.state = 'granted';
+    if (validityAfter(p.ttl, p.start, monotonicNow(), settings.driftFactor) <= 0) {
+      this.fail(p, true);
+      return;
+    }
+    if (!settings.fencing) {
+      this.grant(p, []);
+      return;
+    }
+    const counters = p.heard.map((v, i) => (v && this.counts(i, v) ? [v.fence] : undefined));
+    const found = fencingTokensOf(counters, [p.resource], quorum);
+    if (found.settled) {
+      this.grant(p, found.tokens);
+      return;
+    }
+    // Fewer than a quorum at the largest counter: raised first, as for an acquire.
+    const deadline = validUntil(p.start, p.ttl, settings.driftFactor);
+    raiseFences(this.store, [p.resource], found.tokens, (i) => !found.atMax(counters[i]), deadline)
+      .then((confirmed) => {
+        const left = validityAfter(p.ttl, p.start, monotonicNow(), settings.driftFactor);
+        if (confirmed >= quorum && left > 0 && !this.closed) this.grant(p, found.tokens);
+        else this.fail(p, true);
+      })
+      .catch(() => this.fail(p, true));
+  }
+
+  private grant(p: Park, fencingTokens: readonly number[]): void {
+    const now = monotonicNow();
+    const votes: NodeVote[] = this.store.nodes.map((n, i) => {
+      const v = p.heard[i];
+      const outcome = v ? this.outcomeOf(i, v) : 'timeout';
+      const vote: NodeVote = { node: i, name: n.name, outcome, latency: now - p.start };
+      return outcome === 'error' ? { ...vote, error: 'installed without a fencing counter' } : vote;
+    });
+    const grant: Grant = {
+      resources: [p.resource],
+      token: p.token,
+      ttl: p.ttl,
+      start: p.start,
+      wallStart: p.wallStart,
+      votes,
+      fencingTokens,
+      ended: false,
+    };
+    if (this.handler) this.handler(p.resource, grant);
+    else void this.store.release(grant, false);
+  }
+
+  /** Too few masters installed `p` in time (or no validity was left): deleted everywhere. */
+  private fail(p: Park, granted = false): void {
+    if (p.state === 'failed' || (p.state === 'granted' && !granted)) return;
+    clearTimeout(p.timer);
+    p.timer = undefined;
+    p.state = 'failed';
+    if (this.current.get(p.resource) === p) this.current.delete(p.resource);
+    if (!this.closed) {
+      void this.store.releaseKeys([p.resource], p.token, { announce: 'release' });
+    }
+    this.handler?.(p.resource, undefined);
+  }
+
+  /**
+   * Forgets the tokens whose installs can no longer come: a token is sent until `life / 2`
+   * after its first send, and a master installs it at most `life` after it was parked there.
+   * An announcement of a forgotten token is deleted where it was set (`heard`).
+   */
+  private prune(now: number): void {
+    const late = this.store.settings.requestTimeout;
+    for (const [token, p] of this.byToken) {
+      if (p.state === 'gathering' || now <= p.start + 2 * p.life + late) continue;
+      this.byToken.delete(token);
+      if (this.current.get(p.resource) === p) this.current.delete(p.resource);
+    }
+  }
+
+  /** Stops the gathering timers; nothing more is sent. */
+  close(): void {
+    this.closed = true;
+    for (const p of this.byToken.values()) clearTimeout(p.timer);
+    this.byToken.clear();
+    this.current.clear();
+  }
+}
+
+/**
+ * What a yield of `resource` by `store`'s engine sends for the hand-over across processes: the
+ * park key, this engine's own next token when it hears the resource's announcements (parked
+ * with `ttl`, the yielding lock's), and what an install needs (the fencing counter when fencing,
+ * the boot marker when the quarantine is checked: not on a Cluster).
+ */
+export function installOrder(
+  store: RedisStore,
+  resource: string,
+  ttl: number | undefined,
+): YieldOrder['install'] {
+  const { keyPrefix, fencing, fencingKeyTtl, quarantine } = store.settings;
+  const park =
+    ttl === undefined || !store.watchesLive(resource)
+      ? undefined
+      : store.installs.park(resource, ttl, monotonicNow(), Date.now());
+  const checked = quarantine.enabled && !store.nodes.some((n) => n.cluster);
+  return {
+    parkKey: parkKey(keyPrefix, resource),
+    token: park?.token ?? '',
+    ttl: ttl ?? 0,
+    life: park?.life ?? 0,
+    fenceKey: fencing ? store.fenceKeyOf(resource) : undefined,
+    fenceTtl: fencingKeyTtl,
+    marker: checked ? store.markerKey : undefined,
+  };
+}
+
+/**
+ * Compare-and-delete of `token` at `key` on master `node` only, announced as a release: an
+ * install the engine cannot use. Best effort.
+ */
+function releaseKeyOn(store: RedisStore, node: number, key: string, token: string): void {
+  const master = store.nodes[node];
+  if (!master) return;
+  master.evalScript(RELEASE_SCRIPT, [key], [token, '1']).catch(() => undefined);
+}

@@ -1,0 +1,84 @@
+/** The mutex's release script (split from scripts/mutex.ts, which re-exports it). */
+import { NOW_LUA, num } from '../kinds/lua';
+import { ENGINE_ID_LENGTH } from '../token';
+import { RESERVED_SEP, publishLua } from './announce';
+import { INSTALL_LUA, parkLua } from './install';
+import { script } from './lua';
+
+/** Lua: the engine id that starts a token (token.ts). */
+const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_ID_LENGTH})`;
+
+/**
+ * Release: compare-and-delete over several keys; publishes the token on each deleted key's
+ * channel (the channel is named like the key) so that waiters can retry at once.
+ * KEYS: lock keys. ARGV: token, publish flag ('0' no, '1' a release, '2' the clean-up of a
+ * failed attempt: published as `~token`, '3' a yield to other processes' waiters: `^token`; see
+ * scripts/announce.ts). Returns the number of keys deleted.
+ * Ordered yields (policy/streak.ts `RESERVE_MS`): with ARGV[3] = n, the n lock keys are followed
+ * by their order keys (kinds/kind-keys.ts `orderKey`), and a yield ('3') of a key reserves it
+ * for ARGV[4] ms for the engine that has waited longest in its order, other than the yielding
+ * one: that engine leaves the order, the member `<until ms>:<engine id>` of score -1 is the
+ * reservation (ACQUIRE_SCRIPT refuses other engines' retrying attempts meanwhile), and the
+ * announcement names it (`^token:engineId`, scripts/announce.ts), so that only its waiters
+ * attempt. With ARGV[5] (wall ms) the yielding engine joins the order (`NX`: an older entry
+ * stays), its local waiters waiting from then on, and the order lives at least ARGV[6] ms more
+ * (the longest a lock may be held, and a second).
+ * Hand-over across processes (docs/handover-across-processes.md): with ARGV[7] the yield's order
+ * keys are followed by the park keys (kinds/kind-keys.ts `parkKey`), then the fencing counters
+ * (ARGV[10] '1') and the boot marker (ARGV[12] '1'); the named engine's parked token is
+ * installed instead of the reservation (scripts/install.ts `INSTALL_LUA`), announced as
+ * `^token:engineId:installed token:counter:age`, and the yielding engine parks its own next
+ * token ARGV[7] ('' none) with the ttl ARGV[8], installable for ARGV[9] ms (the counters' TTL:
+ * ARGV[11]).
+ * A key held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's
+ * WRONGTYPE into an error table, which never equals the token — no extra command, no error.
+ */
+export const RELEASE_SCRIPT = script(
+  'release',
+  `
+local n = #KEYS
+if ARGV[3] then n = tonumber(ARGV[3]) end
+local deleted = 0
+for i = 1, n do
+  if redis.pcall('GET', KEYS[i]) == ARGV[1] then
+    redis.call('DEL', KEYS[i])
+    deleted = deleted + 1
+    local to = ''
+    local q = ARGV[2] == '3' and KEYS[n + i]
+    if q then${NOW_LUA}
+      -- A yield (ordered): reserve the key for ARGV[4] ms for the engine that has waited
+      -- longest (not the yielding one), take it off the order and name it in the announcement.
+      -- The yielding engine, whose local waiters wait from now on (ARGV[5]), joins the order.
+      local pk = ARGV[7] and KEYS[2 * n + i]
+      redis.call('ZREMRANGEBYSCORE', q, '-inf', '-1')
+      local c = redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 2)
+      local me = ${ENGINE_OF('ARGV[1]')}
+      local nx = c[1]
+      if nx == me then nx = c[2] end
+      if nx then
+        redis.call('ZREM', q, nx)
+        local inst = nil
+        ${INSTALL_LUA}
+        if inst then
+          to = '${RESERVED_SEP}' .. nx .. inst
+        else
+          redis.call('ZADD', q, -1, ${num('now + tonumber(ARGV[4])')} .. ':' .. nx)
+          to = '${RESERVED_SEP}' .. nx
+        end
+      end
+      if ARGV[5] then
+        redis.call('ZADD', q, 'NX', ARGV[5], me)
+        -- Never an order without expiry (the ZADD may have made it): at least ARGV[6] ms.
+        local keep = tonumber(ARGV[6])
+        if redis.call('PTTL', q) < keep then redis.call('PEXPIRE', q, keep) end
+        if pk and ARGV[7] ~= '' then
+          ${parkLua('pk', 'ARGV[7]', 'ARGV[8]', 'ARGV[9]', 'keep')}
+        end
+      end
+    end
+    ${publishLua('KEYS[i]', 'to')}
+  end
+end
+return deleted
+`,
+);

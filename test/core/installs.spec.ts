@@ -1,0 +1,295 @@
+/**
+ * Hand-over across processes (lib/core/redis-install.ts, scripts/mutex.ts; design:
+ * docs/handover-across-processes.md), against real redis-server masters: a waiting engine that
+ * hears the resource's announcements parks its next token in its refused attempt; a yield that
+ * names it sets that token on each master, with a fencing increment, and announces it; the engine
+ * is granted on a quorum of those announcements, its validity counted from the token's first
+ * send. A token parked too long ago is not installed (the yield reserves as before); an install
+ * too few masters announced is deleted everywhere; an install of a token the engine no longer
+ * parks is deleted where it was set; an engine whose queue ended deletes its installed token.
+ */
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { monotonicNow } from '../../lib/core/clock';
+import { orderKey, parkKey } from '../../lib/core/kinds/kind-keys';
+import type { AttemptRequest, Grant, ReleaseWatch } from '../../lib/core/policy/store';
+import { Redlock } from '../../lib/core/redlock';
+import { PARK_LIFE_MS } from '../../lib/core/redis-install';
+import type { RedisStore } from '../../lib/core/redis-store';
+import type { RedlockSettings } from '../../lib/core/settings';
+import { SUITE_DEFAULTS, storeWith, useMasters } from '../harness/engines';
+import { sleep, uniqueResource, waitUntil } from '../harness/util';
+
+const PREFIX = 'lock:'; // the default keyPrefix
+const suite = useMasters(3);
+const cleanup: (() => void)[] = [];
+afterEach(() => {
+  for (const f of cleanup.splice(0)) f();
+});
+
+/**
+ * Three engines over the suite's masters (their connections checked) and their stores; the
+ * first with `first` over the suite's settings.
+ */
+async function engines(first: RedlockSettings = {}): Promise<{
+  all: RedisStore[];
+  locks: Redlock[];
+  close(): Promise<void>;
+}> {
+  const all: RedisStore[] = [];
+  const locks = [0, 1, 2].map(
+    (i) =>
+      new Redlock(
+        storeWith(suite.clients, (s) => all.push(s)),
+        i === 0 ? { ...SUITE_DEFAULTS, ...first } : SUITE_DEFAULTS,
+      ),
+  );
+  for (const e of locks) await (await e.acquire(uniqueResource('install-warm-up'))).release();
+  return {
+    all,
+    locks,
+    close: () => Promise.all(locks.map((e) => e.close())).then(() => undefined),
+  };
+}
+
+/** Longer than any wait below: a key that is gone was deleted, it did not expire. */
+const TTL = 30_000;
+
+/** A retrying plain attempt of `r` (ordered: it parks when the engine hears `r`'s releases). */
+const retrying = (r: string, waitSince: number): AttemptRequest => ({
+  resources: [r],
+  ttl: TTL,
+  writerWait: 500,
+  waitSince,
+});
+
+/** `store`'s outcomes of installs (its engine's queue no longer gets them). */
+function outcomes(store: RedisStore): (Grant | undefined)[] {
+  const got: (Grant | undefined)[] = [];
+  store.onInstalled((_resource, grant) => got.push(grant));
+  return got;
+}
+
+/** `b` waits for `r` held by `a`: it watches `r` and its refused attempt parks a token. */
+async function parkedBehind(
+  a: RedisStore,
+  b: RedisStore,
+  r: string,
+): Promise<{ held: Grant; watch: ReleaseWatch; sent: number; refusedAt: number }> {
+  const held = await a.attempt(retrying(r, 1));
+  expect(held.grant).toBeDefined();
+  const watch = await b.watchReleases(r, () => undefined);
+  expect(watch?.live).toBe(true);
+  const sent = monotonicNow();
+  expect((await b.attempt(retrying(r, 1000))).grant).toBeUndefined();
+  return {
+    held: held.grant as Grant,
+    watch: watch as ReleaseWatch,
+    sent,
+    refusedAt: monotonicNow(),
+  };
+}
+
+/** The token `engineId` parked for `r` on each master (undefined where none). */
+function parkedOn(r: string, engineId: string): Promise<(string | undefined)[]> {
+  return Promise.all(
+    suite.probe.map(async (c) => (await c.hget(parkKey(PREFIX, r), engineId))?.split(' ')[0]),
+  );
+}
+
+describe('hand-over across processes', () => {
+  it('a yield installs the parked token of the engine it names: granted without an acquire', async () => {
+    const { all, close } = await engines();
+    try {
+      const [a, b] = all;
+      const got = outcomes(b);
+      const r = uniqueResource('install');
+      const { held, watch, sent, refusedAt } = await parkedBehind(a, b, r);
+      const parked = await parkedOn(r, b.engineId);
+      expect(new Set(parked).size).toBe(1);
+      const token = parked[0] as string;
+      expect(token.startsWith(b.engineId)).toBe(true);
+      await a.release(held, true, undefined, undefined, 'yield');
+      await waitUntil(() => got.length > 0);
+      const grant = got[0] as Grant;
+      expect(grant.token).toBe(token);
+      expect(grant.resources).toEqual([r]);
+      expect(grant.ttl).toBe(TTL);
+      // Validity runs from the token's first send: the refused attempt that parked it.
+      expect(grant.start).toBeGreaterThanOrEqual(sent);
+      expect(grant.start).toBeLessThanOrEqual(refusedAt);
+      expect(grant.votes.filter((v) => v.outcome === 'ok').length).toBeGreaterThanOrEqual(2);
+      expect(grant.fencingTokens[0]).toBeGreaterThan(held.fencingTokens[0]);
+      for (const c of suite.probe) {
+        expect(await c.get(a.keyOf(r))).toBe(token);
+        const ttl = await c.pttl(a.keyOf(r));
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(TTL);
+      }
+      // Used up: no longer parked, and b is off the order.
+      expect(await parkedOn(r, b.engineId)).toEqual([undefined, undefined, undefined]);
+      for (const c of suite.probe) {
+        expect(await c.zscore(orderKey(PREFIX, r), b.engineId)).toBeNull();
+      }
+      await b.release(grant, true);
+      for (const c of suite.probe) expect(await c.exists(a.keyOf(r))).toBe(0);
+      watch.stop();
+    } finally {
+      await close();
+    }
+  });
+
+  it('a token parked longer ago than its life is not installed: the yield reserves as before', async () => {
+    const { all, close } = await engines();
+    try {
+      const [a, b] = all;
+      const got = outcomes(b);
+      const r = uniqueResource('install-stale');
+      const { held, watch } = await parkedBehind(a, b, r);
+      await sleep(PARK_LIFE_MS + 50); // (the masters' clocks decide)
+      await a.release(held, true, undefined, undefined, 'yield');
+      for (const c of suite.probe) {
+        expect(await c.exists(a.keyOf(r))).toBe(0);
+        const first = await c.zrange(orderKey(PREFIX, r), '0', '0', 'WITHSCORES');
+        expect(first[0]).toMatch(new RegExp(`^\\d+:${b.engineId}$`)); // the reservation
+      }
+      expect(got).toEqual([]);
+      watch.stop();
+    } finally {
+      await close();
+    }
+  });
+
+  it('an install that fewer than a quorum announced is deleted everywhere, and the waiter told', async () => {
+    const { all, close } = await engines();
+    try {
+      const [a, b] = all;
+      const got = outcomes(b);
+      const r = uniqueResource('install-minority');
+      const { held, watch } = await parkedBehind(a, b, r);
+      // Parked on one master only: installed there alone.
+      for (const c of suite.probe.slice(1)) await c.hdel(parkKey(PREFIX, r), b.engineId);
+      await a.release(held, true, undefined, undefined, 'yield');
+      await waitUntil(() => got.length > 0, 5000);
+      expect(got).toEqual([undefined]);
+      await waitUntil(async () => (await suite.probe[0].exists(a.keyOf(r))) === 0);
+      watch.stop();
+    } finally {
+      await close();
+    }
+  });
+
+  it('an install without a fencing counter does not grant an engine that fences', async () => {
+    // The yielding engine does not fence (another setting on the same resource): its installs
+    // carry no counter, so the named engine, which fences, could not give a fencing token.
+    const { all, close } = await engines({ fencing: false });
+    try {
+      const [a, b] = all;
+      const got = outcomes(b);
+      const r = uniqueResource('install-unfenced');
+      const { held, watch } = await parkedBehind(a, b, r);
+      await a.release(held, true, undefined, undefined, 'yield');
+      await waitUntil(() => got.length > 0, 5000);
+      expect(got).toEqual([undefined]); // deleted everywhere; the waiter attempts
+      await waitUntil(async () =>
+        (await Promise.all(suite.probe.map((c) => c.exists(a.keyOf(r))))).every((e) => e === 0),
+      );
+      watch.stop();
+    } finally {
+      await close();
+    }
+  });
+
+  it('an install of a token the engine does not park is deleted where it was set', async () => {
+    const { all, close } = await engines();
+    try {
+      const [a, b] = all;
+      const got = outcomes(b);
+      const r = uniqueResource('install-unknown');
+      const sub = suite.probe[0].duplicate({ enableOfflineQueue: true });
+      cleanup.push(() => sub.disconnect());
+      const { held, watch } = await parkedBehind(a, b, r);
+      // A token of b's engine that b never parked (one from before a restart, say).
+      const forged = `${b.engineId}${'x'.repeat(22)}`;
+      for (const c of suite.probe) {
+        await c.hset(parkKey(PREFIX, r), b.engineId, `${forged} ${TTL} 99999999999999`);
+      }
+      const messages: string[] = [];
+      sub.on('message', (_channel: string, message: string) => messages.push(message));
+      await sub.subscribe(a.keyOf(r));
+      await a.release(held, true, undefined, undefined, 'yield');
+      // Installed (announced: the probe hears the first master), then deleted by b.
+      await waitUntil(() => messages.some((m) => m.includes(`:${forged}:`)));
+      await waitUntil(async () =>
+        (await Promise.all(suite.probe.map((c) => c.exists(a.keyOf(r))))).every((e) => e === 0),
+      );
+      expect(got).toEqual([]);
+      watch.stop();
+    } finally {
+      await close();
+    }
+  });
+
+  it('an engine whose queue ended deletes its token where a yield installed it unheard', async () => {
+    const { all, close } = await engines();
+    try {
+      const [a, b] = all;
+      const r = uniqueResource('install-unheard');
+      const { held, watch } = await parkedBehind(a, b, r);
+      const token = (await parkedOn(r, b.engineId))[0] as string;
+      watch.stop(); // nobody at b hears the install
+      await a.release(held, true, undefined, undefined, 'yield');
+      for (const c of suite.probe) expect(await c.get(a.keyOf(r))).toBe(token);
+      b.unmarkPolling(r);
+      await waitUntil(async () =>
+        (await Promise.all(suite.probe.map((c) => c.exists(a.keyOf(r))))).every((e) => e === 0),
+      );
+    } finally {
+      await close();
+    }
+  });
+
+  it('engines that hand a resource over by installs never hold it together; fencing grows', async () => {
+    const { all, locks, close } = await engines();
+    try {
+      const r = uniqueResource('install-rotation');
+      let installs = 0;
+      for (const s of all) {
+        const grant = (s.installs as unknown as { grant: (...a: unknown[]) => void }).grant;
+        (s.installs as unknown as { grant: (...a: unknown[]) => void }).grant = function (
+          this: unknown,
+          ...args: unknown[]
+        ) {
+          installs++;
+          grant.apply(this, args);
+        };
+      }
+      let holder: Redlock | undefined;
+      let overlaps = 0;
+      const fences: number[] = [];
+      let open = true;
+      const stop = waitUntil(() => installs >= 5, 20_000).finally(() => (open = false));
+      await Promise.all(
+        locks.flatMap((engine) =>
+          // Four callers each: a local waiter sleeps at every release, so streaks end in yields.
+          [0, 1, 2, 3].map(async () => {
+            while (open) {
+              const lock = await engine.acquire(r, { ttl: 5000, retryCount: 100_000 });
+              if (holder) overlaps++;
+              holder = engine;
+              fences.push(lock.fencingToken as number);
+              await sleep(1);
+              holder = undefined;
+              await lock.release();
+            }
+          }),
+        ),
+      );
+      await stop;
+      expect(installs).toBeGreaterThanOrEqual(5);
+      expect(overlaps).toBe(0);
+      for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]);
+    } finally {
+      await close();
+    }
+  });
+});
