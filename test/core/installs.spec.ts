@@ -16,7 +16,8 @@ import { Redlock } from '../../lib/core/redlock';
 import { PARK_LIFE_MS } from '../../lib/core/redis-install';
 import type { RedisStore } from '../../lib/core/redis-store';
 import type { RedlockSettings } from '../../lib/core/settings';
-import { SUITE_DEFAULTS, storeWith, useMasters } from '../harness/engines';
+import { enginesOver, useMasters } from '../harness/engines';
+import type { EngineSet } from '../harness/engines';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
 const PREFIX = 'lock:'; // the default keyPrefix
@@ -27,28 +28,19 @@ afterEach(() => {
 });
 
 /**
- * Three engines over the suite's masters (their connections checked) and their stores; the
- * first with `first` over the suite's settings.
+ * Runs `body` with three engines over the suite's masters (the first with `first` over the
+ * suite's settings), closed afterwards.
  */
-async function engines(first: RedlockSettings = {}): Promise<{
-  all: RedisStore[];
-  locks: Redlock[];
-  close(): Promise<void>;
-}> {
-  const all: RedisStore[] = [];
-  const locks = [0, 1, 2].map(
-    (i) =>
-      new Redlock(
-        storeWith(suite.clients, (s) => all.push(s)),
-        i === 0 ? { ...SUITE_DEFAULTS, ...first } : SUITE_DEFAULTS,
-      ),
-  );
-  for (const e of locks) await (await e.acquire(uniqueResource('install-warm-up'))).release();
-  return {
-    all,
-    locks,
-    close: () => Promise.all(locks.map((e) => e.close())).then(() => undefined),
-  };
+async function withEngines(
+  body: (e: EngineSet) => Promise<void>,
+  first: RedlockSettings = {},
+): Promise<void> {
+  const e = await enginesOver(suite.clients, 3, first);
+  try {
+    await body(e);
+  } finally {
+    await e.close();
+  }
 }
 
 /** Longer than any wait below: a key that is gone was deleted, it did not expire. */
@@ -97,9 +89,8 @@ function parkedOn(r: string, engineId: string): Promise<(string | undefined)[]> 
 }
 
 describe('hand-over across processes', () => {
-  it('a yield installs the parked token of the engine it names: granted without an acquire', async () => {
-    const { all, close } = await engines();
-    try {
+  it('a yield installs the parked token of the engine it names: granted without an acquire', () =>
+    withEngines(async ({ all }) => {
       const [a, b] = all;
       const got = outcomes(b);
       const r = uniqueResource('install');
@@ -133,14 +124,10 @@ describe('hand-over across processes', () => {
       await b.release(grant, true);
       for (const c of suite.probe) expect(await c.exists(a.keyOf(r))).toBe(0);
       watch.stop();
-    } finally {
-      await close();
-    }
-  });
+    }));
 
-  it('a token parked longer ago than its life is not installed: the yield reserves as before', async () => {
-    const { all, close } = await engines();
-    try {
+  it('a token parked longer ago than its life is not installed: the yield reserves as before', () =>
+    withEngines(async ({ all }) => {
       const [a, b] = all;
       const got = outcomes(b);
       const r = uniqueResource('install-stale');
@@ -154,54 +141,45 @@ describe('hand-over across processes', () => {
       }
       expect(got).toEqual([]);
       watch.stop();
-    } finally {
-      await close();
-    }
-  });
+    }));
 
-  it('an install that fewer than a quorum announced is deleted everywhere, and the waiter told', async () => {
-    const { all, close } = await engines();
-    try {
+  /**
+   * `b` parks behind `a`'s lock (the first engine: with `first`), `before` runs, `a` yields: the
+   * install is not granted — `b` is told (`undefined`), the token is deleted on every master.
+   */
+  const notGranted = (
+    label: string,
+    before: (b: RedisStore, r: string) => Promise<void>,
+    first?: RedlockSettings,
+  ): Promise<void> =>
+    withEngines(async ({ all }) => {
       const [a, b] = all;
       const got = outcomes(b);
-      const r = uniqueResource('install-minority');
+      const r = uniqueResource(label);
       const { held, watch } = await parkedBehind(a, b, r);
-      // Parked on one master only: installed there alone.
-      for (const c of suite.probe.slice(1)) await c.hdel(parkKey(PREFIX, r), b.engineId);
+      await before(b, r);
       await a.release(held, true, undefined, undefined, 'yield');
       await waitUntil(() => got.length > 0, 5000);
-      expect(got).toEqual([undefined]);
-      await waitUntil(async () => (await suite.probe[0].exists(a.keyOf(r))) === 0);
-      watch.stop();
-    } finally {
-      await close();
-    }
-  });
-
-  it('an install without a fencing counter does not grant an engine that fences', async () => {
-    // The yielding engine does not fence (another setting on the same resource): its installs
-    // carry no counter, so the named engine, which fences, could not give a fencing token.
-    const { all, close } = await engines({ fencing: false });
-    try {
-      const [a, b] = all;
-      const got = outcomes(b);
-      const r = uniqueResource('install-unfenced');
-      const { held, watch } = await parkedBehind(a, b, r);
-      await a.release(held, true, undefined, undefined, 'yield');
-      await waitUntil(() => got.length > 0, 5000);
-      expect(got).toEqual([undefined]); // deleted everywhere; the waiter attempts
+      expect(got).toEqual([undefined]); // the waiter attempts
       await waitUntil(async () =>
         (await Promise.all(suite.probe.map((c) => c.exists(a.keyOf(r))))).every((e) => e === 0),
       );
       watch.stop();
-    } finally {
-      await close();
-    }
-  });
+    }, first);
 
-  it('an install of a token the engine does not park is deleted where it was set', async () => {
-    const { all, close } = await engines();
-    try {
+  it('an install that fewer than a quorum announced is deleted everywhere, and the waiter told', () =>
+    // Parked on one master only: installed there alone.
+    notGranted('install-minority', async (b, r) => {
+      for (const c of suite.probe.slice(1)) await c.hdel(parkKey(PREFIX, r), b.engineId);
+    }));
+
+  it('an install without a fencing counter does not grant an engine that fences', () =>
+    // The yielding engine does not fence (another setting on the same resource): its installs
+    // carry no counter, so the named engine, which fences, could not give a fencing token.
+    notGranted('install-unfenced', () => Promise.resolve(), { fencing: false }));
+
+  it('an install of a token the engine does not park is deleted where it was set', () =>
+    withEngines(async ({ all }) => {
       const [a, b] = all;
       const got = outcomes(b);
       const r = uniqueResource('install-unknown');
@@ -224,14 +202,10 @@ describe('hand-over across processes', () => {
       );
       expect(got).toEqual([]);
       watch.stop();
-    } finally {
-      await close();
-    }
-  });
+    }));
 
-  it('an engine whose queue ended deletes its token where a yield installed it unheard', async () => {
-    const { all, close } = await engines();
-    try {
+  it('an engine whose queue ended deletes its token where a yield installed it unheard', () =>
+    withEngines(async ({ all }) => {
       const [a, b] = all;
       const r = uniqueResource('install-unheard');
       const { held, watch } = await parkedBehind(a, b, r);
@@ -243,14 +217,10 @@ describe('hand-over across processes', () => {
       await waitUntil(async () =>
         (await Promise.all(suite.probe.map((c) => c.exists(a.keyOf(r))))).every((e) => e === 0),
       );
-    } finally {
-      await close();
-    }
-  });
+    }));
 
-  it('engines that hand a resource over by installs never hold it together; fencing grows', async () => {
-    const { all, locks, close } = await engines();
-    try {
+  it('engines that hand a resource over by installs never hold it together; fencing grows', () =>
+    withEngines(async ({ all, locks }) => {
       const r = uniqueResource('install-rotation');
       let installs = 0;
       for (const s of all) {
@@ -288,8 +258,5 @@ describe('hand-over across processes', () => {
       expect(installs).toBeGreaterThanOrEqual(5);
       expect(overlaps).toBe(0);
       for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]);
-    } finally {
-      await close();
-    }
-  });
+    }));
 });

@@ -12,27 +12,15 @@ import { orderKey } from '../../lib/core/kinds/kind-keys';
 import type { AttemptRequest, Grant } from '../../lib/core/policy/store';
 import { RESERVE_MS } from '../../lib/core/policy/streak';
 import { RELEASE_SCRIPT } from '../../lib/core/scripts/mutex';
-import { Redlock } from '../../lib/core/redlock';
-import type { RedisStore } from '../../lib/core/redis-store';
-import { SUITE_DEFAULTS, storeWith, useMasters } from '../harness/engines';
+import { enginesOver, useMasters } from '../harness/engines';
+import type { EngineSet } from '../harness/engines';
 import { uniqueResource, waitUntil } from '../harness/util';
 
 const PREFIX = 'lock:'; // the default keyPrefix
 const suite = useMasters(3);
 
 /** Three engines' stores over the suite's masters (their connections checked). */
-async function stores(): Promise<{ all: RedisStore[]; close(): Promise<void> }> {
-  const all: RedisStore[] = [];
-  const engines = [0, 1, 2].map(
-    () =>
-      new Redlock(
-        storeWith(suite.clients, (s) => all.push(s)),
-        SUITE_DEFAULTS,
-      ),
-  );
-  for (const e of engines) await (await e.acquire(uniqueResource('order-warm-up'))).release();
-  return { all, close: () => Promise.all(engines.map((e) => e.close())).then(() => undefined) };
-}
+const stores = (): Promise<EngineSet> => enginesOver(suite.clients, 3);
 
 /** The order of `r` on every master: members with their scores. */
 function orders(r: string): Promise<string[][]> {

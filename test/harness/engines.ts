@@ -92,6 +92,42 @@ export function storeWith(
   };
 }
 
+/** Engines over the same masters with their stores (see {@link enginesOver}). */
+export interface EngineSet {
+  /** Each engine's store, in the order of {@link locks}. */
+  readonly all: RedisStore[];
+  readonly locks: Redlock[];
+  close(): Promise<void>;
+}
+
+/**
+ * `count` engines over `clients` (the suite's settings; the first one with `first` over them),
+ * each with a lock taken and released already, so that their connections were checked.
+ */
+export async function enginesOver(
+  clients: readonly RedlockClient[],
+  count: number,
+  first: RedlockSettings = {},
+): Promise<EngineSet> {
+  const all: RedisStore[] = [];
+  const locks = Array.from(
+    { length: count },
+    (_, i) =>
+      new Redlock(
+        storeWith(clients, (s) => all.push(s)),
+        i === 0 ? { ...SUITE_DEFAULTS, ...first } : SUITE_DEFAULTS,
+      ),
+  );
+  for (const e of locks) {
+    await (await e.acquire(`engines-warm-up:${Math.random().toString(36).slice(2)}`)).release();
+  }
+  return {
+    all,
+    locks,
+    close: () => Promise.all(locks.map((e) => e.close())).then(() => undefined),
+  };
+}
+
 /**
  * A Redis store over `clients` that shows `onAttempt` each attempt's request before making it
  * (`new Redlock(observedStore(...), settings)`), and `onOutcome` its outcome: for tests that
