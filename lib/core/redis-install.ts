@@ -62,6 +62,8 @@ interface Park {
   readonly heard: (Installed | undefined)[];
   state: 'parked' | 'gathering' | 'granted' | 'failed';
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** The grant made of it, once granted: its lock's end tells whether a late install is its. */
+  grant?: Grant;
 }
 
 /** The installs of this engine's parked tokens: one current token per resource. */
@@ -117,15 +119,33 @@ export class Installs {
     return { token: p.token, life };
   }
 
-  /** The token currently parked for `resource`, if any. */
-  parked(resource: string): string | undefined {
-    return this.current.get(resource)?.token;
+  /**
+   * `resource`'s queue ended: none of the tokens this engine parked for it may be granted any
+   * more — a gathering install fails (deleted everywhere), the others are returned, to be
+   * deleted where a yield installed them (scripts/unmark.ts): once the queue's watch stops,
+   * nobody here would hear their installs.
+   */
+  abandon(resource: string): string[] {
+    this.current.delete(resource);
+    const tokens: string[] = [];
+    for (const p of [...this.byToken.values()]) {
+      if (p.resource !== resource) continue;
+      if (p.state === 'gathering') this.fail(p);
+      else if (p.state === 'parked') {
+        p.state = 'failed';
+        tokens.push(p.token);
+      }
+    }
+    this.prune(monotonicNow());
+    return tokens;
   }
 
-  /** `resource`'s queue ended: its token is no longer parked (scripts/unmark.ts). */
-  drop(resource: string): void {
-    this.current.delete(resource);
-    this.prune(monotonicNow());
+  /** Whether this engine parked a token for `resource` that may still be installed. */
+  hasParked(resource: string): boolean {
+    for (const p of this.byToken.values()) {
+      if (p.resource === resource && (p.state === 'parked' || p.state === 'gathering')) return true;
+    }
+    return false;
   }
 
   /**
@@ -134,9 +154,9 @@ export class Installs {
    * a new one at the next park.
    */
   resubscribed(node: number): void {
-    for (const p of [...this.current.values()]) {
-      this.current.delete(p.resource);
-      releaseKeyOn(this.store, node, p.key, p.token);
+    this.current.clear();
+    for (const p of this.byToken.values()) {
+      if (p.state === 'parked') releaseKeyOn(this.store, node, p.key, p.token);
     }
   }
 
@@ -152,8 +172,12 @@ export class Installs {
     const resource = p.resource;
     if (p.heard[node] || !(node >= 0 && node < p.heard.length)) return;
     p.heard[node] = { fence, age };
-    // Granted: one more master holds the lock, released with it.
-    if (p.state === 'granted') return;
+    if (p.state === 'granted') {
+      // One more master holds the lock, released with it — unless the lock already ended (its
+      // release, or a local take-over, reached that master before the yield did).
+      if (p.grant?.ended) releaseKeyOn(this.store, node, key, token);
+      return;
+    }
     if (p.state === 'parked') {
       // Used: the next park sends a new token.
       if (this.current.get(resource) === p) this.current.delete(resource);
@@ -232,8 +256,12 @@ export class Installs {
       fencingTokens,
       ended: false,
     };
+    p.grant = grant;
     if (this.handler) this.handler(p.resource, grant);
-    else void this.store.release(grant, false);
+    else {
+      grant.ended = true;
+      void this.store.release(grant, false);
+    }
   }
 
   /** Too few masters installed `p` in time (or no validity was left): deleted everywhere. */

@@ -345,17 +345,20 @@ export class RedisStore implements LockStore {
     return token.startsWith(this.engineId);
   }
 
+  hasParked(resource: string): boolean {
+    return this.installs.hasParked(resource);
+  }
+
   unmarkPolling(resource: string): void {
-    const parked = this.installs.parked(resource);
-    this.installs.drop(resource);
+    const parked = this.installs.abandon(resource);
     const keys = [
       pollKey(this.settings.keyPrefix, resource),
       orderKey(this.settings.keyPrefix, resource),
       parkKey(this.settings.keyPrefix, resource),
       this.keyOf(resource),
     ];
-    // With the token parked last: where a yield installed it already, it is deleted.
-    const args = parked === undefined ? [this.engineId] : [this.engineId, parked];
+    // With the tokens it parked: where a yield installed one already, it is deleted.
+    const args = [this.engineId, ...parked];
     for (const node of this.nodes) {
       node.evalScript(UNMARK_SCRIPT, keys, args).catch(() => undefined); // best effort
     }

@@ -219,6 +219,48 @@ describe('hand-over across processes', () => {
       );
     }));
 
+  it('a late install of a token whose lock already ended is deleted there', () =>
+    withEngines(async ({ all }) => {
+      const [a, b] = all;
+      const got = outcomes(b);
+      const r = uniqueResource('install-late');
+      const { held, watch } = await parkedBehind(a, b, r);
+      // The yield reaches masters 0 and 1 (a quorum of 3) first: b is granted, holds, releases.
+      await a.release(held, true, undefined, [0, 1], 'yield');
+      await waitUntil(() => got.length > 0);
+      const grant = got[0] as Grant;
+      await b.release(grant, true);
+      grant.ended = true; // (as the engine marks a released lock)
+      // Then it reaches master 2, which still has b's token parked: installed there, after the
+      // lock ended — b deletes it instead of leaving it for a whole ttl.
+      await a.release(held, true, undefined, [2], 'yield');
+      await waitUntil(async () => (await suite.probe[2].exists(a.keyOf(r))) === 0);
+      watch.stop();
+    }));
+
+  it('an engine whose queue ended deletes every token it parked where a yield installed it', () =>
+    withEngines(async ({ all }) => {
+      const [a, b] = all;
+      const r = uniqueResource('install-tokens');
+      const { held, watch } = await parkedBehind(a, b, r);
+      const first = await suite.probe[0].hget(parkKey(PREFIX, r), b.engineId);
+      // Half a park's life later, b parks a new token; master 0 keeps the first one.
+      await sleep(PARK_LIFE_MS / 2 + 10);
+      expect((await b.attempt(retrying(r, 1000))).grant).toBeUndefined();
+      // (Installable whatever the time: only which token is parked where matters here.)
+      const [token] = (first as string).split(' ');
+      await suite.probe[0].hset(parkKey(PREFIX, r), b.engineId, `${token} ${TTL} 99999999999999`);
+      const tokens = await parkedOn(r, b.engineId);
+      expect(tokens[0]).not.toBe(tokens[1]);
+      watch.stop(); // nobody at b hears the installs
+      await a.release(held, true, undefined, undefined, 'yield');
+      expect(await Promise.all(suite.probe.map((c) => c.get(a.keyOf(r))))).toEqual(tokens);
+      b.unmarkPolling(r);
+      await waitUntil(async () =>
+        (await Promise.all(suite.probe.map((c) => c.exists(a.keyOf(r))))).every((e) => e === 0),
+      );
+    }));
+
   it('engines that hand a resource over by installs never hold it together; fencing grows', () =>
     withEngines(async ({ all, locks }) => {
       const r = uniqueResource('install-rotation');

@@ -11,6 +11,7 @@ import type { CheckedAcquire } from '../request';
 import type { LocalQueue, Ticket } from './local-queue';
 import { admitted, contended, defers, holdersEnd, waitingSince } from './queue-lines';
 import type { Grant, LockStore } from './store';
+import { unused } from './installed';
 
 /** The outcome of one attempt as the policy sees it: a lock, or the error and its clean-up. */
 export type AttemptResult =
@@ -106,7 +107,7 @@ export async function acquireLoop(
       if (ticket && installed) {
         ticket.installed = undefined;
         if (req.signal?.aborted || ctx.draining.aborted) {
-          void ctx.store.release(installed, false);
+          unused(ctx.store, installed);
         } else {
           const lock = ctx.adopt(installed, ++attempts);
           queue.granted(ticket, lock);

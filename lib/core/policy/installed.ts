@@ -24,7 +24,7 @@ export function installed(
   }
   const taker = draining ? undefined : takerOf(line, grant);
   if (taker) give(taker, grant);
-  else void store.release(grant, false);
+  else unused(store, grant);
 }
 
 /**
@@ -56,4 +56,14 @@ export function give(ticket: Ticket, grant: Grant): void {
   ticket.installed = grant;
   if (ticket.wake) ticket.wake();
   else ticket.handed = true;
+}
+
+/**
+ * Releases an installed grant nobody takes (like any lock's release, announced). Marked ended
+ * first: an install of its token announced later is then deleted where it lands
+ * (redis-install.ts), not kept as part of a live lock.
+ */
+export function unused(store: LockStore, grant: Grant): void {
+  grant.ended = true;
+  void store.release(grant, false);
 }

@@ -4,7 +4,7 @@ import type { Lock } from '../lock';
 import { onAbort } from '../wake';
 import { announcedDelay } from './announced';
 import { decline, handoverTo } from './handover';
-import { installHeard, installed } from './installed';
+import { installHeard, installed, unused } from './installed';
 import type { Handover } from './handover';
 import { countHeard, front, newLine, newTicket } from './queue-lines';
 import type { Line, Slot, Ticket } from './queue-lines';
@@ -248,7 +248,7 @@ export class LocalQueue {
     decline(ticket);
     if (ticket.installed) {
       // Installed for it after its last turn (it gave up meanwhile): released like any lock.
-      void this.store.release(ticket.installed, false);
+      unused(this.store, ticket.installed);
       ticket.installed = undefined;
     }
     this.tickets.delete(ticket);
@@ -266,7 +266,10 @@ export class LocalQueue {
         this.lines.delete(line.resource);
         // Also with a live watch: on a Cluster of several nodes other engines read the mark, and
         // a deferring one would poll until it expired. (Queues rarely end under contention.)
-        if (line.marked) this.store.unmarkPolling?.(line.resource);
+        // (And its parked tokens, which nobody here would hear installed once the watch stops.)
+        if (line.marked || this.store.hasParked?.(line.resource)) {
+          this.store.unmarkPolling?.(line.resource);
+        }
         line.watch?.stop();
       } else {
         this.promote(line);

@@ -283,6 +283,11 @@ export interface LockStore {
    */
   unmarkPolling?(resource: string): void;
   /**
+   * Hand-over across processes: whether this engine parked a token for `resource` that a yield
+   * may still install; its queue's end then takes it back ({@link unmarkPolling}).
+   */
+  hasParked?(resource: string): boolean;
+  /**
    * Hand-over across processes: `handler` is told the outcome of each install of this engine's
    * parked token for `resource` (a grant, to be given to the head of its queue or released; or
    * `undefined`: too few masters installed it, it was released, the head attempts).

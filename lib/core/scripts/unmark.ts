@@ -11,7 +11,11 @@ import { script } from './lua';
  * other engine's next refused poll raises its mark again). KEYS: the poll mark, then
  * optionally the resource's order (kinds/kind-keys.ts `orderKey`), from which the engine is
  * taken off too: a yield would otherwise reserve the key for an engine that no longer waits,
- * and the others would stand by for it (policy/announced.ts `standBy`). ARGV: the engine id.
+ * and the others would stand by for it (policy/announced.ts `standBy`); then optionally the
+ * park (kinds/kind-keys.ts `parkKey`), from which the engine's entry is taken off, and the lock
+ * key: where it holds one of the tokens ARGV[2..] (tokens the engine parked, which a yield may
+ * have installed unheard: docs/handover-across-processes.md), it is deleted and the release
+ * announced. ARGV: the engine id, then those tokens.
  * Returns 1 when the mark was deleted.
  */
 export const UNMARK_SCRIPT = script(
@@ -19,9 +23,15 @@ export const UNMARK_SCRIPT = script(
   `
 if KEYS[2] then redis.call('ZREM', KEYS[2], ARGV[1]) end
 if KEYS[3] then redis.call('HDEL', KEYS[3], ARGV[1]) end
-if ARGV[2] and redis.pcall('GET', KEYS[4]) == ARGV[2] then
-  redis.call('DEL', KEYS[4])
-  redis.call('PUBLISH', KEYS[4], ARGV[2])
+if KEYS[4] and #ARGV > 1 then
+  local v = redis.pcall('GET', KEYS[4])
+  for i = 2, #ARGV do
+    if v == ARGV[i] then
+      redis.call('DEL', KEYS[4])
+      redis.call('PUBLISH', KEYS[4], ARGV[i])
+      break
+    end
+  end
 end
 local m = redis.pcall('GET', KEYS[1])
 if type(m) == 'string' and (string.sub(m, 1, ${ENGINE_ID_LENGTH}) == ARGV[1]

@@ -60,12 +60,25 @@ describe('installed grants in the local queue', () => {
     install('s', noQueue);
     expect(ticket.installed).toBeUndefined();
     expect(release.mock.calls.map((c) => (c as unknown[])[0])).toEqual([otherTtl, noQueue]);
+    // Marked ended: a late install of its token is deleted, not kept as part of a lock.
+    expect(otherTtl.ended && noQueue.ended).toBe(true);
     // A shared (non-exclusive) head does not take it either.
     const shared = queue.join(['t'], false, 5000);
     void queue.sleep(shared, Infinity, undefined);
     install('t', grantOf('t', 5000));
     expect(shared.installed).toBeUndefined();
     expect(release).toHaveBeenCalledTimes(3);
+    queue.close();
+  });
+
+  it('a queue that ends takes its parked tokens back, even when no refusal marked it', () => {
+    const { store } = fakeStore();
+    const unmark = jest.fn();
+    Object.assign(store, { hasParked: () => true, unmarkPolling: unmark });
+    const queue = new LocalQueue(store, new AbortController().signal);
+    const ticket = queue.join(['r'], true, 5000);
+    queue.leave(ticket);
+    expect(unmark).toHaveBeenCalledWith('r');
     queue.close();
   });
 
