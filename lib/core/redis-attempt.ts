@@ -61,7 +61,7 @@ export async function attemptOnMasters(
     // Hand-over across processes (redis-install.ts): parked only while this engine hears the
     // installs (not for a local take-over, which another engine's lock never refuses).
     park:
-      wait.orderKeys && req.handoverFrom === undefined && store.watchesLive(resources[0])
+      wait.orderKeys && req.handoverFrom === undefined && store.hears(keys[0])
         ? parkInput(store, resources[0], ttl, start, wallStart)
         : undefined,
   };

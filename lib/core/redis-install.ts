@@ -80,11 +80,6 @@ export class Installs {
     this.handler = handler;
   }
 
-  /** Number of tokens tracked (part of the footprint; leak tests). */
-  get size(): number {
-    return this.byToken.size;
-  }
-
   /**
    * The token to park for `resource` with `ttl` in a request sent at `start` (monotonic; `wall`
    * the same in wall ms), and for how long a master keeps it installable. The current token is
@@ -150,8 +145,8 @@ export class Installs {
 
   /**
    * A subscriber connection of master `node` is back: an install announced there meanwhile was
-   * heard by nobody. Every current token is deleted there (compare-and-delete) and replaced by
-   * a new one at the next park.
+   * heard by nobody. Every parked token is deleted there (compare-and-delete), and the next
+   * park of each resource sends a new one.
    */
   resubscribed(node: number): void {
     this.current.clear();
@@ -313,7 +308,7 @@ export function installOrder(
 ): YieldOrder['install'] {
   const { keyPrefix, fencing, fencingKeyTtl, quarantine } = store.settings;
   const park =
-    ttl === undefined || !store.watchesLive(resource)
+    ttl === undefined || !store.hears(store.keyOf(resource))
       ? undefined
       : store.installs.park(resource, ttl, monotonicNow(), Date.now());
   const checked = quarantine.enabled && !store.nodes.some((n) => n.cluster);

@@ -292,9 +292,9 @@ export class RedisStore implements LockStore {
     return releaseSummary(tally.votes, tally.ok);
   }
 
-  /** Whether this engine hears the release announcements of `resource` now. */
-  watchesLive(resource: string): boolean {
-    return this.notifier.isLive(this.keyOf(resource));
+  /** Whether this engine hears the release announcements of the lock key `key` now. */
+  hears(key: string): boolean {
+    return this.notifier.isLive(key);
   }
 
   /** Hand-over across processes: the outcomes of this engine's installs (redis-install.ts). */

@@ -155,6 +155,8 @@ export type Announced = 'release' | 'cleanup' | 'yield' | 'subscribed';
  * master that deleted a key announces it; the first is not a `repeat`). `reserved`: the master
  * reserved the key, on an ordered yield, for this engine (`'own'`) or for another one
  * (`'other'`); undefined when it reserved it for nobody (policy/streak.ts `RESERVE_MS`).
+ * `installed`: the yield, reserved for this engine, installed its parked token instead
+ * (docs/handover-across-processes.md): the outcome comes through `LockStore.onInstalled`.
  */
 export type AnnouncementListener = (
   announced: Announced,
