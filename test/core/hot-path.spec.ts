@@ -21,13 +21,17 @@ describe('hot path', () => {
     await (await rl.acquire(uniqueResource('warm'))).release();
     const armed = jest.spyOn(globalThis, 'setTimeout');
     const n = 40;
+    const started = performance.now();
     for (let i = 0; i < n; i++) {
       const lock = await rl.acquire(uniqueResource('timers'));
       await lock.release();
     }
+    const elapsed = performance.now() - started;
     // Before: a setTimeout per round (acquire, release) and one for the held set: 3 per lock.
-    // Now only when a kept timer fired meanwhile (once per request timeout, 250 ms here).
-    expect(armed.mock.calls.length).toBeLessThanOrEqual(4);
+    // Now only when a kept timer fired meanwhile: once per request timeout (250 ms here) at most,
+    // however slow the machine is (a flake check with a busy core beside took over a second).
+    expect(armed.mock.calls.length).toBeLessThanOrEqual(2 + Math.ceil(elapsed / 250));
+    expect(armed.mock.calls.length).toBeLessThan(n);
   });
 
   it('fencing tokens are per resource, in every order, whether read as a table or alone', async () => {
