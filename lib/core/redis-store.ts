@@ -223,7 +223,7 @@ export class RedisStore implements LockStore {
     waitAll: boolean,
     keepFor?: number,
     only?: readonly number[],
-    announce: 'release' | 'yield' = 'release',
+    announce: 'release' | 'yield' | 'pass' = 'release',
   ): Promise<ReleaseResult> {
     return this.releaseKeys(grant.resources, grant.token, {
       only: only && this.nodes.filter((n) => only.includes(n.index)),
@@ -260,15 +260,17 @@ export class RedisStore implements LockStore {
     const keys = resources.map((r) => this.keyOf(r));
     const announce = this.settings.handoff ? options.announce : false;
     // One call for every standalone master; a Cluster master gets one per slot group.
-    // A yield of one resource also reserves it (ordered yields; kinds/mutex.ts).
+    // A yield or a pass of one resource also reserves it, or installs a parked token (ordered
+    // yields; kinds/mutex.ts). Only a yield's engine joins the order and parks its next token.
+    const yields = announce === 'yield';
     const order =
-      announce === 'yield' && resources.length === 1
+      (yields || announce === 'pass') && resources.length === 1
         ? {
             keys: [orderKey(this.settings.keyPrefix, resources[0])],
             reserveMs: RESERVE_MS,
-            since: Date.now(),
+            since: yields ? Date.now() : undefined,
             keepMs: this.settings.maxTtl + 1000,
-            install: installOrder(this, resources[0], options.ttl),
+            install: installOrder(this, resources[0], yields ? options.ttl : undefined),
           }
         : undefined;
     const whole = kind.release(token, keys, announce, keepFor, order);

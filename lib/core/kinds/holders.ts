@@ -127,8 +127,12 @@ function holderKind(
     },
 
     release(token, keys, announce, keepFor): ScriptCall {
-      // Only plain locks yield (policy/local-queue.ts); a holder set's release is announced plainly.
-      const args = [token, announceFlag(announce === 'yield' ? 'release' : announce)];
+      // Only plain locks yield or pass (policy/local-queue.ts); a holder set's release is announced
+      // plainly.
+      const args = [
+        token,
+        announceFlag(announce === 'yield' || announce === 'pass' ? 'release' : announce),
+      ];
       if (keepFor !== undefined && keepFor > 0) args.push(String(keepFor));
       return { script: HOLDERS_RELEASE_SCRIPT, keys, args };
     },

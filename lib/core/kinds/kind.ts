@@ -85,7 +85,8 @@ export interface AcquireInput {
 export interface YieldOrder {
   readonly keys: readonly string[];
   readonly reserveMs: number;
-  readonly since: number;
+  /** A yield: since when the yielding engine's local waiters wait (wall ms). A pass: none. */
+  readonly since: number | undefined;
   /** How long (ms) the order lives at least after the yield (it may have been made by it). */
   readonly keepMs: number;
   /**
@@ -106,13 +107,19 @@ export interface YieldOrder {
 
 /**
  * How a release is announced to waiters (masters/handoff.ts): not, as a release, as a clean-up,
- * or as a yield (a plain lock's holder lets other processes go first: policy/local-queue.ts).
+ * as a yield (a plain lock's holder lets other processes go first: policy/local-queue.ts), or
+ * as a pass (a plain lock released while other engines wait for it goes to the one that waited
+ * longest, like a yield's, without the releasing engine joining the order: a release when none
+ * waits; policy/local-queue.ts `announceAs`).
  */
-export type Announce = false | 'release' | 'cleanup' | 'yield';
+export type Announce = false | 'release' | 'cleanup' | 'yield' | 'pass';
 
-/** The publish flag of the release scripts for `announce` ('0', '1', '2', '3'). */
+/** The publish flag of the release scripts for `announce` ('0', '1', '2', '3', '4'). */
 export function announceFlag(announce: Announce): string {
-  return announce === 'cleanup' ? '2' : announce === 'yield' ? '3' : announce ? '1' : '0';
+  if (announce === 'cleanup') return '2';
+  if (announce === 'yield') return '3';
+  if (announce === 'pass') return '4';
+  return announce ? '1' : '0';
 }
 
 /** One master's answer to an acquire, over all of its slot groups. */

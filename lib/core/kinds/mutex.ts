@@ -153,14 +153,15 @@ export const MUTEX: LockKind = {
     if (keepFor !== undefined && keepFor > 0) {
       return { script: KEEP_SCRIPT, keys, args: [token, String(keepFor)] };
     }
-    if (announce === 'yield' && order?.keys.length === keys.length) {
-      // Ordered yields: the release also reserves the keys for the engine that waited longest.
+    if ((announce === 'yield' || announce === 'pass') && order?.keys.length === keys.length) {
+      // Ordered yields and passes: the release also reserves the keys (or installs a parked
+      // token) for the engine that waited longest; a yield's engine joins the order.
       const args = [
         token,
-        '3',
+        announceFlag(announce),
         String(keys.length),
         String(order.reserveMs),
-        String(order.since),
+        order.since === undefined ? '' : String(order.since),
         String(order.keepMs),
       ];
       const inst = order.install;

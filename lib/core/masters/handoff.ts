@@ -272,7 +272,7 @@ export class ReleaseNotifier {
    * releases of every slot (ioredis subscribes on one node and moves on a failover). The
    * masters' subscriber count in a hand-over (PUBSUB NUMSUB, scripts/mutex.ts) is per node, so
    * on a Cluster of several nodes another engine's watch may go unseen: the local streak is then
-   * bounded by MAX_ALONE_STREAK instead of MAX_LOCAL_STREAK (policy/streak.ts) — still bounded.
+   * bounded by MAX_ALONE_STREAK instead of MAX_INSTALL_STREAK (policy/streak.ts) — still bounded.
    */
   private subscriberFor(node: MasterNode): Redis | Cluster {
     let sub = this.subscribers.get(node.index);

@@ -110,7 +110,7 @@ export async function acquireLoop(
           unused(ctx.store, installed);
         } else {
           const lock = ctx.adopt(installed, ++attempts);
-          queue.granted(ticket, lock);
+          queue.granted(ticket, lock, undefined, 0, true);
           return ctx.granted(lock, start, lockAtLeastFor);
         }
       }

@@ -26,9 +26,9 @@ import { mustYield } from './streak';
  * others only (compare-and-delete of its token: a key already taken over is not touched), and on
  * every master when the taker made no attempt (it gave up or aborted) or was not granted.
  *
- * Fairness across processes is unchanged: the local queue hands over at most MAX_LOCAL_STREAK (policy/streak.ts)
- * times in a row while other processes may wait (policy/local-queue.ts); then the lock is
- * released and announced.
+ * Fairness across processes is unchanged: the local queue hands over at most a streak's bound
+ * (policy/streak.ts `mustYield`) times in a row while other processes may wait
+ * (policy/local-queue.ts); then the lock is released and announced.
  */
 export interface Handover {
   /** The releasing holder's token. */
@@ -108,8 +108,8 @@ export function handoverResult(
 /**
  * Hands `lock` (a plain lock being released with `token`) to the next local waiter of `lines`
  * (the local queue's, policy/local-queue.ts): one that asks for exactly its resources as a
- * plain lock, sleeps, comes first in each of their queues, within `MAX_LOCAL_STREAK`
- * (streak.ts). It is woken to take the lock over in its next attempt. `undefined` when none may
+ * plain lock, sleeps, comes first in each of their queues, within the streak's bound
+ * (streak.ts `mustYield`). It is woken to take the lock over in its next attempt. `undefined` when none may
  * (the release goes on as usual).
  */
 export function handoverTo(

@@ -1,12 +1,13 @@
 import { monotonicNow } from '../clock';
 import type { NodeVote } from '../errors';
+import { lockState } from '../lock';
 import type { Lock } from '../lock';
 import { onAbort } from '../wake';
 import { announcedDelay } from './announced';
 import { decline, handoverTo } from './handover';
 import { installHeard, installed, unused } from './installed';
 import type { Handover } from './handover';
-import { countHeard, front, newLine, newTicket } from './queue-lines';
+import { countHeard, front, holderUntil, newLine, newTicket } from './queue-lines';
 import type { Line, Slot, Ticket } from './queue-lines';
 import type { LockStore, ReleaseWatch, Reserved } from './store';
 import { mustYield } from './streak';
@@ -36,21 +37,38 @@ import { Timeline } from './timeline';
  *   ({@link LockStore.watchReleases}: one watch per contended resource, not per waiter) and wake
  *   the head the same way; a head busy with an attempt meanwhile is "handed" it (no lost wake-up).
  * - **Fair across processes, ordered races** (the rules and why: policy/streak.ts). A process
- *   hands a resource to its own waiters at most MAX_LOCAL_STREAK times in a row while another
- *   engine watches or polls for it (`mustYield`), then lets the others go first: after the
- *   release announcement and YIELD_MS, and, told by a poll mark, by deferring to it; with two or
- *   more other engines the yield is announced and each head waits `raceDelay`, longest waiter
- *   first, while the masters keep the resource for the engine that has waited longest
- *   (`RESERVE_MS`: ordered yields). The announcement names that engine: the other engines'
- *   heads do not attempt (policy/announced.ts `standBy`), their turns will be named.
- *   With installs (docs/handover-across-processes.md), the named engine is granted by the
- *   yield itself: the grant goes to its head (policy/installed.ts).
+ *   hands a resource to its own waiters at most MAX_INSTALL_STREAK times in a row while another
+ *   engine watches it, MAX_LOCAL_STREAK while one polls for it (`mustYield`), then lets the
+ *   others go first: told by a poll mark, by deferring to it; otherwise the yield is announced
+ *   and the masters keep the resource for the engine that has waited longest (`RESERVE_MS`:
+ *   ordered yields; each head waits `raceDelay` when the yield names nobody). The announcement
+ *   names that engine: the other engines' heads do not attempt (policy/announced.ts `standBy`),
+ *   their turns will be named. With installs (docs/handover-across-processes.md), the named
+ *   engine is granted by the yield itself: the grant goes to its head (policy/installed.ts).
+ * - **Passes.** A plain lock of one resource granted while other engines waited for it (it was
+ *   installed, this acquire was refused by another engine's lock, or a hand-over counted another
+ *   engine's watch) is released as a pass: like a yield, the masters give it to the engine that
+ *   has waited longest, but this engine does not join the order. Without it, a process whose
+ *   queue is empty at release time (one or two callers) asks again at once, its attempt right
+ *   behind its release on the same connections, and takes the lock before the others even hear
+ *   the announcement: they starved (bench/README.md, session 14).
+ * - **Kept queues** (`keep`). The queue of a contended resource is kept while the exclusive
+ *   holder it granted holds, so that the process's next acquire queues behind that holder and the
+ *   streak counts on; and LINGER_MS after a lock that others waited for ended.
  *
  * Shared locks and semaphores join with `exclusive: false`: admitted when every entry before
  * them is non-exclusive. Hand-overs of plain locks: policy/handover.ts.
  */
 
 export type { Ticket } from './queue-lines';
+
+/**
+ * How long (ms) the queue of a resource that other engines wait for is kept, with its release
+ * watch, after its last local holder ended and nobody here waits (`LocalQueue.ended`): a caller
+ * that takes the lock again and again finds the watch up (no subscription per turn), and its
+ * first refused attempt parks its next token (it hears the installs).
+ */
+export const LINGER_MS = 250;
 
 /** See the file comment. One per engine. */
 export class LocalQueue {
@@ -221,9 +239,21 @@ export class LocalQueue {
   /**
    * `ticket` was granted `lock`: it is recorded as the local holder, then leaves the queue.
    * `watchers`, `polled`: what a hand-over's grant learnt (`Grant.watchers`, `Grant.polled`);
-   * not known otherwise.
+   * not known otherwise. `installed`: a yield or a pass of another engine installed it.
+   *
+   * Whether other engines wait for it (`LockState.othersWait`, for its release: `announceAs`):
+   * it was installed, a hand-over's grant counted another engine's watch or poll mark, or this
+   * acquire was refused by another engine's plain lock (or this engine yielded) meanwhile
+   * (`Line.ordered`: this engine entered the masters' order).
    */
-  granted(ticket: Ticket, lock: Lock, watchers?: number, polled = 0): void {
+  granted(ticket: Ticket, lock: Lock, watchers?: number, polled = 0, installed = false): void {
+    if (ticket.exclusive && ticket.slots.length === 1) {
+      lockState(lock).othersWait =
+        installed ||
+        polled > 0 ||
+        (watchers !== undefined && watchers > 1) ||
+        ticket.slots[0].line.ordered;
+    }
     for (const { line } of ticket.slots) {
       if (ticket.exclusive) line.holder = lock;
       line.heldBy = undefined;
@@ -262,24 +292,56 @@ export class LocalQueue {
       // No stale link: a ticket still referenced after it left keeps no later entry alive.
       slot.prev = undefined;
       slot.next = undefined;
-      if (!line.first) {
-        this.lines.delete(line.resource);
-        // Also with a live watch: on a Cluster of several nodes other engines read the mark, and
-        // a deferring one would poll until it expired. (Queues rarely end under contention.)
-        // (And its parked tokens, which nobody here would hear installed once the watch stops.)
-        if (line.marked || this.store.hasParked?.(line.resource)) {
-          this.store.unmarkPolling?.(line.resource);
-        }
-        line.watch?.stop();
-      } else {
-        this.promote(line);
-      }
+      if (line.first) this.promote(line);
+      else if (!this.keep(line)) this.drop(line);
     }
   }
 
   /**
+   * Keeps `line`, now without entries, while the exclusive holder it granted holds, when its
+   * resource was contended (it has a release watch). The next local acquire of the resource
+   * then queues behind that holder (no attempt the holder's own keys would refuse), the holder's
+   * release hands over to it, and the streak (policy/streak.ts) counts on: with one or two
+   * callers per process the queue empties between grants, and a new line each time would start
+   * every streak from zero — the process would never yield to the others. The line is dropped
+   * when the holder ends (`ended`), or at its validity end (a lock left to expire).
+   */
+  private keep(line: Line): boolean {
+    const now = monotonicNow();
+    const until = line.watching ? holderUntil(line, now) : -Infinity;
+    if (until <= now) return false;
+    this.keepUntil(line, until);
+    return true;
+  }
+
+  /** Drops `line` at `until` (monotonic ms) unless it has entries or a valid holder by then. */
+  private keepUntil(line: Line, until: number): void {
+    if (line.kept) this.timeline.remove(line.kept);
+    line.kept = this.timeline.add(until, () => {
+      line.kept = undefined;
+      if (line.first || this.lines.get(line.resource) !== line) return;
+      if (holderUntil(line, monotonicNow()) === -Infinity) this.drop(line);
+    });
+  }
+
+  /** Forgets `line` (no entries left, no holder kept): its marks and parks, its watch. */
+  private drop(line: Line): void {
+    if (line.kept) this.timeline.remove(line.kept);
+    line.kept = undefined;
+    this.lines.delete(line.resource);
+    // Also with a live watch: on a Cluster of several nodes other engines read the mark, and
+    // a deferring one would poll until it expired. (Queues rarely end under contention.)
+    // (And its parked tokens, which nobody here would hear installed once the watch stops.)
+    if (line.marked || this.store.hasParked?.(line.resource)) {
+      this.store.unmarkPolling?.(line.resource);
+    }
+    line.watch?.stop();
+  }
+
+  /**
    * A lock of this engine ended (released by its holder, or lost): wakes the head of each of its
-   * resources' queues at once (see `MAX_LOCAL_STREAK` (streak.ts)). Called before the release is sent.
+   * resources' queues at once (the streak's bound: streak.ts `mustYield`). Called before the
+   * release is sent.
    */
   ended(lock: Lock): void {
     for (const resource of lock.resources) {
@@ -287,6 +349,15 @@ export class LocalQueue {
       if (!line) continue;
       if (line.holder === lock) line.holder = undefined;
       this.handOff(line, true);
+      if (line.first || line.holder) continue;
+      // Kept for that holder (`keep`). Others wait for the resource: kept LINGER_MS more, with
+      // its watch, for this process's next acquire of it (its first refused attempt then parks
+      // a token and sleeps until its turn: docs/handover-across-processes.md).
+      if (lockState(lock).othersWait && line.watching) {
+        this.keepUntil(line, monotonicNow() + LINGER_MS);
+      } else {
+        this.drop(line);
+      }
     }
   }
 
@@ -297,20 +368,23 @@ export class LocalQueue {
 
   /**
    * How the release of `lock` (its end was just reported: {@link ended}) is announced: `yield`
-   * when its next local waiter yields to the waiters of two or more other engines, whose heads
-   * then attempt in order (policy/streak.ts `raceDelay`); otherwise a plain `release`. An ordered
-   * yield (one resource: redis-store.ts) also enters this engine in the order as far as its queue
-   * knows (`Line.ordered`), and marks the queue to take its entry off when it ends (`marked`).
+   * when its next local waiter yields to the waiters of other engines (the masters give the
+   * resource to the one that waited longest; heads attempt in order when it names nobody:
+   * policy/streak.ts `raceDelay`); `pass` when other engines waited for it when it was granted
+   * (`LockState.othersWait`: the same without this engine joining the order); otherwise a plain
+   * `release`. An ordered yield (one resource: redis-store.ts) also enters this engine in the
+   * order as far as its queue knows (`Line.ordered`), and marks the queue to take its entry off
+   * when it ends (`marked`).
    */
-  announceAs(lock: Lock): 'release' | 'yield' {
+  announceAs(lock: Lock): 'release' | 'yield' | 'pass' {
     for (const resource of lock.resources) {
       const line = this.lines.get(resource);
-      if (line?.yielding && line.watchers > 2) {
+      if (line?.yielding && line.watchers > 1) {
         if (lock.resources.length === 1) line.ordered = line.marked = true;
         return 'yield';
       }
     }
-    return 'release';
+    return lockState(lock).othersWait ? 'pass' : 'release';
   }
 
   /** Wakes every sleeper (the engine drains or closes) and stops the timer. */

@@ -10,6 +10,7 @@ import type { LockErrorDetail, NodeVote } from '../errors';
 import { lockState } from '../lock';
 import type { Lock } from '../lock';
 import type { Handover } from './handover';
+import type { TimelineEntry } from './timeline';
 import type { Grant, ReleaseWatch } from './store';
 
 /** An acquire's place in the local queue. */
@@ -25,7 +26,7 @@ export interface Ticket {
   wake: (() => void) | undefined;
   /** A release was announced while it was busy: its next sleep returns at once. */
   handed: boolean;
-  /** Its last wake-up was a local hand-off (counts toward streak.ts MAX_LOCAL_STREAK). */
+  /** Its last wake-up was a local hand-off (counts toward the streak: streak.ts `mustYield`). */
   local: boolean;
   /** A lock handed over to it, taken over by its next attempt (policy/handover.ts). */
   takeover: Handover | undefined;
@@ -41,13 +42,21 @@ export interface Slot {
   next: Slot | undefined;
 }
 
-/** The queue of one resource. Exists while it has entries. */
+/**
+ * The queue of one resource. Exists while it has entries, and while the exclusive holder it
+ * granted last holds, when that resource was contended (it has a release watch: `kept`).
+ */
 export interface Line {
   readonly resource: string;
   first: Slot | undefined;
   last: Slot | undefined;
   /** The local exclusive holder granted from this queue, while it may still be valid. */
   holder: Lock | undefined;
+  /**
+   * Kept without entries for its holder (policy/local-queue.ts `leave`): the timeline entry that
+   * drops it at the holder's validity end, should the holder neither release nor be lost.
+   */
+  kept: TimelineEntry | undefined;
   /** The release watch of this resource (created at the first contended attempt). */
   watching: Promise<ReleaseWatch | undefined> | undefined;
   watch: ReleaseWatch | undefined;
@@ -56,7 +65,7 @@ export interface Line {
   /**
    * Release watchers of the resource (engines waiting for it, this one included) as the last
    * grant learnt (`Grant.watchers`; `Infinity` when it did not tell): more than one sets the
-   * streak's bound, more than two makes a yield ordered (policy/local-queue.ts).
+   * streak's bound and makes a yield ordered (policy/local-queue.ts).
    */
   watchers: number;
   /**
@@ -157,6 +166,7 @@ export function newLine(resource: string): Line {
     first: undefined,
     last: undefined,
     holder: undefined,
+    kept: undefined,
     watching: undefined,
     watch: undefined,
     streak: 0,

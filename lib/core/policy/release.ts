@@ -20,7 +20,7 @@ export interface ReleaseContext {
   /** Starts a local hand-over of `lock` (policy/handover.ts), when a local waiter may take it. */
   readonly handover?: (lock: Lock, token: string) => Handover | undefined;
   /** How the release of `lock`, once ended, is announced (policy/local-queue.ts `announceAs`). */
-  readonly announceAs?: (lock: Lock) => 'release' | 'yield';
+  readonly announceAs?: (lock: Lock) => 'release' | 'yield' | 'pass';
 }
 
 const RELEASE_OPTION_NAMES = Object.freeze(['lockAtLeastFor'] as const);

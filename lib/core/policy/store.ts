@@ -42,7 +42,7 @@ export interface Grant {
    * A local hand-over's grant (policy/handover.ts): the most release watchers (engines
    * subscribed to the resources' release announcements, this one's included) that a granting
    * master counted; `Infinity` when one did not say. The local queue reads from it whether
-   * other engines wait (policy/streak.ts, MAX_LOCAL_STREAK). Absent for other grants.
+   * other engines wait (policy/streak.ts `mustYield`). Absent for other grants.
    */
   readonly watchers?: number;
   /**
@@ -242,14 +242,15 @@ export interface LockStore {
    * the grant's token stay, with that TTL; nothing is announced to waiters. `only`: on those
    * masters (indexes) only, the others vote `held` (after a local hand-over: policy/handover.ts).
    * `announce`: how the release is announced (default `'release'`; `'yield'` when the engine's
-   * next local waiter lets other processes' waiters go first, policy/local-queue.ts).
+   * next local waiter lets other processes' waiters go first, `'pass'` when other engines wait
+   * for the lock: policy/local-queue.ts `announceAs`).
    */
   release(
     grant: Grant,
     waitAll: boolean,
     keepFor?: number,
     only?: readonly number[],
-    announce?: 'release' | 'yield',
+    announce?: 'release' | 'yield' | 'pass',
   ): Promise<ReleaseResult>;
   /**
    * One read-only round about `resource`: no write of any kind, not an attempt (see

@@ -8,31 +8,35 @@ import type { Line } from './queue-lines';
 
 /**
  * Consecutive local hand-offs of one resource before the next local waiter yields to others,
- * when another engine watches the resource (`Grant.watchers`, learnt from the last
- * hand-over: the masters count the subscribers of its release channel), or polls for it.
+ * when other engines poll for it (their refused attempts raised a poll mark) and this engine
+ * hears no release announcements (`handoff: false`, or subscriptions that failed): every turn
+ * between processes then takes a release round and a poll. With announcements:
+ * {@link MAX_INSTALL_STREAK}.
  *
  * 8, not 4 (bench/README.md, sessions 4, 11 and 12): a shorter streak evens the waits across
- * processes but costs throughput, since every turn between processes takes a release round, the
+ * processes but costs throughput while a turn between processes takes a release round, the
  * announcement and an acquire round (2.0–2.6 ms against 0.6–0.8 ms for a local hand-over, on 2
- * cores). Two or more other engines: {@link MAX_INSTALL_STREAK}.
+ * cores); and a test with polling engines showed the bound 2 × (streak + 1) is not kept at 4.
  */
 export const MAX_LOCAL_STREAK = 8;
 
 /**
- * The same when two or more other engines watch the resource: the yield is ordered
+ * The same while another engine watches the resource (`Grant.watchers`, learnt from the last
+ * hand-over: the masters count the subscribers of its release channel): the yield is ordered
  * (policy/local-queue.ts `announceAs`) and, for a lock of one resource, installs the token of
  * the engine that waited longest (docs/handover-across-processes.md), so a turn between
  * processes takes no acquire round: 1.2–1.9 ms. 4 processes × 4 callers in the benchmark, 10 ms
  * retries (bench/README.md, session 13): streak 4 with installs 408–434 locks/s and p99 wait 64
- * ms; streak 8 without 388–421 locks/s and 90–117 ms (same session). With one other engine the
- * yield is a plain release (no order to keep, no install): {@link MAX_LOCAL_STREAK} stays.
+ * ms; streak 8 without 388–421 locks/s and 90–117 ms (same session). With one other engine
+ * (session 14; until then its yield was a plain release after {@link MAX_LOCAL_STREAK}): 2
+ * processes × 2 callers 599 locks/s and p99 14 ms against 553 and 26 ms.
  */
 export const MAX_INSTALL_STREAK = 4;
 
 /**
  * The same when no other engine was seen watching (neither counted on the release channel nor
  * by a poll mark): a process alone pays the yield (a release round, the announcement and
- * {@link YIELD_MS}) once per this many hand-offs instead of once per {@link MAX_LOCAL_STREAK}.
+ * {@link YIELD_MS}) once per this many hand-offs instead of once per {@link MAX_INSTALL_STREAK}.
  */
 export const MAX_ALONE_STREAK = 64;
 
@@ -85,8 +89,9 @@ export const STAND_BY_MS = 2 * RESERVE_MS;
 
 /**
  * Whether the next local waiter of `line` must yield to other processes (policy/local-queue.ts):
- * after {@link MAX_INSTALL_STREAK} hand-offs while two or more other engines watch the resource,
- * {@link MAX_LOCAL_STREAK} while one does, {@link MAX_ALONE_STREAK} while none was seen.
+ * after {@link MAX_INSTALL_STREAK} hand-offs while another engine watches the resource,
+ * {@link MAX_ALONE_STREAK} while none was seen; without announcements, {@link MAX_LOCAL_STREAK}
+ * once a poll mark told of another engine.
  *
  * Without release announcements (`handoff: false`, or subscriptions that failed) the waiters of
  * other processes poll, and a process that hands a resource over locally never frees its key:
@@ -110,8 +115,7 @@ export const STAND_BY_MS = 2 * RESERVE_MS;
  */
 export function mustYield(line: Line): boolean {
   if (!line.watch?.live) return line.polled > 0 && line.streak >= MAX_LOCAL_STREAK;
-  if (line.watchers > 2) return line.streak >= MAX_INSTALL_STREAK;
-  return line.streak >= (line.watchers > 1 ? MAX_LOCAL_STREAK : MAX_ALONE_STREAK);
+  return line.streak >= (line.watchers > 1 ? MAX_INSTALL_STREAK : MAX_ALONE_STREAK);
 }
 
 /**

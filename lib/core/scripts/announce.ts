@@ -25,7 +25,8 @@ export const RESERVED_SEP = ':';
 /**
  * Lua statement: publishes the token ARGV[1] on the channel `key` as the publish flag ARGV[2]
  * says (kinds/kind.ts `announceFlag`): '1' a release, '2' a clean-up, '3' a yield (followed by
- * the Lua string expression `yieldSuffix`, when given); else nothing.
+ * the Lua string expression `yieldSuffix`, when given), '4' a pass: as a yield when
+ * `yieldSuffix` names an engine (not ''), else as a release; else nothing.
  */
 export function publishLua(key: string, yieldSuffix?: string): string {
   const suffix = yieldSuffix === undefined ? '' : ` .. ${yieldSuffix}`;
@@ -35,5 +36,11 @@ elseif ARGV[2] == '2' then
   redis.call('PUBLISH', ${key}, '${CLEANUP_PREFIX}' .. ARGV[1])
 elseif ARGV[2] == '3' then
   redis.call('PUBLISH', ${key}, '${YIELD_PREFIX}' .. ARGV[1]${suffix})
+elseif ARGV[2] == '4' then
+  if ${yieldSuffix ?? "''"} == '' then
+    redis.call('PUBLISH', ${key}, ARGV[1])
+  else
+    redis.call('PUBLISH', ${key}, '${YIELD_PREFIX}' .. ARGV[1]${suffix})
+  end
 end`;
 }

@@ -23,6 +23,9 @@ const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_I
  * attempt. With ARGV[5] (wall ms) the yielding engine joins the order (`NX`: an older entry
  * stays), its local waiters waiting from then on, and the order lives at least ARGV[6] ms more
  * (the longest a lock may be held, and a second).
+ * A pass ('4', policy/local-queue.ts `announceAs`: a plain lock released while other engines
+ * wait) does the same with ARGV[5] '' (the releasing engine does not join the order, parks
+ * nothing: ARGV[7] ''); when no other engine is in the order it is announced as a release.
  * Hand-over across processes (docs/handover-across-processes.md): with ARGV[7] the yield's order
  * keys are followed by the park keys (kinds/kind-keys.ts `parkKey`), then the fencing counters
  * (ARGV[10] '1') and the boot marker (ARGV[12] '1'); the named engine's parked token is
@@ -44,11 +47,12 @@ for i = 1, n do
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
     local to = ''
-    local q = ARGV[2] == '3' and KEYS[n + i]
+    local q = (ARGV[2] == '3' or ARGV[2] == '4') and KEYS[n + i]
     if q then${NOW_LUA}
-      -- A yield (ordered): reserve the key for ARGV[4] ms for the engine that has waited
-      -- longest (not the yielding one), take it off the order and name it in the announcement.
-      -- The yielding engine, whose local waiters wait from now on (ARGV[5]), joins the order.
+      -- A yield (ordered) or a pass: reserve the key for ARGV[4] ms for the engine that has
+      -- waited longest (not the releasing one), take it off the order and name it in the
+      -- announcement. A yielding engine, whose local waiters wait from now on (ARGV[5]; '' for a
+      -- pass), joins the order.
       local pk = ARGV[7] and KEYS[2 * n + i]
       redis.call('ZREMRANGEBYSCORE', q, '-inf', '-1')
       local c = redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 2)
@@ -66,7 +70,7 @@ for i = 1, n do
           to = '${RESERVED_SEP}' .. nx
         end
       end
-      if ARGV[5] then
+      if ARGV[5] and ARGV[5] ~= '' then
         redis.call('ZADD', q, 'NX', ARGV[5], me)
         -- Never an order without expiry (the ZADD may have made it): at least ARGV[6] ms.
         local keep = tonumber(ARGV[6])

@@ -1,0 +1,222 @@
+/**
+ * Passes and kept queues (lib/core/policy/local-queue.ts `announceAs`, `keep`; scripts/release.ts;
+ * docs/handover-across-processes.md "Passes"), against real redis-server masters: a plain lock
+ * released while other engines wait goes to the engine that waited longest (its parked token
+ * installed, or the key reserved for it), without the releasing engine joining the order, and
+ * is a plain release when nobody waits; the releasing process's next acquire does not barge past
+ * the others; a process whose callers take turns keeps its queue while one of them holds, so its
+ * next caller queues behind that holder (no attempt), and no engine starves when every process
+ * has only one or two callers.
+ */
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { orderKey, parkKey } from '../../lib/core/kinds/kind-keys';
+import type { Lock } from '../../lib/core/lock';
+import { MAX_INSTALL_STREAK } from '../../lib/core/policy/streak';
+import type { Announced, AttemptRequest, Grant, Reserved } from '../../lib/core/policy/store';
+import { Redlock } from '../../lib/core/redlock';
+import type { RedisStore } from '../../lib/core/redis-store';
+import type { RedlockSettings } from '../../lib/core/settings';
+import { SUITE_DEFAULTS, storeWith, useMasters } from '../harness/engines';
+import { sleep, uniqueResource, waitUntil } from '../harness/util';
+
+const PREFIX = 'lock:'; // the default keyPrefix
+const suite = useMasters(3);
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const f of cleanup.splice(0)) await f();
+});
+
+/** Longer than any wait below: a key that is gone was deleted, it did not expire. */
+const TTL = 30_000;
+/** Short retries: a waiter that polled on its timer would take the lock out of turn. */
+const RETRY: RedlockSettings = { retryDelay: 10, retryJitter: 10, retryCount: 10_000 };
+
+/**
+ * `count` engines, each over its own connections (as separate processes would be), with their
+ * stores; closed after the test.
+ */
+async function processes(
+  count: number,
+  settings: RedlockSettings = {},
+): Promise<{ locks: Redlock[]; stores: RedisStore[] }> {
+  const stores: RedisStore[] = [];
+  const locks = Array.from(
+    { length: count },
+    () =>
+      new Redlock(
+        storeWith(suite.masters.createClients(), (s) => stores.push(s)),
+        { ...SUITE_DEFAULTS, ...settings },
+      ),
+  );
+  cleanup.push(() => Promise.all(locks.map((e) => e.close())).then(() => undefined));
+  for (const e of locks) await (await e.acquire(uniqueResource('warm-up'))).release();
+  return { locks, stores };
+}
+
+/** A retrying plain attempt of `r` (ordered: it parks when the engine hears `r`'s releases). */
+const retrying = (r: string, waitSince: number): AttemptRequest => ({
+  resources: [r],
+  ttl: TTL,
+  writerWait: 500,
+  waitSince,
+});
+
+/** What `store`'s engine hears announced for `r` (first announcements only). */
+async function heard(
+  store: RedisStore,
+  r: string,
+): Promise<{ announced: Announced; reserved: Reserved | undefined }[]> {
+  const got: { announced: Announced; reserved: Reserved | undefined }[] = [];
+  const watch = await store.watchReleases(r, (announced, _token, repeat, reserved) => {
+    if (!repeat && announced !== 'subscribed') got.push({ announced, reserved });
+  });
+  expect(watch?.live).toBe(true);
+  cleanup.push(() => watch?.stop());
+  return got;
+}
+
+describe('passes', () => {
+  it('a pass installs the parked token of the engine that waited longest; the releasing engine does not join the order', async () => {
+    const { stores } = await processes(3);
+    const [a, b, c] = stores;
+    const r = uniqueResource('pass');
+    const got: (Grant | undefined)[] = [];
+    b.onInstalled((_resource, grant) => got.push(grant));
+    const toC = await heard(c, r);
+    const held = (await a.attempt(retrying(r, 1))).grant as Grant;
+    expect(held).toBeDefined();
+    // b waits: its refused attempt enters it in the order and parks its next token.
+    const bWatch = await b.watchReleases(r, () => undefined);
+    cleanup.push(() => bWatch?.stop());
+    expect((await b.attempt(retrying(r, 1000))).grant).toBeUndefined();
+
+    await a.release(held, true, undefined, undefined, 'pass');
+    await waitUntil(() => got.length > 0);
+    const grant = got[0] as Grant;
+    expect(grant.token.startsWith(b.engineId)).toBe(true);
+    for (const c2 of suite.probe) {
+      expect(await c2.get(a.keyOf(r))).toBe(grant.token);
+      // Neither b (taken off) nor a (a pass does not join) is in the order; a parked nothing.
+      expect(await c2.zrange(orderKey(PREFIX, r), '0', '-1')).toEqual([]);
+      expect(await c2.hget(parkKey(PREFIX, r), a.engineId)).toBeNull();
+    }
+    // Another engine hears a yield that names someone else: it stands by.
+    await waitUntil(() => toC.length > 0);
+    expect(toC[0]).toEqual({ announced: 'yield', reserved: 'other' });
+    await b.release(grant, true);
+  });
+
+  it('a pass while no other engine waits is announced as a plain release', async () => {
+    const { stores } = await processes(2);
+    const [a, c] = stores;
+    const r = uniqueResource('pass-alone');
+    const toC = await heard(c, r);
+    const held = (await a.attempt(retrying(r, 1))).grant as Grant;
+    await a.release(held, true, undefined, undefined, 'pass');
+    await waitUntil(() => toC.length > 0);
+    expect(toC[0]).toEqual({ announced: 'release', reserved: undefined });
+    for (const c2 of suite.probe) {
+      expect(await c2.exists(a.keyOf(r))).toBe(0);
+      expect(await c2.exists(orderKey(PREFIX, r))).toBe(0); // nobody joined
+    }
+  });
+
+  it('the release of a lock another engine kept waiting goes to the engine that waited longest, not to the releasing process again', async () => {
+    const { locks } = await processes(3, RETRY);
+    const [a, b, c] = locks;
+    const r = uniqueResource('no-barging');
+    const order: string[] = [];
+    const first = await a.acquire(r, { ttl: TTL });
+    // b waits behind a: granted after another engine's lock refused it, its lock is passed.
+    const bFirst = b.acquire(r, { ttl: TTL });
+    await sleep(50);
+    await first.release();
+    const bLock = await bFirst;
+    // c waits behind b (in the order on the masters).
+    const cTurn = c.acquire(r, { ttl: TTL }).then((l) => {
+      order.push('c');
+      return l;
+    });
+    await waitUntil(async () =>
+      (await Promise.all(suite.probe.map((p) => p.zrange(orderKey(PREFIX, r), '0', '-1')))).every(
+        (members) => members.length === 1,
+      ),
+    );
+    // b releases and asks again at once: its attempt is right behind its release on the same
+    // connections, ahead of c's, which waits for the announcement. The pass gave c the lock.
+    await bLock.release();
+    const bAgain = b.acquire(r, { ttl: TTL }).then((l) => {
+      order.push('b');
+      return l;
+    });
+    const cLock = await cTurn;
+    await sleep(20);
+    expect(order).toEqual(['c']);
+    await cLock.release();
+    await (await bAgain).release();
+    expect(order).toEqual(['c', 'b']);
+  });
+});
+
+describe('kept queues', () => {
+  it("a caller that asks again while another caller of its process holds queues behind it: no attempt against its own process's lock", async () => {
+    const refusals: string[] = [];
+    let store: RedisStore | undefined;
+    const rl = new Redlock(
+      storeWith(suite.clients, (s) => {
+        store = s;
+        const attempt = s.attempt.bind(s);
+        s.attempt = async (req) => {
+          const outcome = await attempt(req);
+          if (!outcome.grant) refusals.push(req.resources[0]);
+          return outcome;
+        };
+      }),
+      { ...SUITE_DEFAULTS, ...RETRY },
+    );
+    cleanup.push(() => rl.close());
+    expect(store).toBeDefined();
+    const r = uniqueResource('kept');
+    const caller = async (): Promise<void> => {
+      for (let i = 0; i < 10; i++) {
+        const lock = await rl.acquire(r, { ttl: TTL });
+        await sleep(20); // longer than a release: the other caller asks while this one holds
+        await lock.release();
+      }
+    };
+    await Promise.all([caller(), caller()]);
+    // Before the first hand-over the queue may have been made afresh (no watch yet): one or two
+    // refusals. Made afresh after every grant, each of the 19 hand-overs' releasing caller would
+    // attempt against the other caller's lock.
+    expect(refusals.length).toBeLessThanOrEqual(3);
+  });
+
+  it('with one or two callers per process, no process starves: a waiting caller sees at most a few turns of each other process', async () => {
+    const { locks } = await processes(3, RETRY);
+    const r = uniqueResource('few-callers');
+    const ROUNDS = 30;
+    const grants: string[] = [];
+    /** For each grant: how many grants of other processes came between its call and it. */
+    const overtaken: number[] = [];
+    const caller = async (rl: Redlock, name: string): Promise<void> => {
+      for (let i = 0; i < ROUNDS; i++) {
+        const asked = grants.length;
+        const lock: Lock = await rl.acquire(r, { ttl: TTL });
+        overtaken.push(grants.slice(asked).filter((g) => g !== name).length);
+        grants.push(name);
+        await sleep(1);
+        await lock.release();
+      }
+    };
+    await Promise.all(
+      locks.flatMap((rl, i) => {
+        const name = 'abc'[i];
+        return i === 0 ? [caller(rl, name)] : [caller(rl, name), caller(rl, name)];
+      }),
+    );
+    expect(grants).toHaveLength(ROUNDS * 5);
+    // In turn, each of the two other processes holds at most MAX_INSTALL_STREAK + 1 times in a
+    // row; twice that leaves room for a turn lost to timing on a loaded machine.
+    expect(Math.max(...overtaken)).toBeLessThanOrEqual(2 * 2 * (MAX_INSTALL_STREAK + 1));
+  });
+});
