@@ -6,8 +6,10 @@ import { onAbort } from '../wake';
 import { announcedDelay } from './announced';
 import { decline, handoverTo } from './handover';
 import { installHeard, installed, unused } from './installed';
+import { afterHolder, keepOrDrop } from './kept-lines';
+import type { LineTable } from './kept-lines';
 import type { Handover } from './handover';
-import { countHeard, front, holderUntil, newLine, newTicket } from './queue-lines';
+import { countHeard, front, newLine, newTicket, othersWaited } from './queue-lines';
 import type { Line, Slot, Ticket } from './queue-lines';
 import type { LockStore, ReleaseWatch, Reserved } from './store';
 import { mustYield } from './streak';
@@ -45,16 +47,12 @@ import { Timeline } from './timeline';
  *   names that engine: the other engines' heads do not attempt (policy/announced.ts `standBy`),
  *   their turns will be named. With installs (docs/handover-across-processes.md), the named
  *   engine is granted by the yield itself: the grant goes to its head (policy/installed.ts).
- * - **Passes.** A plain lock of one resource granted while other engines waited for it (it was
- *   installed, this acquire was refused by another engine's lock, or a hand-over counted another
- *   engine's watch) is released as a pass: like a yield, the masters give it to the engine that
- *   has waited longest, but this engine does not join the order. Without it, a process whose
- *   queue is empty at release time (one or two callers) asks again at once, its attempt right
- *   behind its release on the same connections, and takes the lock before the others even hear
- *   the announcement: they starved (bench/README.md, session 14).
- * - **Kept queues** (`keep`). The queue of a contended resource is kept while the exclusive
- *   holder it granted holds, so that the process's next acquire queues behind that holder and the
- *   streak counts on; and LINGER_MS after a lock that others waited for ended.
+ * - **Passes** (`announceAs`; docs/handover-across-processes.md, "Passes"). A plain lock of one
+ *   resource granted while other engines waited for it is released as a pass: like a yield, the
+ *   masters give it to the engine that waited longest, but this engine does not join the order.
+ * - **Kept queues** (policy/kept-lines.ts). The queue of a contended resource is kept while the
+ *   exclusive holder it granted holds, so that the process's next acquire queues behind that
+ *   holder and the streak counts on; and LINGER_MS after a lock that others waited for ended.
  *
  * Shared locks and semaphores join with `exclusive: false`: admitted when every entry before
  * them is non-exclusive. Hand-overs of plain locks: policy/handover.ts.
@@ -62,23 +60,15 @@ import { Timeline } from './timeline';
 
 export type { Ticket } from './queue-lines';
 
-/**
- * How long (ms) the queue of a resource that other engines wait for is kept, with its release
- * watch, after its last local holder ended and nobody here waits (`LocalQueue.ended`): a caller
- * that takes the lock again and again finds the watch up (no subscription per turn), and its
- * first refused attempt parks its next token (it hears the installs).
- */
-export const LINGER_MS = 250;
-
 /** See the file comment. One per engine. */
-export class LocalQueue {
-  private readonly lines = new Map<string, Line>();
+export class LocalQueue implements LineTable {
+  readonly lines = new Map<string, Line>();
   private readonly tickets = new Set<Ticket>();
-  private readonly timeline = new Timeline();
+  readonly timeline = new Timeline();
   private seq = 0;
 
   constructor(
-    private readonly store: LockStore,
+    readonly store: LockStore,
     private readonly draining: AbortSignal,
   ) {
     onAbort(draining, () => this.wakeAll());
@@ -239,21 +229,11 @@ export class LocalQueue {
   /**
    * `ticket` was granted `lock`: it is recorded as the local holder, then leaves the queue.
    * `watchers`, `polled`: what a hand-over's grant learnt (`Grant.watchers`, `Grant.polled`);
-   * not known otherwise. `installed`: a yield or a pass of another engine installed it.
-   *
-   * Whether other engines wait for it (`LockState.othersWait`, for its release: `announceAs`):
-   * it was installed, a hand-over's grant counted another engine's watch or poll mark, or this
-   * acquire was refused by another engine's plain lock (or this engine yielded) meanwhile
-   * (`Line.ordered`: this engine entered the masters' order).
+   * not known otherwise. `installed`: a yield or a pass of another engine installed it. Whether
+   * other engines waited for it is kept for its release (queue-lines.ts `othersWaited`).
    */
   granted(ticket: Ticket, lock: Lock, watchers?: number, polled = 0, installed = false): void {
-    if (ticket.exclusive && ticket.slots.length === 1) {
-      lockState(lock).othersWait =
-        installed ||
-        polled > 0 ||
-        (watchers !== undefined && watchers > 1) ||
-        ticket.slots[0].line.ordered;
-    }
+    lockState(lock).othersWait = othersWaited(ticket, watchers, polled, installed);
     for (const { line } of ticket.slots) {
       if (ticket.exclusive) line.holder = lock;
       line.heldBy = undefined;
@@ -293,49 +273,8 @@ export class LocalQueue {
       slot.prev = undefined;
       slot.next = undefined;
       if (line.first) this.promote(line);
-      else if (!this.keep(line)) this.drop(line);
+      else keepOrDrop(this, line); // (policy/kept-lines.ts)
     }
-  }
-
-  /**
-   * Keeps `line`, now without entries, while the exclusive holder it granted holds, when its
-   * resource was contended (it has a release watch). The next local acquire of the resource
-   * then queues behind that holder (no attempt the holder's own keys would refuse), the holder's
-   * release hands over to it, and the streak (policy/streak.ts) counts on: with one or two
-   * callers per process the queue empties between grants, and a new line each time would start
-   * every streak from zero — the process would never yield to the others. The line is dropped
-   * when the holder ends (`ended`), or at its validity end (a lock left to expire).
-   */
-  private keep(line: Line): boolean {
-    const now = monotonicNow();
-    const until = line.watching ? holderUntil(line, now) : -Infinity;
-    if (until <= now) return false;
-    this.keepUntil(line, until);
-    return true;
-  }
-
-  /** Drops `line` at `until` (monotonic ms) unless it has entries or a valid holder by then. */
-  private keepUntil(line: Line, until: number): void {
-    if (line.kept) this.timeline.remove(line.kept);
-    line.kept = this.timeline.add(until, () => {
-      line.kept = undefined;
-      if (line.first || this.lines.get(line.resource) !== line) return;
-      if (holderUntil(line, monotonicNow()) === -Infinity) this.drop(line);
-    });
-  }
-
-  /** Forgets `line` (no entries left, no holder kept): its marks and parks, its watch. */
-  private drop(line: Line): void {
-    if (line.kept) this.timeline.remove(line.kept);
-    line.kept = undefined;
-    this.lines.delete(line.resource);
-    // Also with a live watch: on a Cluster of several nodes other engines read the mark, and
-    // a deferring one would poll until it expired. (Queues rarely end under contention.)
-    // (And its parked tokens, which nobody here would hear installed once the watch stops.)
-    if (line.marked || this.store.hasParked?.(line.resource)) {
-      this.store.unmarkPolling?.(line.resource);
-    }
-    line.watch?.stop();
   }
 
   /**
@@ -349,15 +288,7 @@ export class LocalQueue {
       if (!line) continue;
       if (line.holder === lock) line.holder = undefined;
       this.handOff(line, true);
-      if (line.first || line.holder) continue;
-      // Kept for that holder (`keep`). Others wait for the resource: kept LINGER_MS more, with
-      // its watch, for this process's next acquire of it (its first refused attempt then parks
-      // a token and sleeps until its turn: docs/handover-across-processes.md).
-      if (lockState(lock).othersWait && line.watching) {
-        this.keepUntil(line, monotonicNow() + LINGER_MS);
-      } else {
-        this.drop(line);
-      }
+      if (!line.first && !line.holder) afterHolder(this, line, lock); // kept for it till now
     }
   }
 

@@ -142,6 +142,28 @@ export function holderUntil(line: Line, now: number): number {
   return s.validUntil;
 }
 
+/**
+ * Whether other engines waited for the plain lock of one resource that `ticket` was just granted
+ * (`LockState.othersWait`: its release is a pass, policy/local-queue.ts `announceAs`): it was
+ * installed by another engine's yield or pass, a hand-over's grant counted another engine's
+ * watch (`watchers` > 1) or poll mark, or this acquire was refused by another engine's plain
+ * lock, or this engine yielded, meanwhile (`Line.ordered`: it entered the masters' order).
+ */
+export function othersWaited(
+  ticket: Ticket,
+  watchers: number | undefined,
+  polled: number,
+  installed: boolean,
+): boolean {
+  if (!ticket.exclusive || ticket.slots.length !== 1) return false;
+  return (
+    installed ||
+    polled > 0 ||
+    (watchers !== undefined && watchers > 1) ||
+    ticket.slots[0].line.ordered
+  );
+}
+
 /** A new ticket: `seq` its arrival order, one (empty) slot per resource. */
 export function newTicket(seq: number, exclusive: boolean, resources: number, ttl = 0): Ticket {
   return {
