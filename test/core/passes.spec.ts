@@ -191,6 +191,46 @@ describe('kept queues', () => {
     expect(refusals.length).toBeLessThanOrEqual(3);
   });
 
+  it("a kept queue goes at its holder's validity end when the lock is left to expire, and at once when the engine closes", async () => {
+    const { locks } = await processes(2, RETRY);
+    const [a, b] = locks;
+    const unmarked: string[] = [];
+    const c = new Redlock(
+      storeWith(suite.masters.createClients(), (s) => {
+        const unmark = s.unmarkPolling.bind(s);
+        s.unmarkPolling = (resource) => {
+          unmarked.push(resource);
+          unmark(resource);
+        };
+      }),
+      { ...SUITE_DEFAULTS, ...RETRY },
+    );
+    let closed = false;
+    cleanup.push(() => (closed ? undefined : c.close()));
+    // b waits behind a, then holds for good: its queue is kept (with its watch) while it holds.
+    const r1 = uniqueResource('kept-expiry');
+    const first = await a.acquire(r1, { ttl: TTL });
+    const bTurn = b.acquire(r1, { ttl: 400 });
+    await sleep(50);
+    await first.release();
+    await bTurn; // never released
+    expect(b.footprint.handoffChannels).toBe(1);
+    await waitUntil(() => b.footprint.handoffChannels === 0, 5000);
+
+    // c waits behind a, holds, and closes: its kept queue is dropped (its order entry and parked
+    // tokens taken off the masters), not left to a timer that the close cleared.
+    const r2 = uniqueResource('kept-close');
+    const again = await a.acquire(r2, { ttl: TTL });
+    const cTurn = c.acquire(r2, { ttl: TTL });
+    await sleep(50);
+    await again.release();
+    await cTurn;
+    expect(unmarked).toEqual([]);
+    closed = true;
+    await c.close();
+    expect(unmarked).toEqual([r2]);
+  });
+
   it('with one or two callers per process, no process starves: a waiting caller sees at most a few turns of each other process', async () => {
     const { locks } = await processes(3, RETRY);
     const r = uniqueResource('few-callers');

@@ -6,7 +6,7 @@ import { onAbort } from '../wake';
 import { announcedDelay } from './announced';
 import { decline, handoverTo } from './handover';
 import { installHeard, installed, unused } from './installed';
-import { afterHolder, keepOrDrop } from './kept-lines';
+import { afterHolder, dropLine, keepOrDrop } from './kept-lines';
 import type { LineTable } from './kept-lines';
 import type { Handover } from './handover';
 import { countHeard, front, newLine, newTicket, othersWaited } from './queue-lines';
@@ -321,6 +321,8 @@ export class LocalQueue implements LineTable {
   /** Wakes every sleeper (the engine drains or closes) and stops the timer. */
   close(): void {
     this.wakeAll();
+    // Kept queues (policy/kept-lines.ts): their marks, parks and watches go now.
+    for (const line of [...this.lines.values()]) if (!line.first) dropLine(this, line);
     this.timeline.clear();
   }
   private wakeAll(): void {
