@@ -29,7 +29,7 @@ import type { RedisStore } from './redis-store';
 import { raiseFences } from './redis-attempt';
 import { newToken } from './token';
 import type { YieldOrder } from './kinds/kind';
-import { parkKey } from './kinds/kind-keys';
+import { aliveChannel, parkKey } from './kinds/kind-keys';
 import { RELEASE_SCRIPT } from './scripts/release';
 
 /**
@@ -311,7 +311,8 @@ export function installOrder(
     ttl === undefined || !store.hears(store.keyOf(resource))
       ? undefined
       : store.installs.park(resource, ttl, monotonicNow(), Date.now());
-  const checked = quarantine.enabled && !store.nodes.some((n) => n.cluster);
+  const cluster = store.nodes.some((n) => n.cluster);
+  const checked = quarantine.enabled && !cluster;
   return {
     parkKey: parkKey(keyPrefix, resource),
     token: park?.token ?? '',
@@ -320,6 +321,8 @@ export function installOrder(
     fenceKey: fencing ? store.fenceKeyOf(resource) : undefined,
     fenceTtl: fencingKeyTtl,
     marker: checked ? store.markerKey : undefined,
+    // (A Cluster's subscriber may be on another node than the key: not checked there.)
+    alive: cluster ? '' : aliveChannel(keyPrefix, ''),
   };
 }
 

@@ -3,7 +3,7 @@ import { Timeline } from './policy/timeline';
 import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
 import type { Announce, LockKind } from './kinds/kind';
-import { orderKey, parkKey, pollKey } from './kinds/kind-keys';
+import { aliveChannel, orderKey, parkKey, pollKey } from './kinds/kind-keys';
 import { Installs, installOrder } from './redis-install';
 import { lockKindFor } from './kinds/holders';
 import type { LockKindSpec } from './kinds/kind-spec';
@@ -121,7 +121,13 @@ export class RedisStore implements LockStore {
           this.quarantineNotice.note(node, quarantine.duration - seed.age, seed.cause),
         ),
     );
-    this.notifier = new ReleaseNotifier(this.nodes, logger, settings.requestTimeout, this.engineId);
+    this.notifier = new ReleaseNotifier(
+      this.nodes,
+      logger,
+      settings.requestTimeout,
+      this.engineId,
+      aliveChannel(settings.keyPrefix, this.engineId),
+    );
     this.installs = new Installs(this);
     this.notifier.onInstall = (key, node, token, fence, age) =>
       this.installs.heard(key, node, token, fence, age);

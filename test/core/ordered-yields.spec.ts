@@ -19,8 +19,16 @@ import { uniqueResource, waitUntil } from '../harness/util';
 const PREFIX = 'lock:'; // the default keyPrefix
 const suite = useMasters(3);
 
-/** Three engines' stores over the suite's masters (their connections checked). */
-const stores = (): Promise<EngineSet> => enginesOver(suite.clients, 3);
+/**
+ * Three engines' stores over the suite's masters (their connections checked), each with its
+ * subscriber connections up, as a waiting engine's are: a yield that installs skips an engine of
+ * the order whose alive channel has no subscriber (scripts/release.ts).
+ */
+async function stores(): Promise<EngineSet> {
+  const set = await enginesOver(suite.clients, 3);
+  await Promise.all(set.all.map((s) => s.watchReleases(uniqueResource('alive'), () => undefined)));
+  return set;
+}
 
 /** The order of `r` on every master: members with their scores. */
 function orders(r: string): Promise<string[][]> {

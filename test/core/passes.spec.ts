@@ -9,7 +9,7 @@
  * has only one or two callers.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { orderKey, parkKey } from '../../lib/core/kinds/kind-keys';
+import { aliveChannel, orderKey, parkKey } from '../../lib/core/kinds/kind-keys';
 import type { Lock } from '../../lib/core/lock';
 import { MAX_INSTALL_STREAK } from '../../lib/core/policy/streak';
 import type { Announced, AttemptRequest, Grant, Reserved } from '../../lib/core/policy/store';
@@ -60,6 +60,15 @@ const retrying = (r: string, waitSince: number): AttemptRequest => ({
   writerWait: 500,
   waitSince,
 });
+
+/** Subscribers of `engineId`'s alive channel on each master (kinds/kind-keys.ts). */
+function alive(engineId: string): Promise<number[]> {
+  return Promise.all(
+    suite.probe.map(async (p) =>
+      Number(((await p.pubsub('NUMSUB', aliveChannel(PREFIX, engineId))) as unknown[])[1]),
+    ),
+  );
+}
 
 /** What `store`'s engine hears announced for `r` (first announcements only). */
 async function heard(
@@ -121,8 +130,38 @@ describe('passes', () => {
     }
   });
 
+  it('an engine of the order that is gone (no subscriber on its alive channel) is skipped: its parked token is not installed', async () => {
+    const { stores } = await processes(2);
+    const [a, b] = stores;
+    const r = uniqueResource('pass-gone');
+    const got: (Grant | undefined)[] = [];
+    b.onInstalled((_resource, grant) => got.push(grant));
+    const held = (await a.attempt(retrying(r, 1))).grant as Grant;
+    // A process that waited longest and died: its entry in the order and its parked token are
+    // still there, its connections are not (an engine id nobody subscribes: 12 characters).
+    const gone = 'gone00000000';
+    for (const p of suite.probe) {
+      await p.zadd(orderKey(PREFIX, r), 1, gone);
+      await p.hset(parkKey(PREFIX, r), gone, `${gone}tokentokentoken ${TTL} 99999999999999`);
+    }
+    // b waits behind it.
+    const bWatch = await b.watchReleases(r, () => undefined);
+    cleanup.push(() => bWatch?.stop());
+    expect((await b.attempt(retrying(r, 1000))).grant).toBeUndefined();
+
+    await a.release(held, true, undefined, undefined, 'pass');
+    await waitUntil(() => got.length > 0);
+    expect((got[0] as Grant).token.startsWith(b.engineId)).toBe(true);
+    for (const p of suite.probe) {
+      expect(await p.get(a.keyOf(r))).toBe((got[0] as Grant).token);
+      expect(await p.zscore(orderKey(PREFIX, r), gone)).toBeNull(); // taken off
+      expect(await p.hget(parkKey(PREFIX, r), gone)).toBeNull();
+    }
+    await b.release(got[0] as Grant, true);
+  });
+
   it('the release of a lock another engine kept waiting goes to the engine that waited longest, not to the releasing process again', async () => {
-    const { locks } = await processes(3, RETRY);
+    const { locks, stores } = await processes(3, RETRY);
     const [a, b, c] = locks;
     const r = uniqueResource('no-barging');
     const order: string[] = [];
@@ -132,7 +171,7 @@ describe('passes', () => {
     await sleep(50);
     await first.release();
     const bLock = await bFirst;
-    // c waits behind b (in the order on the masters).
+    // c waits behind b (in the order on the masters, its subscriber connections up).
     const cTurn = c.acquire(r, { ttl: TTL }).then((l) => {
       order.push('c');
       return l;
@@ -142,6 +181,7 @@ describe('passes', () => {
         (members) => members.length === 1,
       ),
     );
+    await waitUntil(async () => (await alive(stores[2].engineId)).every((n) => n > 0));
     // b releases and asks again at once: its attempt is right behind its release on the same
     // connections, ahead of c's, which waits for the announcement. The pass gave c the lock.
     await bLock.release();
@@ -159,6 +199,41 @@ describe('passes', () => {
 });
 
 describe('kept queues', () => {
+  it('a lock taken at the first attempt soon after one that others waited for is passed on too', async () => {
+    const { locks, stores } = await processes(3, RETRY);
+    const [a, b, c] = locks;
+    const r = uniqueResource('lingering');
+    const order: string[] = [];
+    const first = await a.acquire(r, { ttl: TTL });
+    const bFirst = b.acquire(r, { ttl: TTL });
+    await sleep(50);
+    await first.release();
+    // b's lock was kept waiting by a's: released (nobody waits now), then taken again at once,
+    // at the first attempt — from the queue b kept for it.
+    await (await bFirst).release();
+    const bSecond = await b.acquire(r, { ttl: TTL });
+    expect(bSecond.attempts).toBe(1);
+    // c waits behind b's second lock; b releases it and asks again at once: c goes first.
+    const cTurn = c.acquire(r, { ttl: TTL }).then((l) => {
+      order.push('c');
+      return l;
+    });
+    await waitUntil(async () =>
+      (await Promise.all(suite.probe.map((p) => p.zrange(orderKey(PREFIX, r), '0', '-1')))).every(
+        (members) => members.length === 1,
+      ),
+    );
+    await waitUntil(async () => (await alive(stores[2].engineId)).every((n) => n > 0));
+    await bSecond.release();
+    const bThird = b.acquire(r, { ttl: TTL }).then((l) => {
+      order.push('b');
+      return l;
+    });
+    await (await cTurn).release();
+    await (await bThird).release();
+    expect(order).toEqual(['c', 'b']);
+  });
+
   it("a caller that asks again while another caller of its process holds queues behind it: no attempt against its own process's lock", async () => {
     const refusals: string[] = [];
     let store: RedisStore | undefined;

@@ -49,6 +49,17 @@ export function parkKey(prefix: string, resource: string): string {
   return `${prefix}park:${lockKey(prefix, resource).slice(prefix.length)}`;
 }
 
+/**
+ * Pub/sub channel (not a key) on which an engine's subscriber connections stay subscribed while
+ * they are up: a yield or a pass installs a waiting engine's parked token only while that
+ * engine's channel has a subscriber on the master (scripts/install.ts): a waiting process that
+ * died (its connections closed) is skipped instead of being given the lock for its whole ttl.
+ * Lock keys never take this form (after the prefix they start with their `{` tag).
+ */
+export function aliveChannel(prefix: string, engineId: string): string {
+  return `${prefix}alive:${engineId}`;
+}
+
 /** What an acquire script needs besides the lock keys. */
 export interface AcquireKeyOptions {
   /** Fencing counters (ARGV[3] = '1'). */

@@ -102,6 +102,8 @@ export interface YieldOrder {
     readonly fenceKey: string | undefined;
     readonly fenceTtl: number;
     readonly marker: string | undefined;
+    /** The alive channels' prefix (kinds/kind-keys.ts `aliveChannel`); '' not checked. */
+    readonly alive: string;
   };
 }
 

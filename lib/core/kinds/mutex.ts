@@ -176,6 +176,7 @@ export const MUTEX: LockKind = {
         inst.fenceKey !== undefined ? '1' : '0',
         String(inst.fenceTtl),
         inst.marker !== undefined ? '1' : '0',
+        inst.alive,
       );
       return { script: RELEASE_SCRIPT, keys: all, args };
     }

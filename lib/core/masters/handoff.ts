@@ -63,6 +63,12 @@ export class ReleaseNotifier {
     private readonly timeout: number,
     /** This engine's id: a yield that names it reserved the key for it (scripts/announce.ts). */
     private readonly engineId: string,
+    /**
+     * This engine's alive channel (kinds/kind-keys.ts `aliveChannel`), subscribed first on each
+     * standalone master's subscriber connection, again after it was lost: a yield installs this
+     * engine's parked tokens only while it has a subscriber (scripts/release.ts).
+     */
+    private readonly alive?: string,
   ) {}
 
   /**
@@ -149,9 +155,11 @@ export class ReleaseNotifier {
    */
   private reconnected(node: MasterNode, sub: Redis | Cluster): void {
     const keys = [...this.channels.keys()];
-    if (this.closed || keys.length === 0) return;
-    sub.subscribe(...keys).then(
+    const alive = this.aliveOn(node);
+    if (this.closed || keys.length + alive.length === 0) return;
+    sub.subscribe(...alive, ...keys).then(
       () => {
+        if (keys.length === 0) return;
         this.onResubscribed?.(node.index);
         const now = monotonicNow();
         for (const key of keys) {
@@ -309,8 +317,24 @@ export class ReleaseNotifier {
         connected = true;
       });
       this.subscribers.set(node.index, sub);
+      // First on the connection: a watch's subscription confirmed later confirms it too.
+      const alive = this.aliveOn(node);
+      if (alive.length > 0) {
+        sub
+          .subscribe(...alive)
+          .catch((err: unknown) =>
+            this.logger.debug?.(
+              `Redlock: subscribe on ${node.name}: ${node.redact(errorMessage(err))}`,
+            ),
+          );
+      }
     }
     return sub;
+  }
+
+  /** The alive channel to keep subscribed on `node`: none on a Cluster (not checked there). */
+  private aliveOn(node: MasterNode): string[] {
+    return this.alive === undefined || node.cluster ? [] : [this.alive];
   }
 }
 

@@ -52,6 +52,7 @@ export function keepOrDrop(t: LineTable, line: Line): void {
  */
 export function afterHolder(t: LineTable, line: Line, lock: Lock): void {
   if (lockState(lock).othersWait && line.watching) {
+    line.lingering = true;
     keepUntil(t, line, monotonicNow() + LINGER_MS);
   } else {
     dropLine(t, line);
@@ -72,6 +73,7 @@ function keepUntil(t: LineTable, line: Line, until: number): void {
 export function dropLine(t: LineTable, line: Line): void {
   if (line.kept) t.timeline.remove(line.kept);
   line.kept = undefined;
+  line.lingering = false;
   t.lines.delete(line.resource);
   // Also with a live watch: on a Cluster of several nodes other engines read the mark, and a
   // deferring one would poll until it expired. (Queues rarely end under contention.) (And its

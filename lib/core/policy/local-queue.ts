@@ -234,6 +234,7 @@ export class LocalQueue implements LineTable {
    */
   granted(ticket: Ticket, lock: Lock, watchers?: number, polled = 0, installed = false): void {
     lockState(lock).othersWait = othersWaited(ticket, watchers, polled, installed);
+    for (const { line } of ticket.slots) line.lingering = false;
     for (const { line } of ticket.slots) {
       if (ticket.exclusive) line.holder = lock;
       line.heldBy = undefined;

@@ -57,6 +57,12 @@ export interface Line {
    * drops it at the holder's validity end, should the holder neither release nor be lost.
    */
   kept: TimelineEntry | undefined;
+  /**
+   * Kept (policy/kept-lines.ts `afterHolder`) after a lock that other engines waited for: a lock
+   * granted from it before it is dropped is passed on too (`othersWaited`), even when granted at
+   * its first attempt — the others may still wait.
+   */
+  lingering: boolean;
   /** The release watch of this resource (created at the first contended attempt). */
   watching: Promise<ReleaseWatch | undefined> | undefined;
   watch: ReleaseWatch | undefined;
@@ -147,7 +153,8 @@ export function holderUntil(line: Line, now: number): number {
  * (`LockState.othersWait`: its release is a pass, policy/local-queue.ts `announceAs`): it was
  * installed by another engine's yield or pass, a hand-over's grant counted another engine's
  * watch (`watchers` > 1) or poll mark, or this acquire was refused by another engine's plain
- * lock, or this engine yielded, meanwhile (`Line.ordered`: it entered the masters' order).
+ * lock, or this engine yielded, meanwhile (`Line.ordered`: it entered the masters' order), or
+ * its queue was kept after a lock that others waited for (`Line.lingering`).
  */
 export function othersWaited(
   ticket: Ticket,
@@ -160,7 +167,8 @@ export function othersWaited(
     installed ||
     polled > 0 ||
     (watchers !== undefined && watchers > 1) ||
-    ticket.slots[0].line.ordered
+    ticket.slots[0].line.ordered ||
+    ticket.slots[0].line.lingering
   );
 }
 
@@ -189,6 +197,7 @@ export function newLine(resource: string): Line {
     last: undefined,
     holder: undefined,
     kept: undefined,
+    lingering: false,
     watching: undefined,
     watch: undefined,
     streak: 0,

@@ -32,7 +32,10 @@ const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_I
  * installed instead of the reservation (scripts/install.ts `INSTALL_LUA`), announced as
  * `^token:engineId:installed token:counter:age`, and the yielding engine parks its own next
  * token ARGV[7] ('' none) with the ttl ARGV[8], installable for ARGV[9] ms (the counters' TTL:
- * ARGV[11]).
+ * ARGV[11]). With ARGV[13] (the alive channels' prefix, kinds/kind-keys.ts `aliveChannel`; ''
+ * on a Cluster, whose subscribers may sit on another node) an engine of the order whose alive
+ * channel has no subscriber on this master is skipped and taken off the order and the park: a
+ * waiting process that died is not given the lock for its whole ttl.
  * A key held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's
  * WRONGTYPE into an error table, which never equals the token — no extra command, no error.
  */
@@ -55,10 +58,21 @@ for i = 1, n do
       -- pass), joins the order.
       local pk = ARGV[7] and KEYS[2 * n + i]
       redis.call('ZREMRANGEBYSCORE', q, '-inf', '-1')
-      local c = redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 2)
       local me = ${ENGINE_OF('ARGV[1]')}
-      local nx = c[1]
-      if nx == me then nx = c[2] end
+      local nx = nil
+      for _, m in ipairs(redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 4)) do
+        if m ~= me then
+          -- (ARGV[13], installs on standalone masters: an engine whose alive channel has no
+          -- subscriber here is gone — off the order and the park, the next one is named.)
+          if ARGV[13] and ARGV[13] ~= '' and redis.call('PUBSUB', 'NUMSUB', ARGV[13] .. m)[2] == 0 then
+            redis.call('ZREM', q, m)
+            if pk then redis.call('HDEL', pk, m) end
+          else
+            nx = m
+            break
+          end
+        end
+      end
       if nx then
         redis.call('ZREM', q, nx)
         local inst = nil
