@@ -234,8 +234,8 @@ export class LocalQueue implements LineTable {
    */
   granted(ticket: Ticket, lock: Lock, watchers?: number, polled = 0, installed = false): void {
     lockState(lock).othersWait = othersWaited(ticket, watchers, polled, installed);
-    for (const { line } of ticket.slots) line.lingering = false;
     for (const { line } of ticket.slots) {
+      line.lingering = false;
       if (ticket.exclusive) line.holder = lock;
       line.heldBy = undefined;
       line.streak = ticket.local ? line.streak + 1 : 0;

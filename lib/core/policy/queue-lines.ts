@@ -43,8 +43,9 @@ export interface Slot {
 }
 
 /**
- * The queue of one resource. Exists while it has entries, and while the exclusive holder it
- * granted last holds, when that resource was contended (it has a release watch: `kept`).
+ * The queue of one resource. Exists while it has entries; when that resource was contended (it
+ * has a release watch), also while the exclusive holder it granted last holds, and LINGER_MS
+ * after a lock that other engines waited for ended (policy/kept-lines.ts).
  */
 export interface Line {
   readonly resource: string;
@@ -53,8 +54,8 @@ export interface Line {
   /** The local exclusive holder granted from this queue, while it may still be valid. */
   holder: Lock | undefined;
   /**
-   * Kept without entries for its holder (policy/local-queue.ts `leave`): the timeline entry that
-   * drops it at the holder's validity end, should the holder neither release nor be lost.
+   * Kept without entries (policy/kept-lines.ts): the timeline entry that drops it at its holder's
+   * validity end, should the holder neither release nor be lost, or when it stopped lingering.
    */
   kept: TimelineEntry | undefined;
   /**
