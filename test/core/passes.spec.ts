@@ -70,6 +70,36 @@ function alive(engineId: string): Promise<number[]> {
   );
 }
 
+/** `rl` acquires `r`, noting `name` in `order` once granted. */
+function noted(rl: Redlock, r: string, order: string[], name: string): Promise<Lock> {
+  return rl.acquire(r, { ttl: TTL }).then((lock) => {
+    order.push(name);
+    return lock;
+  });
+}
+
+/**
+ * `rl` (engine `engineId`) asks for `r` held by another engine ({@link noted}); resolves once it
+ * is the one engine in the masters' order of `r` and its alive channel has a subscriber on every
+ * master, with its pending acquire.
+ */
+async function waitingBehind(
+  rl: Redlock,
+  engineId: string,
+  r: string,
+  order: string[],
+  name: string,
+): Promise<{ turn: Promise<Lock> }> {
+  const turn = noted(rl, r, order, name);
+  await waitUntil(async () =>
+    (await Promise.all(suite.probe.map((p) => p.zrange(orderKey(PREFIX, r), '0', '-1')))).every(
+      (members) => members.length === 1,
+    ),
+  );
+  await waitUntil(async () => (await alive(engineId)).every((n) => n > 0));
+  return { turn };
+}
+
 /** What `store`'s engine hears announced for `r` (first announcements only). */
 async function heard(
   store: RedisStore,
@@ -172,23 +202,11 @@ describe('passes', () => {
     await first.release();
     const bLock = await bFirst;
     // c waits behind b (in the order on the masters, its subscriber connections up).
-    const cTurn = c.acquire(r, { ttl: TTL }).then((l) => {
-      order.push('c');
-      return l;
-    });
-    await waitUntil(async () =>
-      (await Promise.all(suite.probe.map((p) => p.zrange(orderKey(PREFIX, r), '0', '-1')))).every(
-        (members) => members.length === 1,
-      ),
-    );
-    await waitUntil(async () => (await alive(stores[2].engineId)).every((n) => n > 0));
+    const { turn: cTurn } = await waitingBehind(c, stores[2].engineId, r, order, 'c');
     // b releases and asks again at once: its attempt is right behind its release on the same
     // connections, ahead of c's, which waits for the announcement. The pass gave c the lock.
     await bLock.release();
-    const bAgain = b.acquire(r, { ttl: TTL }).then((l) => {
-      order.push('b');
-      return l;
-    });
+    const bAgain = noted(b, r, order, 'b');
     const cLock = await cTurn;
     await sleep(20);
     expect(order).toEqual(['c']);
@@ -214,21 +232,9 @@ describe('kept queues', () => {
     const bSecond = await b.acquire(r, { ttl: TTL });
     expect(bSecond.attempts).toBe(1);
     // c waits behind b's second lock; b releases it and asks again at once: c goes first.
-    const cTurn = c.acquire(r, { ttl: TTL }).then((l) => {
-      order.push('c');
-      return l;
-    });
-    await waitUntil(async () =>
-      (await Promise.all(suite.probe.map((p) => p.zrange(orderKey(PREFIX, r), '0', '-1')))).every(
-        (members) => members.length === 1,
-      ),
-    );
-    await waitUntil(async () => (await alive(stores[2].engineId)).every((n) => n > 0));
+    const { turn: cTurn } = await waitingBehind(c, stores[2].engineId, r, order, 'c');
     await bSecond.release();
-    const bThird = b.acquire(r, { ttl: TTL }).then((l) => {
-      order.push('b');
-      return l;
-    });
+    const bThird = noted(b, r, order, 'b');
     await (await cTurn).release();
     await (await bThird).release();
     expect(order).toEqual(['c', 'b']);
