@@ -106,7 +106,7 @@ export class Redlock {
       ...this.policy,
       held: this.held,
       handover: (lock, token) => this.queue.handover(lock, token),
-      announceAs: (lock) => this.queue.announceAs(lock),
+      announceAs: (lock, s) => this.queue.announceAs(lock, s),
     };
     this.loop = {
       store: this.store,

@@ -1,7 +1,7 @@
 import { monotonicNow } from '../clock';
 import type { NodeVote } from '../errors';
 import { lockState } from '../lock';
-import type { Lock } from '../lock';
+import type { Lock, LockState } from '../lock';
 import { onAbort } from '../wake';
 import { announcedDelay } from './announced';
 import { decline, handoverTo } from './handover';
@@ -233,7 +233,7 @@ export class LocalQueue implements LineTable {
    * other engines waited for it is kept for its release (queue-lines.ts `othersWaited`).
    */
   granted(ticket: Ticket, lock: Lock, watchers?: number, polled = 0, installed = false): void {
-    lockState(lock).othersWait = othersWaited(ticket, watchers, polled, installed);
+    if (othersWaited(ticket, watchers, polled, installed)) lockState(lock).othersWait = true;
     for (const { line } of ticket.slots) {
       line.lingering = false;
       if (ticket.exclusive) line.holder = lock;
@@ -308,7 +308,7 @@ export class LocalQueue implements LineTable {
    * order as far as its queue knows (`Line.ordered`), and marks the queue to take its entry off
    * when it ends (`marked`).
    */
-  announceAs(lock: Lock): 'release' | 'yield' | 'pass' {
+  announceAs(lock: Lock, s: LockState): 'release' | 'yield' | 'pass' {
     for (const resource of lock.resources) {
       const line = this.lines.get(resource);
       if (line?.yielding && line.watchers > 1) {
@@ -316,7 +316,7 @@ export class LocalQueue implements LineTable {
         return 'yield';
       }
     }
-    return lockState(lock).othersWait ? 'pass' : 'release';
+    return s.othersWait ? 'pass' : 'release';
   }
 
   /** Wakes every sleeper (the engine drains or closes) and stops the timer. */

@@ -20,7 +20,7 @@ export interface ReleaseContext {
   /** Starts a local hand-over of `lock` (policy/handover.ts), when a local waiter may take it. */
   readonly handover?: (lock: Lock, token: string) => Handover | undefined;
   /** How the release of `lock`, once ended, is announced (policy/local-queue.ts `announceAs`). */
-  readonly announceAs?: (lock: Lock) => 'release' | 'yield' | 'pass';
+  readonly announceAs?: (lock: Lock, s: LockState) => 'release' | 'yield' | 'pass';
 }
 
 const RELEASE_OPTION_NAMES = Object.freeze(['lockAtLeastFor'] as const);
@@ -125,7 +125,7 @@ export async function releaseLock(
   } else {
     // A lock whose next local waiter yields to other processes is announced as such (their heads
     // then attempt in order: policy/local-queue.ts); kept keys are not announced at all.
-    const announce = keepFor === undefined ? (ctx.announceAs?.(lock) ?? 'release') : 'release';
+    const announce = keepFor === undefined ? (ctx.announceAs?.(lock, s) ?? 'release') : 'release';
     result = await ctx.store.release(grant, waitAll, keepFor, undefined, announce);
   }
   if (ctx.observers.active) {
