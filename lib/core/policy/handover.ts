@@ -109,8 +109,8 @@ export function handoverResult(
  * Hands `lock` (a plain lock being released with `token`) to the next local waiter of `lines`
  * (the local queue's, policy/local-queue.ts): one that asks for exactly its resources as a
  * plain lock, sleeps, comes first in each of their queues, within the streak's bound
- * (streak.ts `mustYield`). It is woken to take the lock over in its next attempt. `undefined` when none may
- * (the release goes on as usual).
+ * (streak.ts `mustYield`). It is woken to take the lock over in its next attempt. `undefined`
+ * when none may (the release goes on as usual).
  */
 export function handoverTo(
   lines: ReadonlyMap<string, Line>,

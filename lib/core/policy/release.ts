@@ -123,8 +123,9 @@ export async function releaseLock(
       result = handoverResult(taken, others);
     }
   } else {
-    // A lock whose next local waiter yields to other processes is announced as such (their heads
-    // then attempt in order: policy/local-queue.ts); kept keys are not announced at all.
+    // A lock whose next local waiter yields to other processes, or that other processes waited
+    // for, goes to the one that waited longest (a yield or a pass: policy/local-queue.ts
+    // `announceAs`); kept keys are not announced at all.
     const announce = keepFor === undefined ? (ctx.announceAs?.(lock, s) ?? 'release') : 'release';
     result = await ctx.store.release(grant, waitAll, keepFor, undefined, announce);
   }

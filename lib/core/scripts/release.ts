@@ -60,6 +60,7 @@ for i = 1, n do
       redis.call('ZREMRANGEBYSCORE', q, '-inf', '-1')
       local me = ${ENGINE_OF('ARGV[1]')}
       local nx = nil
+      -- (At most 4 looked at: gone ones met are taken off, so the next release looks further.)
       for _, m in ipairs(redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 4)) do
         if m ~= me then
           -- (ARGV[13], installs on standalone masters: an engine whose alive channel has no
