@@ -182,6 +182,7 @@ export async function attemptOnMasters(
     votes: tally.votes,
     fencingTokens,
     ended: false,
+    othersWait: input.orderKeys !== undefined && othersWaitIn(tally),
     ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
     ...(input.handoverFrom === undefined ? {} : { ...othersOf(tally), takenOver: tally.final }),
   });
@@ -214,7 +215,7 @@ function readHandover(
   let polled = 0;
   const rest = groups.map((g): GroupReply => {
     const v = g.value;
-    if (!Array.isArray(v) || v[0] !== 1 || v.length < 4) return g;
+    if (!Array.isArray(v) || (v[0] !== 1 && v[0] !== 2) || v.length < 4) return g;
     const w: unknown = v[v.length - 2];
     const p: unknown = v[v.length - 1];
     watchers = Math.max(watchers, typeof w === 'number' && w >= 0 ? w : Infinity);
@@ -239,6 +240,14 @@ function othersOf(tally: Tally<AcquireAnswer>): { watchers: number; polled: numb
     polled = Math.max(polled, r.value.polled ?? 0);
   }
   return { watchers, polled };
+}
+
+/** Whether a granting master said that other engines wait in the resource's order. */
+function othersWaitIn(tally: Tally<AcquireAnswer>): boolean {
+  for (const r of tally.replies) {
+    if (r?.kind === 'reply' && r.value.granted && r.value.othersWait === true) return true;
+  }
+  return false;
 }
 
 /**

@@ -193,6 +193,33 @@ describe('ordered yields', () => {
     }
   });
 
+  it('a grant says whether other engines still wait in the order', async () => {
+    const { all, close } = await stores();
+    try {
+      const [a, b, c] = all;
+      const r = uniqueResource('ordered-others');
+      const req = retrying(r);
+      const held = (await a.attempt(req(1))).grant as Grant;
+      expect(held.othersWait).toBe(false); // nobody in the order
+      // b, then c, wait behind a's lock; a lets go without a yield (no reservation).
+      expect((await b.attempt(req(1000))).grant).toBeUndefined();
+      expect((await c.attempt(req(2000))).grant).toBeUndefined();
+      await a.release(held, true);
+      // b takes the free key and leaves the order; c still waits there.
+      const bGrant = (await b.attempt(req(1000))).grant as Grant;
+      expect(bGrant.othersWait).toBe(true);
+      expect(await orders(r)).toEqual(everyMaster([c.engineId, '2000']));
+      await b.release(bGrant, true);
+      // c was the last one waiting.
+      const cGrant = (await c.attempt(req(2000))).grant as Grant;
+      expect(cGrant.othersWait).toBe(false);
+      expect(await orders(r)).toEqual(everyMaster([]));
+      await c.release(cGrant, true);
+    } finally {
+      await close();
+    }
+  });
+
   it('a single attempt (no retry) takes part in no order', async () => {
     const { all, close } = await stores();
     try {

@@ -190,6 +190,33 @@ describe('passes', () => {
     await b.release(got[0] as Grant, true);
   });
 
+  it('a lock taken at the first attempt while another engine waits in the order is passed on: the releasing process does not take it again', async () => {
+    const { locks, stores } = await processes(3, RETRY);
+    const [a] = locks;
+    const [, h, c] = stores;
+    const r = uniqueResource('first-attempt-pass');
+    const got: (Grant | undefined)[] = [];
+    c.onInstalled((_resource, grant) => got.push(grant));
+    // c waits behind h's lock (in the order, its token parked); h lets go without passing it
+    // on, and nobody takes the free key before a does, at its first attempt.
+    const held = (await h.attempt(retrying(r, 1))).grant as Grant;
+    const cWatch = await c.watchReleases(r, () => undefined);
+    cleanup.push(() => cWatch?.stop());
+    expect((await c.attempt(retrying(r, 1000))).grant).toBeUndefined();
+    await h.release(held, true);
+    const first = await a.acquire(r, { ttl: TTL });
+    expect(first.attempts).toBe(1);
+    // a releases and asks again at once: c, which waited, has the lock.
+    await first.release();
+    const again = a.acquire(r, { ttl: TTL });
+    await waitUntil(() => got.length > 0);
+    const grant = got[0] as Grant;
+    expect(grant.token.startsWith(c.engineId)).toBe(true);
+    for (const p of suite.probe) expect(await p.get(h.keyOf(r))).toBe(grant.token);
+    await c.release(grant, true);
+    await (await again).release();
+  });
+
   it('the release of a lock another engine kept waiting goes to the engine that waited longest, not to the releasing process again', async () => {
     const { locks, stores } = await processes(3, RETRY);
     const [a, b, c] = locks;

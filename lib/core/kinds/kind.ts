@@ -148,6 +148,12 @@ export interface AcquireAnswer {
    */
   readonly polled?: number;
   /**
+   * Granted while other engines wait for the resource in the masters' order (mutex, one
+   * resource: ACQUIRE_SCRIPT's `{2, age, …}`): the lock's release is a pass
+   * (policy/local-queue.ts `announceAs`), not a plain release that its own process could win.
+   */
+  readonly othersWait?: boolean;
+  /**
    * Another kind of lock at one of the keys (`{-1, age, keyTtl, kind, limit}`): the request's
    * kind cannot be granted there whatever the timing — a `KindMismatchError` (errors.ts), never
    * contention. Never set together with `granted`.

@@ -83,9 +83,16 @@ export const MUTEX: LockKind = {
         counters = v.slice(2).map(Number);
         if (!counters.every(Number.isFinite)) counters = undefined;
       }
-      return { granted: true, markerAge: age, holderTtl: undefined, counters };
+      return {
+        granted: true,
+        markerAge: age,
+        holderTtl: undefined,
+        counters,
+        othersWait: v[0] === 2,
+      };
     }
     let granted = true;
+    let othersWait = false;
     let markerAge: number | undefined;
     let holderTtl: number | undefined;
     // The plain lock that refused, named only when every refused group names the same one
@@ -105,8 +112,11 @@ export const MUTEX: LockKind = {
         granted = false;
         const h = typeof v[3] === 'string' ? v[3] : null;
         holder = holder === undefined || holder === h ? h : null;
-      } else if (v.length === group.resources.length + 2) {
-        group.resources.forEach((r, i) => counted.set(r, Number(v[2 + i])));
+      } else {
+        if (v[0] === 2) othersWait = true;
+        if (v.length === group.resources.length + 2) {
+          group.resources.forEach((r, i) => counted.set(r, Number(v[2 + i])));
+        }
       }
     }
     let counters: number[] | undefined;
@@ -114,7 +124,13 @@ export const MUTEX: LockKind = {
       counters = resources.map((r) => counted.get(r) ?? NaN);
       if (!counters.every(Number.isFinite)) counters = undefined;
     }
-    const answer = { granted, markerAge, holderTtl: granted ? undefined : holderTtl, counters };
+    const answer = {
+      granted,
+      markerAge,
+      holderTtl: granted ? undefined : holderTtl,
+      counters,
+      othersWait: granted && othersWait,
+    };
     if (mismatch) return { ...answer, mismatch };
     return typeof holder === 'string' ? { ...answer, holder } : answer;
   },
@@ -189,11 +205,15 @@ export const MUTEX: LockKind = {
 };
 
 /** An acquire reply `{1|0|-1, age, ...}`, or a {@link ReplyFormatError}. */
-function checked(v: unknown): [-1 | 0 | 1, number, ...unknown[]] {
-  if (!Array.isArray(v) || (v[0] !== 0 && v[0] !== 1 && v[0] !== -1) || typeof v[1] !== 'number') {
+function checked(v: unknown): [-1 | 0 | 1 | 2, number, ...unknown[]] {
+  if (
+    !Array.isArray(v) ||
+    (v[0] !== 0 && v[0] !== 1 && v[0] !== 2 && v[0] !== -1) ||
+    typeof v[1] !== 'number'
+  ) {
     throw new ReplyFormatError('acquire', v);
   }
-  return v as [-1 | 0 | 1, number, ...unknown[]];
+  return v as [-1 | 0 | 1 | 2, number, ...unknown[]];
 }
 
 /** The answer to a `{-1, age, keyTtl, kind, limit}` reply (decoded completely, or an error). */

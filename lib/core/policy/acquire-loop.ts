@@ -10,6 +10,7 @@ import type { Lock } from '../lock';
 import type { CheckedAcquire } from '../request';
 import type { LocalQueue, Ticket } from './local-queue';
 import { admitted, contended, defers, holdersEnd, waitingSince } from './queue-lines';
+import type { GrantNews } from './queue-lines';
 import type { Grant, LockStore } from './store';
 import { unused } from './installed';
 
@@ -24,6 +25,8 @@ export type AttemptResult =
       readonly polled?: number;
       /** A hand-over's grant: every master's final vote on the take-over (`Grant.takenOver`). */
       readonly takenOver?: Promise<readonly NodeVote[]>;
+      /** Other engines waited in the masters' order when it was granted (`Grant.othersWait`). */
+      readonly othersWait?: boolean;
     }
   | {
       readonly lock?: undefined;
@@ -33,6 +36,9 @@ export type AttemptResult =
       /** Contended by one holder with a quorum: its token (see `AttemptOutcome`). */
       readonly heldBy?: string;
     };
+
+/** What the queue learns from an installed grant (another engine's yield or pass gave it). */
+const INSTALLED: GrantNews = { installed: true };
 
 /** What the acquire loop needs from the engine. */
 export interface LoopContext {
@@ -110,7 +116,7 @@ export async function acquireLoop(
           unused(ctx.store, installed);
         } else {
           const lock = ctx.adopt(installed, ++attempts);
-          queue.granted(ticket, lock, undefined, 0, true);
+          queue.granted(ticket, lock, INSTALLED);
           return ctx.granted(lock, start, lockAtLeastFor);
         }
       }
@@ -149,7 +155,7 @@ export async function acquireLoop(
       }
       last = result;
       if (last.lock) {
-        if (ticket) queue.granted(ticket, last.lock, last.watchers, last.polled);
+        if (ticket) queue.granted(ticket, last.lock, last);
         return ctx.granted(last.lock, start, lockAtLeastFor);
       }
       if (last.error instanceof ShuttingDownError) {

@@ -66,8 +66,8 @@ function resultOf(
 ): AttemptResult {
   if (outcome.grant) {
     const lock = createLock(ctx, outcome.grant, attemptNo);
-    const { watchers, polled, takenOver } = outcome.grant;
-    return { lock, watchers, polled, takenOver };
+    const { watchers, polled, takenOver, othersWait } = outcome.grant;
+    return { lock, watchers, polled, takenOver, othersWait };
   }
   const detail: LockErrorDetail = {
     resources: req.resources,

@@ -10,6 +10,7 @@ import { afterHolder, dropLine, keepOrDrop } from './kept-lines';
 import type { LineTable } from './kept-lines';
 import type { Handover } from './handover';
 import { countHeard, front, newLine, newTicket, othersWaited } from './queue-lines';
+import type { GrantNews } from './queue-lines';
 import type { Line, Slot, Ticket } from './queue-lines';
 import type { LockStore, ReleaseWatch, Reserved } from './store';
 import { mustYield } from './streak';
@@ -227,13 +228,13 @@ export class LocalQueue implements LineTable {
   }
 
   /**
-   * `ticket` was granted `lock`: it is recorded as the local holder, then leaves the queue.
-   * `watchers`, `polled`: what a hand-over's grant learnt (`Grant.watchers`, `Grant.polled`);
-   * not known otherwise. `installed`: a yield or a pass of another engine installed it. Whether
-   * other engines waited for it is kept for its release (queue-lines.ts `othersWaited`).
+   * `ticket` was granted `lock` (`news`: what the grant told, queue-lines.ts `GrantNews`): it is
+   * the local holder now, and leaves the queue. Whether others waited is kept (`othersWaited`).
    */
-  granted(ticket: Ticket, lock: Lock, watchers?: number, polled = 0, installed = false): void {
-    if (othersWaited(ticket, watchers, polled, installed)) lockState(lock).othersWait = true;
+  granted(ticket: Ticket, lock: Lock, news: GrantNews): void {
+    if (othersWaited(ticket, news)) lockState(lock).othersWait = true;
+    const { watchers } = news;
+    const polled = news.polled ?? 0;
     for (const { line } of ticket.slots) {
       line.lingering = false;
       if (ticket.exclusive) line.holder = lock;

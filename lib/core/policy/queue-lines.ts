@@ -150,23 +150,36 @@ export function holderUntil(line: Line, now: number): number {
 }
 
 /**
+ * What a grant told the local queue (policy/local-queue.ts `granted`): an attempt's result
+ * (policy/acquire-loop.ts `AttemptResult`) is one.
+ */
+export interface GrantNews {
+  /** A hand-over's grant: the release watchers the masters counted (`Grant.watchers`). */
+  readonly watchers?: number;
+  /** A hand-over's grant: the longest poll mark the masters had (ms, `Grant.polled`). */
+  readonly polled?: number;
+  /** Other engines waited in the masters' order (`Grant.othersWait`). */
+  readonly othersWait?: boolean;
+  /** Installed by another engine's yield or pass. */
+  readonly installed?: boolean;
+}
+
+/**
  * Whether other engines waited for the plain lock of one resource that `ticket` was just granted
  * (`LockState.othersWait`: its release is a pass, policy/local-queue.ts `announceAs`): it was
- * installed by another engine's yield or pass, a hand-over's grant counted another engine's
- * watch (`watchers` > 1) or poll mark, or this acquire was refused by another engine's plain
- * lock, or this engine yielded, meanwhile (`Line.ordered`: it entered the masters' order), or
- * its queue was kept after a lock that others waited for (`Line.lingering`).
+ * installed by another engine's yield or pass, the masters had other engines in the order
+ * (`othersWait`, even at a first attempt), a hand-over's grant counted another engine's watch
+ * (`watchers` > 1) or poll mark, or this acquire was refused by another engine's plain lock, or
+ * this engine yielded, meanwhile (`Line.ordered`: it entered the masters' order), or its queue
+ * was kept after a lock that others waited for (`Line.lingering`).
  */
-export function othersWaited(
-  ticket: Ticket,
-  watchers: number | undefined,
-  polled: number,
-  installed: boolean,
-): boolean {
+export function othersWaited(ticket: Ticket, news: GrantNews): boolean {
   if (!ticket.exclusive || ticket.slots.length !== 1) return false;
+  const { watchers } = news;
   return (
-    installed ||
-    polled > 0 ||
+    news.installed === true ||
+    news.othersWait === true ||
+    (news.polled ?? 0) > 0 ||
     (watchers !== undefined && watchers > 1) ||
     ticket.slots[0].line.ordered ||
     ticket.slots[0].line.lingering

@@ -52,6 +52,13 @@ export interface Grant {
    */
   readonly polled?: number;
   /**
+   * Other engines waited for the resource when it was granted (a granting master had them in
+   * its order: ordered yields, one plain resource): its release is a pass to the one that waited
+   * longest (policy/local-queue.ts `announceAs`), even for a lock taken at the first attempt.
+   * Absent or false otherwise, and from stores without the order.
+   */
+  readonly othersWait?: boolean;
+  /**
    * A local hand-over's grant: every master's final vote on the take-over, once each answered
    * or its per-node timeout passed (the verdict came at a quorum, maybe before some of them).
    * The releasing holder releases its keys only where the take-over was not `ok` in the end

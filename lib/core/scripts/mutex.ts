@@ -120,7 +120,9 @@ end`;
  * (token and ttl), so the hand-over is one round with no delete in between and no release
  * announcement; keys of any other holder refuse as usual.
  *
- * Returns {1, age} on success, followed by one fencing counter per key when fencing is on and,
+ * Returns {1, age} on success — {2, age} when other engines wait in the order (ordered yields:
+ * the key was free and not reserved for another engine, but the order has other members) —
+ * followed by one fencing counter per key when fencing is on and,
  * for a hand-over (`prev` given), by the largest subscriber count of the keys' release channels
  * (PUBSUB NUMSUB: the watchers of every engine, this one's included; policy/local-queue.ts) and
  * the longest remaining poll mark of another engine on the keys in ms (0: none; policy/streak.ts);
@@ -201,6 +203,7 @@ if n == 1 and ARGV[10] then
   if q and ARGV[11] then pk = KEYS[o0 + 2] end
 end
 local held = false
+local others = false
 local set = n > 1
 if n == 1 then
   -- A hand-over reads first: the releasing holder's key is overwritten below (GET, SET instead
@@ -230,6 +233,9 @@ if n == 1 then
         end
         redis.call('ZREM', q, me)
         if pk then redis.call('HDEL', pk, me) end
+        -- Other engines still wait in the order: the reply says so (2), and this lock's
+        -- release will be a pass (policy/local-queue.ts announceAs), even at a first attempt.
+        others = redis.call('ZCARD', q) > 0
       end
     end
   end
@@ -248,7 +254,7 @@ if set then
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   end
 end
-local res = {1, age}
+local res = {others and 2 or 1, age}
 ${FENCE_COUNTERS_LUA}
 if prev then
   -- A hand-over also reports the release channels' subscriber connections on this master (the

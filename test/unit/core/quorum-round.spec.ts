@@ -266,7 +266,30 @@ describe('the mutex kind reads replies, never guessing', () => {
       markerAge: 5000,
       holderTtl: undefined,
       counters: [3, 7],
+      othersWait: false,
     });
+  });
+
+  it('granted while other engines wait in the order: status 2, on one group or any of several', () => {
+    expect(MUTEX.readAcquire(one([2, -1, 4]), ['a'])).toEqual({
+      granted: true,
+      markerAge: undefined,
+      holderTtl: undefined,
+      counters: [4],
+      othersWait: true,
+    });
+    expect(MUTEX.readAcquire(one([1, -1, 4]), ['a']).othersWait).toBe(false);
+    const groups = [
+      { resources: ['b'], value: [1, -1, 7] },
+      { resources: ['a'], value: [2, -1, 3] },
+    ];
+    expect(MUTEX.readAcquire(groups, ['a', 'b'])).toMatchObject({
+      counters: [3, 7],
+      othersWait: true,
+    });
+    // Not granted (one group refused): nobody's wait is reported.
+    const refused = [groups[1], { resources: ['b'], value: [0, -1, 900] }];
+    expect(MUTEX.readAcquire(refused, ['a', 'b']).othersWait).toBe(false);
   });
 
   it('refused: the holder ttl of the first refused group', () => {
@@ -295,7 +318,7 @@ describe('the mutex kind reads replies, never guessing', () => {
   });
 
   it('a malformed reply is an error, not a grant', () => {
-    for (const bad of [null, 'OK', [2, 0], [1], {}]) {
+    for (const bad of [null, 'OK', [3, 0], [1], {}]) {
       expect(() => MUTEX.readAcquire(one(bad), ['a'])).toThrow(ReplyFormatError);
     }
   });
