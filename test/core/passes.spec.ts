@@ -145,6 +145,35 @@ describe('passes', () => {
     await b.release(grant, true);
   });
 
+  it('a pass gives the lock away on every master where the key is free, never where another holder has it', async () => {
+    const { stores } = await processes(3);
+    const [a, b] = stores;
+    const r = uniqueResource('pass-free');
+    const key = a.keyOf(r);
+    const got: (Grant | undefined)[] = [];
+    b.onInstalled((_resource, grant) => got.push(grant));
+    const held = (await a.attempt(retrying(r, 1))).grant as Grant;
+    const bWatch = await b.watchReleases(r, () => undefined);
+    cleanup.push(() => bWatch?.stop());
+    expect((await b.attempt(retrying(r, 1000))).grant).toBeUndefined();
+    // a's key is gone from the first master (expired there, say); another holder has the
+    // second one's.
+    const [free, taken, kept] = suite.probe;
+    await free.del(key);
+    await taken.set(key, 'another-holder', 'PX', TTL);
+
+    await a.release(held, true, undefined, undefined, 'pass');
+    await waitUntil(() => got.length > 0);
+    const grant = got[0] as Grant;
+    expect(grant.token.startsWith(b.engineId)).toBe(true);
+    // b's token where a's was and where the key was free; the other holder's key untouched.
+    await waitUntil(async () => (await free.get(key)) === grant.token);
+    expect(await kept.get(key)).toBe(grant.token);
+    expect(await taken.get(key)).toBe('another-holder');
+    await taken.del(key);
+    await b.release(grant, true);
+  });
+
   it('a pass while no other engine waits is announced as a plain release', async () => {
     const { stores } = await processes(2);
     const [a, c] = stores;

@@ -6,25 +6,28 @@
  */
 import { monotonicNow } from '../clock';
 import type { Line } from './queue-lines';
-import type { Reserved } from './store';
-import { STAND_BY_MS, YIELD_MS, raceDelay } from './streak';
+import type { Announced, Reserved } from './store';
+import { COLLISION_SPREAD_MS, STAND_BY_MS, YIELD_MS, raceDelay } from './streak';
 import type { Timeline } from './timeline';
 
 /**
- * How long (ms) the head of `line` waits before it attempts after an announcement (`yielded`: a
- * yield; `reserved`: the yield named the engine the masters keep the key for: this one or
- * another), or `undefined` when it stands by ({@link standBy}, which `wake`s it later if need
- * be). Counts the announcement (`Line.announced`).
+ * How long (ms) the head of `line` waits before it attempts after an announcement (`announced`:
+ * a release, a yield or another engine's clean-up; `reserved`: the yield named the engine the
+ * masters keep the key for: this one or another), or `undefined` when it stands by
+ * ({@link standBy}, which `wake`s it later if need be). Counts the announcement
+ * (`Line.announced`).
  *
  * - Named for this engine: at once, whatever races it lost (the reservation also took the
  *   engine off the order).
  * - Named for another: stand by.
  * - A yield that names nobody: `raceDelay`, the longest waiting process first.
+ * - A clean-up (a failed attempt of another engine: votes split): a random delay below
+ *   COLLISION_SPREAD_MS, so that the heads woken by it do not split the votes again.
  * - A local waiter that yields (`Line.yielding`): at least YIELD_MS, so that the others go first.
  */
 export function announcedDelay(
   line: Line,
-  yielded: boolean,
+  announced: Announced,
   reserved: Reserved | undefined,
   timeline: Timeline,
   wake: (line: Line) => void,
@@ -40,7 +43,12 @@ export function announcedDelay(
     return undefined;
   }
   if (reserved === 'own') line.ordered = false;
-  const delay = yielded && reserved === undefined ? raceDelay(line) : 0;
+  const delay =
+    announced === 'cleanup'
+      ? Math.random() * COLLISION_SPREAD_MS
+      : announced === 'yield' && reserved === undefined
+        ? raceDelay(line)
+        : 0;
   return yielding ? Math.max(delay, YIELD_MS) : delay;
 }
 

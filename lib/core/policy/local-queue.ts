@@ -10,9 +10,8 @@ import { afterHolder, dropLine, keepOrDrop } from './kept-lines';
 import type { LineTable } from './kept-lines';
 import type { Handover } from './handover';
 import { countHeard, front, newLine, newTicket, othersWaited } from './queue-lines';
-import type { GrantNews } from './queue-lines';
-import type { Line, Slot, Ticket } from './queue-lines';
-import type { LockStore, ReleaseWatch, Reserved } from './store';
+import type { GrantNews, Line, Slot, Ticket } from './queue-lines';
+import type { Announced, LockStore, ReleaseWatch, Reserved } from './store';
 import { mustYield } from './streak';
 import { Timeline } from './timeline';
 
@@ -164,13 +163,13 @@ export class LocalQueue implements LineTable {
           // this it would sleep until the holder's key expired elsewhere — a whole ttl. (Not
           // when the key is kept for another engine: the attempt would be refused again.)
           if (announced !== 'cleanup' && token === line.heldBy && reserved !== 'other') {
-            this.handOff(line, false);
+            this.handOff(line, false, 'release');
           }
           return;
         }
         // (`subscribed`, a late confirmation: a release may have been missed, try again.)
         if (!(announced === 'cleanup' && line.heldBy !== undefined)) {
-          this.handOff(line, false, announced === 'yield', reserved);
+          this.handOff(line, false, announced, reserved);
         }
       })
       .then((w) => {
@@ -289,7 +288,7 @@ export class LocalQueue implements LineTable {
       const line = this.lines.get(resource);
       if (!line) continue;
       if (line.holder === lock) line.holder = undefined;
-      this.handOff(line, true);
+      this.handOff(line, true, 'release');
       if (!line.first && !line.holder) afterHolder(this, line, lock); // kept for it till now
     }
   }
@@ -333,10 +332,10 @@ export class LocalQueue implements LineTable {
 
   /**
    * Wakes the admitted entries at the front of `line` after a release: a local one at once, an
-   * announced one as policy/announced.ts says (`yielded`: a yield; `reserved`: the yield named
-   * the engine the masters keep the key for).
+   * announced one as policy/announced.ts says (`heard`: what was announced; `reserved`: the
+   * yield named the engine the masters keep the key for).
    */
-  private handOff(line: Line, local: boolean, yielded = false, reserved?: Reserved): void {
+  private handOff(line: Line, local: boolean, heard: Announced, reserved?: Reserved): void {
     if (this.lines.get(line.resource) !== line) return;
     if (local && mustYield(line)) {
       // The streak ends (streak.ts): others go first. Told by a poll mark, the local waiters
@@ -359,7 +358,7 @@ export class LocalQueue implements LineTable {
       return;
     }
     if (!local) {
-      const delay = announcedDelay(line, yielded, reserved, this.timeline, this.wakeStandingBy);
+      const delay = announcedDelay(line, heard, reserved, this.timeline, this.wakeStandingBy);
       if (delay === undefined) return; // standing by (policy/announced.ts)
       if (delay > 0) {
         this.timeline.add(monotonicNow() + delay, () => this.wakeFront(line, false));

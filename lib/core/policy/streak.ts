@@ -62,6 +62,16 @@ export const RACE_LEVELS = 3;
 export const RACE_STEP_MS = 2;
 
 /**
+ * How far (ms) the heads woken by the clean-up of another engine's failed attempt spread their
+ * next attempts (policy/announced.ts: uniformly random in `[0, COLLISION_SPREAD_MS)`): Redlock's
+ * random delay after a failed attempt (docs/REDLOCK.md, "Retry on failure"). Heads refused
+ * by split votes wake on each other's clean-ups; attempting at once, they split the votes again
+ * and clean up again — 4 processes × 1 caller livelocked so for 50–110 ms (bench/README.md,
+ * session 15). Spread over a few round-trips, the first one to attempt usually gets every master.
+ */
+export const COLLISION_SPREAD_MS = 2 * RACE_STEP_MS;
+
+/**
  * Ordered yields: how long (ms) the masters keep a resource that a yield let go for the engine
  * that has waited longest (scripts/mutex.ts RELEASE_SCRIPT): enough for its head to hear the
  * announcement, wait its {@link raceDelay} and reach the masters on a loaded machine. An engine

@@ -26,6 +26,9 @@ const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_I
  * A pass ('4', policy/local-queue.ts `announceAs`: a plain lock released while other engines
  * wait) does the same with ARGV[5] '' (the releasing engine does not join the order, parks
  * nothing: ARGV[7] ''); when no other engine is in the order it is announced as a release.
+ * A yield or a pass with order keys does this on a master where the key is free too (not where
+ * another holder has it), announced only when it names an engine: the engine it gives the lock
+ * to gets it on every master where nobody holds it, not only where the releasing lock was.
  * Hand-over across processes (docs/handover-across-processes.md): with ARGV[7] the yield's order
  * keys are followed by the park keys (kinds/kind-keys.ts `parkKey`), then the fencing counters
  * (ARGV[10] '1') and the boot marker (ARGV[12] '1'); the named engine's parked token is
@@ -46,11 +49,17 @@ local n = #KEYS
 if ARGV[3] then n = tonumber(ARGV[3]) end
 local deleted = 0
 for i = 1, n do
-  if redis.pcall('GET', KEYS[i]) == ARGV[1] then
-    redis.call('DEL', KEYS[i])
-    deleted = deleted + 1
+  local v = redis.pcall('GET', KEYS[i])
+  local q = (ARGV[2] == '3' or ARGV[2] == '4') and KEYS[n + i]
+  -- A yield or a pass also gives the key away where it is free (no lock there: this lock's
+  -- key expired or never got there): else the next holder would hold only where this one did,
+  -- and every waiter's attempt would keep splitting the votes on the other masters.
+  if v == ARGV[1] or (q and not v) then
+    if v then
+      redis.call('DEL', KEYS[i])
+      deleted = deleted + 1
+    end
     local to = ''
-    local q = (ARGV[2] == '3' or ARGV[2] == '4') and KEYS[n + i]
     if q then${NOW_LUA}
       -- A yield (ordered) or a pass: reserve the key for ARGV[4] ms for the engine that has
       -- waited longest (not the releasing one), take it off the order and name it in the
@@ -95,7 +104,10 @@ for i = 1, n do
         end
       end
     end
-    ${publishLua('KEYS[i]', 'to')}
+    -- (Where the key was free, only an engine named is announced: nothing was released.)
+    if v or to ~= '' then
+      ${publishLua('KEYS[i]', 'to')}
+    end
   end
 end
 return deleted

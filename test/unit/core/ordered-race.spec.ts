@@ -3,10 +3,16 @@
  * queues over one announcement bus (a fake store: only release announcements matter here). On
  * a yield announcement the head of the queue that lost more races since its last grant is woken
  * first, whatever the order in which the engines hear it; a plain release wakes every head at
- * once.
+ * once; another engine's clean-up wakes each head at a random time (COLLISION_SPREAD_MS).
  */
-import { afterEach, describe, expect, it } from '@jest/globals';
-import { RACE_LEVELS, RACE_STEP_MS, raceDelay } from '../../../lib/core/policy/streak';
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { monotonicNow } from '../../../lib/core/clock';
+import {
+  COLLISION_SPREAD_MS,
+  RACE_LEVELS,
+  RACE_STEP_MS,
+  raceDelay,
+} from '../../../lib/core/policy/streak';
 import { LocalQueue } from '../../../lib/core/policy/local-queue';
 import type { Ticket } from '../../../lib/core/policy/local-queue';
 import type { LockStore } from '../../../lib/core/policy/store';
@@ -57,6 +63,36 @@ describe('ordered races', () => {
     announce('release');
     await Promise.resolve();
     expect(woken).toBe(2); // no delay: woken within the announcement's tick
+  });
+
+  it("after another engine's clean-up (votes split), the heads attempt at random times within COLLISION_SPREAD_MS", async () => {
+    const { store, announce } = bus();
+    const heads = [];
+    for (let i = 0; i < 2; i++) {
+      const queue = new LocalQueue(store, new AbortController().signal);
+      queues.push(queue);
+      const ticket = queue.join(['r'], true);
+      queue.refused(ticket, [], undefined); // no holder with a quorum: split votes
+      await queue.watch(ticket, 0);
+      heads.push({ queue, ticket });
+    }
+    const woken: number[] = [];
+    const sleeps = heads.map(({ queue, ticket }, i) =>
+      queue.sleep(ticket, Infinity, undefined).then(() => woken.push(i)),
+    );
+    // The first head to hear it draws the later time.
+    const random = jest.spyOn(Math, 'random').mockReturnValueOnce(0.9).mockReturnValueOnce(0.1);
+    const started = monotonicNow();
+    try {
+      announce('cleanup');
+    } finally {
+      random.mockRestore();
+    }
+    await Promise.resolve();
+    expect(woken).toEqual([]); // not within the announcement's tick
+    await Promise.all(sleeps);
+    expect(woken).toEqual([1, 0]);
+    expect(monotonicNow() - started).toBeGreaterThanOrEqual(0.9 * COLLISION_SPREAD_MS - 1);
   });
 
   it('raceDelay: one step per race not yet lost, none from RACE_LEVELS lost races on', () => {
