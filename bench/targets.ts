@@ -45,6 +45,22 @@ export function targetsByScenario(rep: TopologyReport): Record<string, Target[]>
           `best other ${fmt(bestOther(m, 'maxOverMean', false).value, 1)}×`,
         ),
       ];
+    // "No waiter starves" (issue 13, item 3) with one caller per process: the same reading of
+    // "a small multiple of the mean" as in the 4 × 4 scenario.
+    const f = s[`multiproc-few-${p.id}`];
+    if (f && has(f.key))
+      out[f.key] = [
+        absoluteTarget(
+          f,
+          'longest wait ÷ mean wait',
+          'maxOverMean',
+          true,
+          5,
+          '×',
+          1,
+          `best other ${fmt(bestOther(f, 'maxOverMean', false).value, 1)}×`,
+        ),
+      ];
   }
   if (has('waiters')) {
     const w = s.waiters;

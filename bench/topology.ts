@@ -39,6 +39,11 @@ export const PARALLEL = 64;
 export const WORKERS = 16;
 export const PROCESSES = 4;
 export const CALLERS_PER_PROCESS = 4;
+/**
+ * Callers per process of the few-callers scenario (same worker processes): every process's queue
+ * is empty at each release, so no local hand-over hides a library's unfairness across processes.
+ */
+export const FEW_CALLERS = 1;
 export const CRITICAL_MS = 1;
 
 /** Everything measured on one topology. */
@@ -195,6 +200,14 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
       ids: contendedIds,
       description: `${PROCESSES} worker processes, each with its own clients and library instance, ${CALLERS_PER_PROCESS} callers each, ONE resource: acquire, hold ${CRITICAL_MS} ms, release, repeat; ${opts.multiMs} ms per library per round; retry delay ${p.retryDelay} ± ${p.retryJitter} ms. "overlaps" counts holding intervals of two holders that overlap (absolute clock, 0.1 ms tolerance): must be 0. ${grace}`,
       run: (id, tag) => inPool(multi as ProcessPool, id, p, tag, CALLERS_PER_PROCESS, opts.multiMs),
+    });
+  for (const p of multi ? RETRY_PROFILES : [])
+    out.push({
+      key: `multiproc-few-${p.id}`,
+      title: `${PROCESSES} processes × ${FEW_CALLERS} caller, one resource, retry ${p.id}`,
+      ids: contendedIds,
+      description: `The same ${PROCESSES} worker processes with ${FEW_CALLERS} caller each (a service with ${PROCESSES} replicas, each running the same guarded job): acquire, hold ${CRITICAL_MS} ms, release, ask again at once; ${opts.multiMs} ms per library per round; retry delay ${p.retryDelay} ± ${p.retryJitter} ms. No process has a local waiter at a release: the longest wait ÷ the mean shows whether a process starves while others take turns. ${grace}`,
+      run: (id, tag) => inPool(multi as ProcessPool, id, p, tag, FEW_CALLERS, opts.multiMs),
     });
   if (opts.only.has('cost'))
     out.push({
