@@ -100,6 +100,26 @@ async function waitingBehind(
   return { turn };
 }
 
+/**
+ * `holder` takes `r` (a retrying plain attempt), and `waiter` waits behind it: it watches `r`'s
+ * releases and its refused attempt entered it in the order and parked its next token. `got`
+ * collects the waiter's installs.
+ */
+async function holdWithWaiter(
+  holder: RedisStore,
+  waiter: RedisStore,
+  r: string,
+): Promise<{ held: Grant; got: (Grant | undefined)[] }> {
+  const got: (Grant | undefined)[] = [];
+  waiter.onInstalled((_resource, grant) => got.push(grant));
+  const held = (await holder.attempt(retrying(r, 1))).grant as Grant;
+  expect(held).toBeDefined();
+  const watch = await waiter.watchReleases(r, () => undefined);
+  cleanup.push(() => watch?.stop());
+  expect((await waiter.attempt(retrying(r, 1000))).grant).toBeUndefined();
+  return { held, got };
+}
+
 /** What `store`'s engine hears announced for `r` (first announcements only). */
 async function heard(
   store: RedisStore,
@@ -119,15 +139,9 @@ describe('passes', () => {
     const { stores } = await processes(3);
     const [a, b, c] = stores;
     const r = uniqueResource('pass');
-    const got: (Grant | undefined)[] = [];
-    b.onInstalled((_resource, grant) => got.push(grant));
     const toC = await heard(c, r);
-    const held = (await a.attempt(retrying(r, 1))).grant as Grant;
-    expect(held).toBeDefined();
     // b waits: its refused attempt enters it in the order and parks its next token.
-    const bWatch = await b.watchReleases(r, () => undefined);
-    cleanup.push(() => bWatch?.stop());
-    expect((await b.attempt(retrying(r, 1000))).grant).toBeUndefined();
+    const { held, got } = await holdWithWaiter(a, b, r);
 
     await a.release(held, true, undefined, undefined, 'pass');
     await waitUntil(() => got.length > 0);
@@ -150,12 +164,7 @@ describe('passes', () => {
     const [a, b] = stores;
     const r = uniqueResource('pass-free');
     const key = a.keyOf(r);
-    const got: (Grant | undefined)[] = [];
-    b.onInstalled((_resource, grant) => got.push(grant));
-    const held = (await a.attempt(retrying(r, 1))).grant as Grant;
-    const bWatch = await b.watchReleases(r, () => undefined);
-    cleanup.push(() => bWatch?.stop());
-    expect((await b.attempt(retrying(r, 1000))).grant).toBeUndefined();
+    const { held, got } = await holdWithWaiter(a, b, r);
     // a's key is gone from the first master (expired there, say); another holder has the
     // second one's.
     const [free, taken, kept] = suite.probe;
@@ -224,14 +233,9 @@ describe('passes', () => {
     const [a] = locks;
     const [, h, c] = stores;
     const r = uniqueResource('first-attempt-pass');
-    const got: (Grant | undefined)[] = [];
-    c.onInstalled((_resource, grant) => got.push(grant));
     // c waits behind h's lock (in the order, its token parked); h lets go without passing it
     // on, and nobody takes the free key before a does, at its first attempt.
-    const held = (await h.attempt(retrying(r, 1))).grant as Grant;
-    const cWatch = await c.watchReleases(r, () => undefined);
-    cleanup.push(() => cWatch?.stop());
-    expect((await c.attempt(retrying(r, 1000))).grant).toBeUndefined();
+    const { held, got } = await holdWithWaiter(h, c, r);
     await h.release(held, true);
     const first = await a.acquire(r, { ttl: TTL });
     expect(first.attempts).toBe(1);
