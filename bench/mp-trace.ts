@@ -1,0 +1,203 @@
+/**
+ * Probe, our engine only (not a side-by-side scenario): E child processes (4), each with its own
+ * connections, one engine and C callers (1), take one resource in turns (held 1 ms) for D ms
+ * (4000), retry RD ms (10), 5 masters, quarantine off. Each engine's store is instrumented
+ * (attempts with their votes, releases, announcements heard, installs); the parent merges the
+ * events on the absolute clock:
+ *
+ *   npx ts-node --transpile-only bench/mp-trace.ts            # summary: rates, event counts
+ *   SHOW=1 npx ts-node --transpile-only bench/mp-trace.ts     # + the longest wait's events
+ *
+ * Written for session 15 (bench/README.md, "Split installs and clean-up storms"): counts the
+ * installs that failed (`INSTALLED none`), which the in-process probe (bench/few-callers.ts,
+ * one event loop for every engine) hardly shows.
+ */
+import { spawn } from 'node:child_process';
+import { Redlock } from '../lib/core/redlock';
+import { RedisMasters } from '../test/harness/redis-masters';
+import { STORE_FACTORY } from '../lib/core/policy/store';
+import type { StoreFactory } from '../lib/core/policy/store';
+import type { RedlockClient } from '../lib/core/settings';
+import { RedisStore } from '../lib/core/redis-store';
+import { benchClients } from './clients';
+
+const abs = (): number => performance.timeOrigin + performance.now();
+const NAMES = 'ABCDEFGH';
+type Ev = { t: number; e: number; what: string };
+
+async function child(
+  e: number,
+  urls: string[],
+  startAt: number,
+  D: number,
+  C: number,
+  RD: number,
+): Promise<void> {
+  const events: Ev[] = [];
+  const grants: { e: number; asked: number; got: number; rel: number; attempts: number }[] = [];
+  const who = (tok?: string): string => (tok ? tok.slice(0, 3) + ':' + tok.slice(12, 16) : '-');
+  const factory = {
+    [STORE_FACTORY]: true,
+    masters: urls.length,
+    open: (resolved: never) => {
+      const st = new RedisStore(clientsRef as RedlockClient[], resolved);
+      const attempt = st.attempt.bind(st);
+      st.attempt = async (req) => {
+        const t0 = abs();
+        const o = await attempt(req);
+        events.push({
+          t: abs(),
+          e,
+          what: `attempt(${(abs() - t0).toFixed(1)}ms) ${o.grant ? 'GRANT' + (o.grant.othersWait ? ' ow' : '') : 'refused heldBy=' + who(o.heldBy) + ' [' + o.votes.map((v) => v.outcome[0]).join('') + ']'}${req.handoverFrom ? ' handover' : ''}${req.defer ? ' defer' : ''}`,
+        });
+        return o;
+      };
+      const rel = st.release.bind(st);
+      st.release = (g, ...rest) => {
+        events.push({ t: abs(), e, what: `release ${who(g.token)} ${rest[3] ?? ''}` });
+        return rel(g, ...rest);
+      };
+      const wr = st.watchReleases.bind(st);
+      st.watchReleases = (r, cb) =>
+        wr(r, (announced, token, repeat, reserved, install) => {
+          if (!repeat)
+            events.push({
+              t: abs(),
+              e,
+              what: `  heard ${announced} ${who(token)} ${reserved ?? ''}${install ? ' install' : ''}`,
+            });
+          cb(announced, token, repeat, reserved, install);
+        });
+      const on = st.onInstalled.bind(st);
+      st.onInstalled = (h) =>
+        on((res, grant) => {
+          events.push({ t: abs(), e, what: `INSTALLED ${grant ? 'ok' : 'none'}` });
+          h(res, grant);
+        });
+      return st;
+    },
+  } as unknown as StoreFactory;
+  const clientsRef = await benchClients(urls);
+  const engine = new Redlock(factory, {
+    ttl: 10_000,
+    retryCount: 10_000,
+    retryDelay: RD,
+    retryJitter: RD === 10 ? 10 : 100,
+    driftFactor: 0.01,
+    quarantine: false,
+  });
+  await (await engine.acquire(`warm:${Math.random()}`)).release();
+  await new Promise((r) => setTimeout(r, Math.max(0, startAt - abs())));
+  const end = startAt + D;
+  await Promise.all(
+    Array.from({ length: C }, async () => {
+      while (abs() < end) {
+        const asked = abs();
+        const lock = await engine.acquire('mp-resource');
+        const got = abs();
+        await new Promise((r) => setTimeout(r, 1));
+        const rel = abs();
+        grants.push({ e, asked, got, rel, attempts: lock.attempts });
+        await lock.release();
+      }
+    }),
+  );
+  await engine.close();
+  clientsRef.forEach((c) => c.disconnect());
+  process.stdout.write(JSON.stringify({ events, grants }));
+}
+
+async function main(): Promise<void> {
+  if (process.env.CHILD !== undefined) {
+    await child(
+      Number(process.env.CHILD),
+      process.env.URLS!.split(','),
+      Number(process.env.START),
+      Number(process.env.D),
+      Number(process.env.C),
+      Number(process.env.RD),
+    );
+    return;
+  }
+  const E = Number(process.env.E ?? 4),
+    C = Number(process.env.C ?? 1),
+    D = Number(process.env.D ?? 4000),
+    RD = Number(process.env.RD ?? 10);
+  const masters = await RedisMasters.start(5);
+  try {
+    const startAt = abs() + 8000;
+    const outs = await Promise.all(
+      Array.from(
+        { length: E },
+        (_, e) =>
+          new Promise<string>((resolve) => {
+            const p = spawn(
+              process.execPath,
+              ['-r', 'ts-node/register/transpile-only', __filename],
+              {
+                env: {
+                  ...process.env,
+                  CHILD: String(e),
+                  URLS: masters.urls.join(','),
+                  START: String(startAt),
+                  D: String(D),
+                  C: String(C),
+                  RD: String(RD),
+                },
+                stdio: ['ignore', 'pipe', 'inherit'],
+              },
+            );
+            let out = '';
+            p.stdout.on('data', (d) => (out += d));
+            p.on('exit', () => resolve(out));
+          }),
+      ),
+    );
+    const parsed = outs.map(
+      (o) =>
+        JSON.parse(o) as {
+          events: Ev[];
+          grants: { e: number; asked: number; got: number; rel: number; attempts: number }[];
+        },
+    );
+    const events = parsed.flatMap((p) => p.events).sort((a, b) => a.t - b.t);
+    const grants = parsed.flatMap((p) => p.grants).sort((a, b) => a.got - b.got);
+    const waits = grants.map((g) => g.got - g.asked).sort((a, b) => a - b);
+    const mean = waits.reduce((s, w) => s + w, 0) / waits.length;
+    const attempts = events.filter((x) => x.what.startsWith('attempt')).length;
+    console.log(
+      `E=${E} C=${C} RD=${RD} locks/s=${(grants.length / (D / 1000)).toFixed(0)} mean=${mean.toFixed(1)} p99=${waits[Math.floor(waits.length * 0.99)].toFixed(1)} max=${waits[waits.length - 1].toFixed(0)} attempts/lock=${(attempts / grants.length).toFixed(2)} installs=${events.filter((x) => x.what === 'INSTALLED ok').length} failedInstalls=${events.filter((x) => x.what === 'INSTALLED none').length}`,
+    );
+    const kinds = new Map<string, number>();
+    for (const x of events) {
+      const k = x.what
+        .replace(/\(.*?\)/, '')
+        .replace(/heldBy=\S+/, 'heldBy')
+        .replace(/\[.*\]/, '')
+        .replace(/ \S+:\S{4}/g, '')
+        .trim();
+      kinds.set(k, (kinds.get(k) ?? 0) + 1);
+    }
+    console.log(
+      [...kinds]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 16)
+        .map(([k, v]) => `${v} ${k}`)
+        .join('\n'),
+    );
+    const t0 = grants[0].asked;
+    const worst = [...grants]
+      .filter((g) => g.asked > t0 + 1000)
+      .sort((a, b) => b.got - b.asked - (a.got - a.asked))[0];
+    if (worst && process.env.SHOW) {
+      console.log(
+        `WORST ${NAMES[worst.e]} ${(worst.got - worst.asked).toFixed(1)} ms attempts ${worst.attempts}`,
+      );
+      for (const x of events.filter((x) => x.t >= worst.asked - 2 && x.t <= worst.got))
+        console.log(`  ${(x.t - t0).toFixed(2)} ${NAMES[x.e]} ${x.what}`);
+    }
+  } finally {
+    await masters.stop();
+  }
+}
+void main();
