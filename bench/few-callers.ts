@@ -13,6 +13,7 @@
  */
 import { Redlock } from '../lib/core/redlock';
 import { RedisMasters } from '../test/harness/redis-masters';
+import { probeSettings } from './config';
 
 const E = Number(process.env.E ?? 3);
 const C = Number(process.env.C ?? 2);
@@ -25,15 +26,7 @@ async function main(): Promise<void> {
   const masters = await RedisMasters.start(MASTERS);
   const engines = Array.from(
     { length: E },
-    () =>
-      new Redlock(masters.createClients(), {
-        ttl: 10_000,
-        retryCount: 10_000,
-        retryDelay: RD,
-        retryJitter: RD === 10 ? 10 : 100,
-        driftFactor: 0.01,
-        quarantine: false,
-      }),
+    () => new Redlock(masters.createClients(), probeSettings(RD)),
   );
   try {
     for (const e of engines) await (await e.acquire(`warm:${Math.random()}`)).release();

@@ -20,6 +20,7 @@ import type { StoreFactory } from '../lib/core/policy/store';
 import type { RedlockClient } from '../lib/core/settings';
 import { RedisStore } from '../lib/core/redis-store';
 import { benchClients } from './clients';
+import { probeSettings } from './config';
 
 const abs = (): number => performance.timeOrigin + performance.now();
 const NAMES = 'ABCDEFGH';
@@ -78,14 +79,7 @@ async function child(
     },
   } as unknown as StoreFactory;
   const clientsRef = await benchClients(urls);
-  const engine = new Redlock(factory, {
-    ttl: 10_000,
-    retryCount: 10_000,
-    retryDelay: RD,
-    retryJitter: RD === 10 ? 10 : 100,
-    driftFactor: 0.01,
-    quarantine: false,
-  });
+  const engine = new Redlock(factory, probeSettings(RD));
   await (await engine.acquire(`warm:${Math.random()}`)).release();
   await new Promise((r) => setTimeout(r, Math.max(0, startAt - abs())));
   const end = startAt + D;

@@ -16,18 +16,12 @@ import { unused } from './installed';
 
 /** The outcome of one attempt as the policy sees it: a lock, or the error and its clean-up. */
 export type AttemptResult =
-  | {
+  | (GrantNews & {
       readonly lock: Lock;
       readonly cleanup?: undefined;
-      /** A hand-over's grant: the release watchers the masters counted (`Grant.watchers`). */
-      readonly watchers?: number;
-      /** A hand-over's grant: the longest poll mark the masters had (`Grant.polled`). */
-      readonly polled?: number;
       /** A hand-over's grant: every master's final vote on the take-over (`Grant.takenOver`). */
       readonly takenOver?: Promise<readonly NodeVote[]>;
-      /** Other engines waited in the masters' order when it was granted (`Grant.othersWait`). */
-      readonly othersWait?: boolean;
-    }
+    })
   | {
       readonly lock?: undefined;
       readonly cleanup?: Promise<void>;

@@ -150,8 +150,8 @@ export function holderUntil(line: Line, now: number): number {
 }
 
 /**
- * What a grant told the local queue (policy/local-queue.ts `granted`): an attempt's result
- * (policy/acquire-loop.ts `AttemptResult`) is one.
+ * What a grant told the local queue (policy/local-queue.ts `granted`); a granted attempt's result
+ * (policy/acquire-loop.ts `AttemptResult`) carries it.
  */
 export interface GrantNews {
   /** A hand-over's grant: the release watchers the masters counted (`Grant.watchers`). */
