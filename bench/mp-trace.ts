@@ -13,6 +13,7 @@
  * one event loop for every engine) hardly shows.
  */
 import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { Redlock } from '../lib/core/redlock';
 import { RedisMasters } from '../test/harness/redis-masters';
 import { STORE_FACTORY } from '../lib/core/policy/store';
@@ -69,6 +70,22 @@ async function child(
             });
           cb(announced, token, repeat, reserved, install);
         });
+      if (process.env.RAW) {
+        // Every announcement as each master sent it (RAW=1): which engine each master named.
+        const n = (
+          st as unknown as { notifier: { onMessage: (c: string, r: string, i: number) => void } }
+        ).notifier;
+        const om = n.onMessage.bind(n);
+        n.onMessage = (c, raw, i) => {
+          if (e === 0)
+            events.push({
+              t: abs(),
+              e,
+              what: `    m${i} ${raw}`,
+            });
+          om(c, raw, i);
+        };
+      }
       const on = st.onInstalled.bind(st);
       st.onInstalled = (h) =>
         on((res, grant) => {
@@ -160,7 +177,7 @@ async function main(): Promise<void> {
     const mean = waits.reduce((s, w) => s + w, 0) / waits.length;
     const attempts = events.filter((x) => x.what.startsWith('attempt')).length;
     console.log(
-      `E=${E} C=${C} RD=${RD} locks/s=${(grants.length / (D / 1000)).toFixed(0)} mean=${mean.toFixed(1)} p99=${waits[Math.floor(waits.length * 0.99)].toFixed(1)} max=${waits[waits.length - 1].toFixed(0)} attempts/lock=${(attempts / grants.length).toFixed(2)} installs=${events.filter((x) => x.what === 'INSTALLED ok').length} failedInstalls=${events.filter((x) => x.what === 'INSTALLED none').length}`,
+      `E=${E} C=${C} RD=${RD} locks/s=${(grants.length / (D / 1000)).toFixed(0)} mean=${mean.toFixed(1)} p99=${waits[Math.floor(waits.length * 0.99)].toFixed(1)} max=${waits[waits.length - 1].toFixed(0)} attempts/lock=${(attempts / grants.length).toFixed(2)} installs=${events.filter((x) => x.what === 'INSTALLED ok').length} failedInstalls=${events.filter((x) => x.what === 'INSTALLED none').length} splitVotes=${events.filter((x) => /refused.*\[[^\]]*o/.test(x.what)).length}`,
     );
     const kinds = new Map<string, number>();
     for (const x of events) {
@@ -179,6 +196,10 @@ async function main(): Promise<void> {
         .map(([k, v]) => `${v} ${k}`)
         .join('\n'),
     );
+    if (process.env.RAW) {
+      // RAW=<file>: every event (and grant) as JSON, for analysis.
+      writeFileSync(process.env.RAW, JSON.stringify({ events, grants }));
+    }
     const t0 = grants[0].asked;
     const worst = [...grants]
       .filter((g) => g.asked > t0 + 1000)

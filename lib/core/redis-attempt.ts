@@ -8,7 +8,7 @@ import { monotonicNow } from './clock';
 import { counterKeyOf } from './keys';
 import type { AcquireAnswer, AcquireInput, GroupReply, LockKind, ScriptCall } from './kinds/kind';
 import { mismatchIn, waitInput } from './kinds/store-kinds';
-import { parkKey } from './kinds/kind-keys';
+import { aliveChannel, parkKey } from './kinds/kind-keys';
 import type { MasterNode } from './masters/node';
 import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './policy/store';
 import { fencingTokensOf } from './quorum/fencing-tokens';
@@ -198,7 +198,10 @@ function parkInput(
   wall: number,
 ): AcquireInput['park'] {
   const { token, life } = store.installs.park(resource, ttl, start, wall);
-  return { key: parkKey(store.settings.keyPrefix, resource), token, life };
+  const { keyPrefix } = store.settings;
+  // (A Cluster's subscriber may be on another node than the key: not checked there.)
+  const alive = store.nodes.some((n) => n.cluster) ? '' : aliveChannel(keyPrefix, '');
+  return { key: parkKey(keyPrefix, resource), token, life, alive };
 }
 
 /**

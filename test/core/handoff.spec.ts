@@ -309,7 +309,26 @@ it('a waiter refused by a holder whose release it already heard retries at once 
   // local hand-over in its process changed the token without an announcement), so the
   // announcements were not tied to it; then the refusal named it, and nothing was left to wake
   // the waiter: it slept until the holder's key expired (10 s), the resource being free.
-  const holderEngine = engine();
+  // The holder's engine counts its attempts: its second caller's (refused by the first
+  // caller's lock) must be over before that lock is released, or the release finds nobody
+  // queued in its process and is a plain one, and the second caller's attempt meets a free key
+  // with the waiter at the head of the order — and installs the waiter's parked token for it
+  // (scripts/mutex.ts ACQUIRE_SCRIPT): the waiter holds, and the test waits for nothing
+  // (1 run in 10 under load, session 16).
+  let holderAttempts = 0;
+  let holderOutcomes = 0;
+  const holderEngine = engine(
+    true,
+    storeWith(clients, (store) => {
+      const attempt = store.attempt.bind(store);
+      store.attempt = async (req) => {
+        holderAttempts++;
+        const outcome = await attempt(req);
+        holderOutcomes++;
+        return outcome;
+      };
+    }),
+  );
   let attempts = 0;
   let outcomes = 0;
   let live = false; // the waiter's release watch is confirmed on every master
@@ -348,6 +367,14 @@ it('a waiter refused by a holder whose release it already heard retries at once 
   // Refused by `first` (and maybe once more right after subscribing), then asleep until an
   // announcement or the holder's expiry (10 s).
   await waitUntil(() => live && outcomes >= 1 && outcomes === attempts);
+  // (The holder's attempts: the first caller's, the second caller's, and its retry once its
+  // watch of the resource is up — subscribed next to the waiter's on every master.)
+  await waitUntil(
+    async () =>
+      (await subscribersPerMaster(key)).every((n) => n === 2) &&
+      holderAttempts >= 3 &&
+      holderOutcomes === holderAttempts,
+  );
   await first.release(); // handed over in the holder's process: a new token, no announcement
   const taker = await second;
   expect(taker.value).not.toBe(first.value);

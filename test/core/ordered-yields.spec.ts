@@ -205,12 +205,17 @@ describe('ordered yields', () => {
       expect((await b.attempt(req(1000))).grant).toBeUndefined();
       expect((await c.attempt(req(2000))).grant).toBeUndefined();
       await a.release(held, true);
-      // b takes the free key and leaves the order; c still waits there.
+      // b takes the free key; c still waits there. b keeps its place in the order until its
+      // release, a pass, takes it off: a master's vote may not make a grant, and an engine
+      // taken off only where it got votes would make the orders differ between masters.
       const bGrant = (await b.attempt(req(1000))).grant as Grant;
       expect(bGrant.othersWait).toBe(true);
-      expect(await orders(r)).toEqual(everyMaster([c.engineId, '2000']));
-      await b.release(bGrant, true);
-      // c was the last one waiting.
+      expect(await orders(r)).toEqual(everyMaster([b.engineId, '1000', c.engineId, '2000']));
+      await b.release(bGrant, true, undefined, undefined, 'pass');
+      // The pass took b off and reserved the key for c (c off the order: its reservation).
+      for (const [member, score, ...rest] of await orders(r)) {
+        expect([member.endsWith(`:${c.engineId}`), score, rest]).toEqual([true, '-1', []]);
+      }
       const cGrant = (await c.attempt(req(2000))).grant as Grant;
       expect(cGrant.othersWait).toBe(false);
       expect(await orders(r)).toEqual(everyMaster([]));

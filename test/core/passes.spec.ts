@@ -228,6 +228,70 @@ describe('passes', () => {
     await b.release(got[0] as Grant, true);
   });
 
+  it('an attempt that finds the key free while another engine heads the order installs the parked token of that engine, and is refused by it', async () => {
+    const { stores } = await processes(3);
+    const [a, b, c] = stores;
+    const r = uniqueResource('attempt-installs');
+    const key = a.keyOf(r);
+    // b waits behind a's lock (in the order, its token parked); a lets go plainly: no pass.
+    const { held, got } = await holdWithWaiter(a, b, r);
+    await a.release(held, true);
+    for (const p of suite.probe) expect(await p.exists(key)).toBe(0);
+    // c, which hears r's announcements (it parks), finds the key free: b waited longer.
+    const toC = await heard(c, r);
+    const cAttempt = await c.attempt(retrying(r, 2000));
+    expect(cAttempt.grant).toBeUndefined();
+    await waitUntil(() => got.length > 0);
+    const grant = got[0] as Grant;
+    expect(grant.token.startsWith(b.engineId)).toBe(true);
+    // (Granted at a quorum of announced installs: the last one may not be heard yet.)
+    expect(grant.votes.filter((v) => v.outcome === 'ok').length).toBeGreaterThanOrEqual(2);
+    for (const p of suite.probe) {
+      expect(await p.get(key)).toBe(grant.token);
+      // b left the order (it holds); c entered it, and parked its next token.
+      expect(await p.zrange(orderKey(PREFIX, r), '0', '-1', 'WITHSCORES')).toEqual([
+        c.engineId,
+        '2000',
+      ]);
+      expect(await p.hget(parkKey(PREFIX, r), c.engineId)).not.toBeNull();
+    }
+    // Announced as a yield that names b: c stands by for it.
+    await waitUntil(() => toC.some((h) => h.announced === 'yield'));
+    expect(toC.find((h) => h.announced === 'yield')).toEqual({
+      announced: 'yield',
+      reserved: 'other',
+    });
+    await b.release(grant, true);
+  });
+
+  it('an attempt that finds the key free takes it when the head of the order parked nothing there, or is gone', async () => {
+    const { stores } = await processes(3);
+    const [a, b, c] = stores;
+    const r = uniqueResource('attempt-head-gone');
+    const key = a.keyOf(r);
+    const held = (await a.attempt(retrying(r, 1))).grant as Grant;
+    // Heads of the order: one that parked nothing, and (older) one that died with its token
+    // parked (no subscriber on its alive channel: an engine id nobody subscribes).
+    const gone = 'gone00000000';
+    for (const p of suite.probe) {
+      await p.zadd(orderKey(PREFIX, r), 1, gone, 2, b.engineId);
+      await p.hset(parkKey(PREFIX, r), gone, `${gone}tokentokentoken ${TTL} 99999999999999`);
+    }
+    const bWatch = await b.watchReleases(r, () => undefined);
+    cleanup.push(() => bWatch?.stop());
+    await waitUntil(async () => (await alive(b.engineId)).every((n) => n > 0));
+    await a.release(held, true);
+    await heard(c, r);
+    const grant = (await c.attempt(retrying(r, 2000))).grant as Grant;
+    expect(grant).toBeDefined();
+    for (const p of suite.probe) {
+      expect(await p.get(key)).toBe(grant.token);
+      expect(await p.zscore(orderKey(PREFIX, r), gone)).toBeNull(); // taken off, with its park
+      expect(await p.hget(parkKey(PREFIX, r), gone)).toBeNull();
+    }
+    await c.release(grant, true);
+  });
+
   it('a lock taken at the first attempt while another engine waits in the order is passed on: the releasing process does not take it again', async () => {
     const { locks, stores } = await processes(3, RETRY);
     const [a] = locks;

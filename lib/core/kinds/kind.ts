@@ -71,9 +71,17 @@ export interface AcquireInput {
   readonly waitSince?: number | undefined;
   /**
    * Hand-over across processes (with the `orderKeys`): the park key (kind-keys.ts `parkKey`)
-   * and this engine's next token for the resource, parked there by a refusal for `life` ms.
+   * and this engine's next token for the resource, parked there by a refusal for `life` ms;
+   * `alive`, the prefix of the engines' alive channels (kind-keys.ts `aliveChannel`; '' on a
+   * Cluster): a free key goes to the order's head when it parked there and is alive
+   * (scripts/mutex.ts ACQUIRE_SCRIPT).
    */
-  readonly park?: { readonly key: string; readonly token: string; readonly life: number };
+  readonly park?: {
+    readonly key: string;
+    readonly token: string;
+    readonly life: number;
+    readonly alive: string;
+  };
 }
 
 /**

@@ -63,7 +63,8 @@ export const MUTEX: LockKind = {
     if (input.handoverFrom || defer || ordered) args.push(input.handoverFrom ?? '');
     if (defer || ordered) args.push(defer ? '1' : '0');
     if (ordered) args.push(String(input.waitSince));
-    if (ordered && input.park) args.push(input.park.token, String(input.park.life));
+    if (ordered && input.park)
+      args.push(input.park.token, String(input.park.life), input.park.alive);
     return { script: ACQUIRE_SCRIPT, keys: scriptKeys, args, birthArg: marker ? 3 : undefined };
   },
 

@@ -24,16 +24,23 @@ if redis.call('PTTL', ${hash}) < ${keep} then redis.call('PEXPIRE', ${hash}, ${k
 }
 
 /**
- * Lua (RELEASE_SCRIPT, a yield that names engine `nx`, the key `KEYS[i]` just deleted): when the
- * park hash `pk` holds a well-formed token of `nx` that is still installable, the key is set to
- * it with its ttl — as an acquire would — the resource's fencing counter `KEYS[3n + i]` is
- * incremented (ARGV[10] '1'; a new counter starts from the server time like an acquire's, with
- * the TTL ARGV[11]), the boot marker's age is read (ARGV[12] '1'; the marker is the last key),
- * and `inst` becomes the announcement's suffix `:<token>:<counter>:<age>` (counter 0: not
- * counted; age -1: not checked). The parked entry is used up either way. `now`, `clock` (the
- * master's TIME) and `inst` must be in scope.
+ * Lua: when the park hash `pk` holds a well-formed token of engine `nx` that is still
+ * installable, the lock key `key` is set to it with its ttl — as an acquire would — the
+ * resource's fencing counter is incremented (when `fence` is given: `on`, a Lua condition;
+ * `key`, the counter; a new counter starts from the server time like an acquire's, with the TTL
+ * `ttl`), the boot marker's age is taken (`age`: Lua statements that leave it in the local
+ * `iage`, -1 when not checked), and `inst` becomes the announcement's suffix
+ * `:<token>:<counter>:<age>` (counter 0: not counted). The parked entry is used up either way.
+ * `now`, `clock` (the master's TIME) and `inst` must be in scope. Used by a yield or a pass
+ * that names `nx` (RELEASE_SCRIPT, INSTALL_LUA) and by an attempt that finds the key free while
+ * `nx` heads the order (ACQUIRE_SCRIPT).
  */
-export const INSTALL_LUA = `
+export function installLua(
+  key: string,
+  fence: { on: string; key: string; ttl: string },
+  age: string,
+): string {
+  return `
 local pv = pk and redis.call('HGET', pk, nx)
 if pv then
   redis.call('HDEL', pk, nx)
@@ -44,20 +51,34 @@ if pv then
   -- (Anything else than what the scripts park, written by someone else, is not used.)
   if till and till >= now and ittl and ittl > 0 and a > 1 then
     local itok = string.sub(pv, 1, a - 1)
-    redis.call('SET', KEYS[i], itok, 'PX', ${num('ittl')})
+    redis.call('SET', ${key}, itok, 'PX', ${num('ittl')})
     local f = '0'
-    if ARGV[10] == '1' then
-      local fk = KEYS[3 * n + i]
+    if ${fence.on} then
+      local fk = ${fence.key}
       local v = redis.call('INCR', fk)
       if v == 1 then
         v = tonumber(clock[1]) * 1000000 + 1
-        redis.call('SET', fk, ${num('v')}, 'PX', ARGV[11])
+        redis.call('SET', fk, ${num('v')}, 'PX', ${fence.ttl})
       end
       f = ${num('v')}
     end
-    local age = -1
-    if ARGV[12] ~= '0' then${bootMarkerAge('KEYS[#KEYS]')}
-    end
-    inst = '${RESERVED_SEP}' .. itok .. '${RESERVED_SEP}' .. f .. '${RESERVED_SEP}' .. age
+    local iage = -1${age}
+    inst = '${RESERVED_SEP}' .. itok .. '${RESERVED_SEP}' .. f .. '${RESERVED_SEP}' .. iage
   end
 end`;
+}
+
+/**
+ * Lua (RELEASE_SCRIPT, a yield that names engine `nx`, the key `KEYS[i]` just deleted): the
+ * install of `nx`'s parked token (installLua) with the fencing counter `KEYS[3n + i]` (ARGV[10]
+ * '1', TTL ARGV[11]) and the boot marker's age (ARGV[12] '1'; the marker is the last key).
+ */
+export const INSTALL_LUA = installLua(
+  'KEYS[i]',
+  { on: "ARGV[10] == '1'", key: 'KEYS[3 * n + i]', ttl: 'ARGV[11]' },
+  `
+    if ARGV[12] ~= '0' then
+      local age = -1${bootMarkerAge('KEYS[#KEYS]')}
+      iage = age
+    end`,
+);

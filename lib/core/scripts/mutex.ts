@@ -3,7 +3,8 @@ import { NOW_LUA, kindOf, prune, pttl } from '../kinds/lua';
 import { FENCE_COUNTERS_LUA } from './fencing';
 import { ENGINE_ID_LENGTH } from '../token';
 import { bootMarkerAge, script } from './lua';
-import { parkLua } from './install';
+import { installLua, parkLua } from './install';
+import { RESERVED_SEP, YIELD_PREFIX } from './announce';
 
 /** Lua: 1 when the boot marker is the last key (ARGV[4] ~= '0'), else 0. */
 const MARKER_SLOT = `(ARGV[4] ~= '0' and 1 or 0)`;
@@ -110,10 +111,19 @@ end`;
  * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
  * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
  *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [waitTtl, [prev,
- *       [defer, [waitSince, [park token, park life]]]]] (`prev` '' when absent; `waitSince`,
- *       wall ms, with the order key; the park: a refusal by another engine's plain lock parks
- *       this engine's next token for the hand-over across processes, installable for `park
- *       life` ms — docs/handover-across-processes.md)
+ *       [defer, [waitSince, [park token, park life, alive prefix]]]]] (`prev` '' when absent;
+ *       `waitSince`, wall ms, with the order key; the park: a refusal by another engine's plain
+ *       lock parks this engine's next token for the hand-over across processes, installable for
+ *       `park life` ms — docs/handover-across-processes.md; the alive channels' prefix, ''
+ *       on a Cluster: see RELEASE_SCRIPT)
+ *
+ * Attempts install for the head (with the park key): a free key, not reserved for this engine,
+ * while another engine heads the order with an installable parked token here (and is alive),
+ * gets that token installed as a pass would (scripts/install.ts `installLua`), announced as
+ * `^<this token>:<engine id>:<installed token>:<counter>:<age>`; this attempt is then refused by
+ * it (REFUSED_LUA). A head gone (its alive channel without subscriber) is taken off the order
+ * and the park, and the attempt goes on. A granted engine stays in the order while other
+ * engines are in it (its release, a pass, takes it off): see the granted path.
  *
  * `prev` (a local hand-over, policy/handover.ts): the token of this process's holder that is
  * releasing the lock to us. A key holding exactly that token counts as free and is overwritten
@@ -121,7 +131,8 @@ end`;
  * announcement; keys of any other holder refuse as usual.
  *
  * Returns {1, age} on success — {2, age} when other engines wait in the order (ordered yields:
- * the key was free and not reserved for another engine, but the order has other members) —
+ * the key was free and not reserved for another engine, but the order has other members; this
+ * engine then stays in it until its pass) —
  * followed by one fencing counter per key when fencing is on and,
  * for a hand-over (`prev` given), by the largest subscriber count of the keys' release channels
  * (PUBSUB NUMSUB: the watchers of every engine, this one's included; policy/local-queue.ts) and
@@ -216,11 +227,13 @@ if n == 1 then
       -- Ordered yields: the free key may be reserved by a yield for another engine (the member
       -- of score -1, '<until ms>:<engine id>', RELEASE_SCRIPT): then the SET is undone and the
       -- attempt refused with the reservation's remaining time, its engine entered in the order.
-      -- Else this engine no longer waits, and a reservation (its own, or expired) is used up.
+      -- Else a reservation (its own, or expired) is used up, and the head of the order may get
+      -- the key (below); else this engine holds.
       -- Read only once the key was free, so a refused attempt pays nothing for it.
       local first = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
       if first[1] then
         local me = ${ENGINE_OF('ARGV[1]')}
+        local named = false
         if tonumber(first[2]) < 0 then
           local sep = string.find(first[1], ':', 1, true)${NOW_LUA}
           local left = tonumber(string.sub(first[1], 1, sep - 1)) - now
@@ -229,13 +242,53 @@ if n == 1 then
             redis.call('ZADD', q, 'NX', ARGV[10], me)
             return {0, age, left}
           end
+          named = left > 0
           redis.call('ZREM', q, first[1])
         end
-        redis.call('ZREM', q, me)
+        if pk and not named then
+          -- Hand-over across processes (this engine parks: ARGV[11]): the key is free, but
+          -- another engine has waited longer (the order's head) and parked a token here that
+          -- is still installable. It gets the key — installed as a pass would install it
+          -- (RELEASE_SCRIPT, a SET NX on its behalf), announced as a yield that names it — and
+          -- this attempt is refused by it (REFUSED_LUA: this engine enters the order, parks).
+          -- An attempt of an engine that has not waited longest no longer takes a vote from
+          -- the head: with one caller per process, the releasing process's next acquire
+          -- (and any attempt woken by a clean-up) used to take free keys on a few masters,
+          -- and the next pass could install only on the others (docs/handover-across-processes.md,
+          -- "Attempts install for the head"). A head whose alive channel (ARGV[13]) has no
+          -- subscriber here is gone: off the order and the park.
+          local nx = redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 1)[1]
+          if nx and nx ~= me then
+            if ARGV[13] and ARGV[13] ~= '' and redis.call('PUBSUB', 'NUMSUB', ARGV[13] .. nx)[2] == 0 then
+              redis.call('ZREM', q, nx)
+              redis.call('HDEL', pk, nx)
+            else
+              local inst = nil${NOW_LUA}
+              ${installLua('KEYS[1]', { on: "ARGV[3] == '1'", key: 'KEYS[2]', ttl: 'ARGV[6]' }, '\n    iage = age')}
+              if inst then
+                redis.call('ZREM', q, nx)
+                redis.call('PUBLISH', KEYS[1], '${YIELD_PREFIX}' .. ARGV[1] .. '${RESERVED_SEP}' .. nx .. inst)
+                held = true
+              end
+            end
+          end
+        end
+      end
+      if first[1] and not held then
+        local me = ${ENGINE_OF('ARGV[1]')}
         if pk then redis.call('HDEL', pk, me) end
         -- Other engines still wait in the order: the reply says so (2), and this lock's
         -- release will be a pass (policy/local-queue.ts announceAs), even at a first attempt.
-        others = redis.call('ZCARD', q) > 0
+        -- This engine then keeps its place in the order until that pass takes it off
+        -- (RELEASE_SCRIPT): this master's vote may not make a grant (too few others agree), and
+        -- an engine taken off the order only where it got a vote would be named by the masters
+        -- where it was not, and another engine by these — one pass, two engines installed on
+        -- too few masters each, the key held by neither (docs/handover-across-processes.md,
+        -- "One order on every master"). Alone in the order, it leaves it now.
+        local rest = redis.call('ZCARD', q)
+        if redis.call('ZSCORE', q, me) then rest = rest - 1 end
+        others = rest > 0
+        if not others then redis.call('ZREM', q, me) end
       end
     end
   end

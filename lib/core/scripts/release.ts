@@ -68,6 +68,9 @@ for i = 1, n do
       local pk = ARGV[7] and KEYS[2 * n + i]
       redis.call('ZREMRANGEBYSCORE', q, '-inf', '-1')
       local me = ${ENGINE_OF('ARGV[1]')}
+      -- (An engine granted while others waited kept its place in the order, ACQUIRE_SCRIPT:
+      -- it leaves it now; a yield joins it again below, behind those waiting.)
+      redis.call('ZREM', q, me)
       local nx = nil
       -- (At most 4 looked at: gone ones met are taken off, so the next release looks further.)
       for _, m in ipairs(redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 4)) do
