@@ -145,6 +145,7 @@ export async function attemptOnMasters(
       cleanup,
       quorum,
       heldBy: refusal === 'contended' ? holderWithQuorum(tally.replies, quorum) : undefined,
+      waitSince: input.waitSince,
       ...(found ? { found } : {}),
     };
   };

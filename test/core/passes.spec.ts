@@ -179,6 +179,12 @@ describe('passes', () => {
     await waitUntil(async () => (await free.get(key)) === grant.token);
     expect(await kept.get(key)).toBe(grant.token);
     expect(await taken.get(key)).toBe('another-holder');
+    // There b is named all the same: off the order and the park, as on the others (a master
+    // that kept it would name it alone at the next pass, or install its stale token).
+    for (const p of suite.probe) {
+      expect(await p.zscore(orderKey(PREFIX, r), b.engineId)).toBeNull();
+      expect(await p.hget(parkKey(PREFIX, r), b.engineId)).toBeNull();
+    }
     await taken.del(key);
     await b.release(grant, true);
   });
@@ -248,8 +254,11 @@ describe('passes', () => {
     expect(grant.votes.filter((v) => v.outcome === 'ok').length).toBeGreaterThanOrEqual(2);
     for (const p of suite.probe) {
       expect(await p.get(key)).toBe(grant.token);
-      // b left the order (it holds); c entered it, and parked its next token.
+      // c entered the order and parked its next token; b keeps its place until its pass (a
+      // master taking it off alone would make its order differ from the others').
       expect(await p.zrange(orderKey(PREFIX, r), '0', '-1', 'WITHSCORES')).toEqual([
+        b.engineId,
+        '1000',
         c.engineId,
         '2000',
       ]);
@@ -261,7 +270,10 @@ describe('passes', () => {
       announced: 'yield',
       reserved: 'other',
     });
-    await b.release(grant, true);
+    await b.release(grant, true, undefined, undefined, 'pass');
+    for (const p of suite.probe) {
+      expect(await p.zscore(orderKey(PREFIX, r), b.engineId)).toBeNull();
+    }
   });
 
   it('an attempt that finds the key free takes it when the head of the order parked nothing there, or is gone', async () => {
@@ -290,6 +302,36 @@ describe('passes', () => {
       expect(await p.hget(parkKey(PREFIX, r), gone)).toBeNull();
     }
     await c.release(grant, true);
+  });
+
+  it('an engine sends the same wait start on every attempt: the one its first refused attempt sent', async () => {
+    const { locks, stores } = await processes(2, RETRY);
+    const [a, b] = locks;
+    const r = uniqueResource('same-wait-start');
+    const held = await a.acquire(r, { ttl: TTL });
+    const sent: { waitSince: number | undefined; outcome: number | undefined }[] = [];
+    const attempt = stores[1].attempt.bind(stores[1]);
+    stores[1].attempt = async (req) => {
+      const outcome = await attempt(req);
+      sent.push({
+        waitSince: req.waitSince,
+        outcome: outcome.grant ? undefined : outcome.waitSince,
+      });
+      return outcome;
+    };
+    // Refused, then again once its watch of r is up.
+    const pending = b.acquire(r, { ttl: TTL });
+    await waitUntil(() => sent.length >= 2);
+    const first = sent[0].outcome as number;
+    expect(sent[0].waitSince).toBeUndefined(); // its own send time, reported back
+    expect(Number.isInteger(first)).toBe(true);
+    expect(sent[1].waitSince).toBe(first);
+    // Every master keeps that score: the same place everywhere.
+    for (const p of suite.probe) {
+      expect(await p.zscore(orderKey(PREFIX, r), stores[1].engineId)).toBe(String(first));
+    }
+    await held.release();
+    await (await pending).release();
   });
 
   it('a lock taken at the first attempt while another engine waits in the order is passed on: the releasing process does not take it again', async () => {

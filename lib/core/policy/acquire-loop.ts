@@ -29,6 +29,8 @@ export type AttemptResult =
       readonly error: LockContendedError | NoQuorumError | ShuttingDownError;
       /** Contended by one holder with a quorum: its token (see `AttemptOutcome`). */
       readonly heldBy?: string;
+      /** The wait start the attempt sent, when ordered (see `AttemptOutcome`). */
+      readonly waitSince?: number;
     };
 
 /** What the queue learns from an installed grant (another engine's yield or pass gave it). */
@@ -167,7 +169,8 @@ export async function acquireLoop(
       let live = false;
       if (ticket && contended) {
         // (`released`: the holder's release was announced before this refusal was read.)
-        const sentWall = Date.now() - (monotonicNow() - sentAt); // the attempt's waitSince
+        // (The wait start the attempt sent, else when it was sent: the engine's wait start.)
+        const sentWall = last.waitSince ?? Date.now() - (monotonicNow() - sentAt);
         const released = queue.refused(ticket, error.votes, last.heldBy, sentWall);
         const watch = await queue.watch(ticket, sentAt);
         if (watch.fresh) continue; // a release may have been missed while subscribing

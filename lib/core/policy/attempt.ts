@@ -88,7 +88,12 @@ function resultOf(
           reason: outcome.refusal,
           quorum: outcome.quorum ?? ctx.store.quorum,
         });
-  return { error, cleanup: outcome.cleanup, heldBy: outcome.heldBy };
+  return {
+    error,
+    cleanup: outcome.cleanup,
+    heldBy: outcome.heldBy,
+    waitSince: outcome.waitSince,
+  };
 }
 
 /** Wraps a grant in a lock the engine tracks (held locks, 'lost' events). */

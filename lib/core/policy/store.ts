@@ -121,6 +121,13 @@ export type AttemptOutcome =
        * not free the resource.
        */
       readonly heldBy?: string;
+      /**
+       * Ordered yields: the wait start this attempt sent (`AttemptRequest.waitSince`, or its
+       * own send time when none was given). The engine sends the same value from then on: the
+       * masters keep the first score each got, and one engine's score must not differ between
+       * masters (it would swap places with an engine that began to wait at about the same time).
+       */
+      readonly waitSince?: number;
     };
 
 /** The outcome of one extension round. */

@@ -266,7 +266,9 @@ if n == 1 then
               local inst = nil${NOW_LUA}
               ${installLua('KEYS[1]', { on: "ARGV[3] == '1'", key: 'KEYS[2]', ttl: 'ARGV[6]' }, '\n    iage = age')}
               if inst then
-                redis.call('ZREM', q, nx)
+                -- (The head keeps its place in the order: the next pass names it on every
+                -- master — here too, where its token now holds — and takes it off everywhere.
+                -- Taken off here alone, it would be named by the other masters only.)
                 redis.call('PUBLISH', KEYS[1], '${YIELD_PREFIX}' .. ARGV[1] .. '${RESERVED_SEP}' .. nx .. inst)
                 held = true
               end

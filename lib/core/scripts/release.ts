@@ -29,6 +29,9 @@ const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_I
  * A yield or a pass with order keys does this on a master where the key is free too (not where
  * another holder has it), announced only when it names an engine: the engine it gives the lock
  * to gets it on every master where nobody holds it, not only where the releasing lock was.
+ * Where another holder has the key, the engine named is only taken off the order and the park
+ * (nothing installed, reserved or announced), and a yielding engine joins the order: every
+ * master's order stays the same.
  * Hand-over across processes (docs/handover-across-processes.md): with ARGV[7] the yield's order
  * keys are followed by the park keys (kinds/kind-keys.ts `parkKey`), then the fencing counters
  * (ARGV[10] '1') and the boot marker (ARGV[12] '1'); the named engine's parked token is
@@ -53,9 +56,12 @@ for i = 1, n do
   local q = (ARGV[2] == '3' or ARGV[2] == '4') and KEYS[n + i]
   -- A yield or a pass also gives the key away where it is free (no lock there: this lock's
   -- key expired or never got there): else the next holder would hold only where this one did,
-  -- and every waiter's attempt would keep splitting the votes on the other masters.
-  if v == ARGV[1] or (q and not v) then
-    if v then
+  -- and every waiter's attempt would keep splitting the votes on the other masters. Where
+  -- another holder has the key, it gives nothing away but keeps the order in step.
+  local mine = v == ARGV[1]
+  local give = mine or not v
+  if mine or q then
+    if mine then
       redis.call('DEL', KEYS[i])
       deleted = deleted + 1
     end
@@ -86,7 +92,15 @@ for i = 1, n do
           end
         end
       end
-      if nx then
+      if nx and not give then
+        -- Another holder has the key here (a failed attempt's or install's token, say): the
+        -- engine named is named here too — taken off the order and the park, nothing installed
+        -- — so that this master's order stays the others' (an engine left in it would be
+        -- named by this master alone, its stale parked token installed by a later attempt:
+        -- docs/handover-across-processes.md, "One order on every master").
+        redis.call('ZREM', q, nx)
+        if pk then redis.call('HDEL', pk, nx) end
+      elseif nx then
         redis.call('ZREM', q, nx)
         local inst = nil
         ${INSTALL_LUA}
@@ -108,7 +122,7 @@ for i = 1, n do
       end
     end
     -- (Where the key was free, only an engine named is announced: nothing was released.)
-    if v or to ~= '' then
+    if mine or to ~= '' then
       ${publishLua('KEYS[i]', 'to')}
     end
   end
