@@ -225,6 +225,30 @@ describe('ordered yields', () => {
     }
   });
 
+  it('an engine granted while others wait joins the order where it was not yet, until its pass', async () => {
+    const { all, close } = await stores();
+    try {
+      const [a, b, c] = all;
+      const r = uniqueResource('ordered-joins');
+      const req = retrying(r);
+      const held = (await a.attempt(req(1))).grant as Grant;
+      expect((await b.attempt(req(1000))).grant).toBeUndefined();
+      await a.release(held, true);
+      // c's first attempt takes the free key while b waits: had some master refused it, c
+      // would be in the order there, and only there (its attempt may not make a grant).
+      const cGrant = (await c.attempt(req(2000))).grant as Grant;
+      expect(cGrant.othersWait).toBe(true);
+      expect(await orders(r)).toEqual(everyMaster([b.engineId, '1000', c.engineId, '2000']));
+      await c.release(cGrant, true, undefined, undefined, 'pass');
+      for (const o of await orders(r)) {
+        expect(o).toHaveLength(2); // b's reservation: c is off
+        expect(o[0].endsWith(`:${b.engineId}`)).toBe(true);
+      }
+    } finally {
+      await close();
+    }
+  });
+
   it('a single attempt (no retry) takes part in no order', async () => {
     const { all, close } = await stores();
     try {

@@ -231,9 +231,9 @@ if n == 1 then
       -- the key (below); else this engine holds.
       -- Read only once the key was free, so a refused attempt pays nothing for it.
       local first = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+      local named = false
       if first[1] then
         local me = ${ENGINE_OF('ARGV[1]')}
-        local named = false
         if tonumber(first[2]) < 0 then
           local sep = string.find(first[1], ':', 1, true)${NOW_LUA}
           local left = tonumber(string.sub(first[1], 1, sep - 1)) - now
@@ -287,10 +287,18 @@ if n == 1 then
         -- where it was not, and another engine by these — one pass, two engines installed on
         -- too few masters each, the key held by neither (docs/handover-across-processes.md,
         -- "One order on every master"). Alone in the order, it leaves it now.
+        -- (Not in it yet — this master grants its first attempt, others refused it or will —
+        -- it joins it here too, with the wait start it sends everywhere; not when a yield or
+        -- a pass named it: that took it off every master.)
         local rest = redis.call('ZCARD', q)
-        if redis.call('ZSCORE', q, me) then rest = rest - 1 end
+        local mine = redis.call('ZSCORE', q, me)
+        if mine then rest = rest - 1 end
         others = rest > 0
-        if not others then redis.call('ZREM', q, me) end
+        if not others then
+          if mine then redis.call('ZREM', q, me) end
+        elseif not mine and not named then
+          redis.call('ZADD', q, ARGV[10], me)
+        end
       end
     end
   end
