@@ -8,11 +8,12 @@
  * reservation that nobody used expires; a plain release reserves nothing.
  */
 import { describe, expect, it } from '@jest/globals';
-import { orderKey } from '../../lib/core/kinds/kind-keys';
+import { orderKey, parkKey, pollKey, waitKey } from '../../lib/core/kinds/kind-keys';
 import type { AttemptRequest, Grant } from '../../lib/core/policy/store';
 import { RESERVE_MS } from '../../lib/core/policy/streak';
-import { RELEASE_SCRIPT } from '../../lib/core/scripts/mutex';
+import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '../../lib/core/scripts/mutex';
 import { enginesOver, useMasters } from '../harness/engines';
+import { RedisMasters } from '../harness/redis-masters';
 import type { EngineSet } from '../harness/engines';
 import { uniqueResource, waitUntil } from '../harness/util';
 
@@ -245,6 +246,69 @@ describe('ordered yields', () => {
         expect(o[0].endsWith(`:${b.engineId}`)).toBe(true);
       }
     } finally {
+      await close();
+    }
+  });
+
+  it("an attempt that installs for the head announces the boot marker's real age, never the attempting engine's known-old answer", async () => {
+    const { all, close } = await stores();
+    const sub = suite.probe[0].duplicate();
+    try {
+      const [a] = all;
+      const r = uniqueResource('install-age');
+      const key = a.keyOf(r);
+      const marker = `${PREFIX}test-marker:${r}`;
+      const head = 'head00000000'; // an engine id (12 characters)
+      const p = suite.probe[0];
+      await p.set(marker, '123'); // born long ago
+      await p.zadd(orderKey(PREFIX, r), 1, head);
+      await p.hset(parkKey(PREFIX, r), head, `${head}tokentokentoken 30000 99999999999999`);
+      const heard: string[] = [];
+      await RedisMasters.ready([sub]);
+      await sub.subscribe(key);
+      sub.on('message', (_channel: string, message: string) => heard.push(message));
+      // The attempting engine knows the marker '123' to be old (ACQUIRE_SCRIPT answers -2 for
+      // itself): the install for the head carries the marker's real age all the same. No
+      // fencing, one resource; keys: lock, wait flag, poll mark, order, park, marker.
+      const me = 'me0000000000';
+      const keys = [
+        key,
+        waitKey(PREFIX, r),
+        pollKey(PREFIX, r),
+        orderKey(PREFIX, r),
+        parkKey(PREFIX, r),
+        marker,
+      ];
+      const args = [
+        `${me}attempttoken`,
+        '30000',
+        '0',
+        '123',
+        '1',
+        '1000',
+        '500',
+        '',
+        '0',
+        '2000',
+        `${me}parked`,
+        '250',
+        '',
+      ];
+      const reply = (await p.eval(
+        ACQUIRE_SCRIPT.source,
+        keys.length,
+        ...keys,
+        ...args,
+      )) as unknown[];
+      expect(reply[0]).toBe(0); // refused: the head's token holds the key
+      expect(reply[1]).toBe(-2); // (its own answer: known old)
+      expect(await p.get(key)).toBe(`${head}tokentokentoken`);
+      await waitUntil(() => heard.length > 0);
+      const [, named, installed, , age] = heard[0].split(':');
+      expect([named, installed]).toEqual([head, `${head}tokentokentoken`]);
+      expect(Number(age)).toBeGreaterThan(1_000_000);
+    } finally {
+      sub.disconnect();
       await close();
     }
   });

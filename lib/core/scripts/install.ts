@@ -69,16 +69,26 @@ end`;
 }
 
 /**
+ * Lua (for installLua's `age`): when `checked` (a Lua condition), the boot marker's age (the
+ * marker is the last key) in `iage`. Always the marker's real age — never an acquire's "known
+ * old" answer (-2), which holds for the attempting engine's quarantine, not necessarily for the
+ * engine the token is installed for.
+ */
+export function installAgeLua(checked: string): string {
+  return `
+    if ${checked} then
+      local age = -1${bootMarkerAge('KEYS[#KEYS]')}
+      iage = age
+    end`;
+}
+
+/**
  * Lua (RELEASE_SCRIPT, a yield that names engine `nx`, the key `KEYS[i]` just deleted): the
  * install of `nx`'s parked token (installLua) with the fencing counter `KEYS[3n + i]` (ARGV[10]
- * '1', TTL ARGV[11]) and the boot marker's age (ARGV[12] '1'; the marker is the last key).
+ * '1', TTL ARGV[11]) and the boot marker's age (ARGV[12] '1').
  */
 export const INSTALL_LUA = installLua(
   'KEYS[i]',
   { on: "ARGV[10] == '1'", key: 'KEYS[3 * n + i]', ttl: 'ARGV[11]' },
-  `
-    if ARGV[12] ~= '0' then
-      local age = -1${bootMarkerAge('KEYS[#KEYS]')}
-      iage = age
-    end`,
+  installAgeLua("ARGV[12] ~= '0'"),
 );

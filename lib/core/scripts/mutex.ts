@@ -3,7 +3,7 @@ import { NOW_LUA, kindOf, prune, pttl } from '../kinds/lua';
 import { FENCE_COUNTERS_LUA } from './fencing';
 import { ENGINE_ID_LENGTH } from '../token';
 import { bootMarkerAge, script } from './lua';
-import { installLua, parkLua } from './install';
+import { installAgeLua, installLua, parkLua } from './install';
 import { RESERVED_SEP, YIELD_PREFIX } from './announce';
 
 /** Lua: 1 when the boot marker is the last key (ARGV[4] ~= '0'), else 0. */
@@ -264,7 +264,7 @@ if n == 1 then
               redis.call('HDEL', pk, nx)
             else
               local inst = nil${NOW_LUA}
-              ${installLua('KEYS[1]', { on: "ARGV[3] == '1'", key: 'KEYS[2]', ttl: 'ARGV[6]' }, '\n    iage = age')}
+              ${installLua('KEYS[1]', { on: "ARGV[3] == '1'", key: 'KEYS[2]', ttl: 'ARGV[6]' }, installAgeLua("ARGV[4] ~= '0'"))}
               if inst then
                 -- (The head keeps its place in the order: the next pass names it on every
                 -- master — here too, where its token now holds — and takes it off everywhere.
