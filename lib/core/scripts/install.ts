@@ -3,8 +3,8 @@
  * inlined into the mutex's scripts (scripts/mutex.ts): parking an engine's next token for a
  * resource, and installing the parked token of the engine a yield names.
  */
-import { num } from '../kinds/lua';
-import { RESERVED_SEP } from './announce';
+import { NOW_LUA, num } from '../kinds/lua';
+import { RESERVED_SEP, YIELD_PREFIX } from './announce';
 import { bootMarkerAge } from './lua';
 
 /**
@@ -92,3 +92,36 @@ export const INSTALL_LUA = installLua(
   { on: "ARGV[10] == '1'", key: 'KEYS[3 * n + i]', ttl: 'ARGV[11]' },
   installAgeLua("ARGV[12] ~= '0'"),
 );
+
+/**
+ * Lua (ACQUIRE_SCRIPT's granted path; `q` the order, `pk` the park, `me` this engine, `held`
+ * in scope): attempts install for the head. The key is free, but another engine has waited
+ * longer (the order's head) and parked a token here that is still installable: it gets the key —
+ * installed as a pass would install it (RELEASE_SCRIPT, a SET NX on its behalf: installLua, with
+ * the marker's real age), announced as a yield that names it — and `held` is set: the attempt is
+ * refused by it (ACQUIRE_SCRIPT's refused path: this engine enters the order, parks). An attempt
+ * of an engine that has not waited longest no longer takes a vote from the head: with one caller
+ * per process, the releasing process's next acquire (and any attempt woken by a clean-up) used to
+ * take free keys on a few masters, and the next pass could install only on the others
+ * (docs/handover-across-processes.md, "Attempts install for the head"). A head whose alive
+ * channel (ARGV[13]) has no subscriber here is gone: off the order and the park. Fencing counter
+ * KEYS[2] (ARGV[3] '1', TTL ARGV[6]); marker checked when ARGV[4] ~= '0'.
+ */
+export const HEAD_INSTALL_LUA = `
+local nx = redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 1)[1]
+if nx and nx ~= me then
+  if ARGV[13] and ARGV[13] ~= '' and redis.call('PUBSUB', 'NUMSUB', ARGV[13] .. nx)[2] == 0 then
+    redis.call('ZREM', q, nx)
+    redis.call('HDEL', pk, nx)
+  else
+    local inst = nil${NOW_LUA}
+    ${installLua('KEYS[1]', { on: "ARGV[3] == '1'", key: 'KEYS[2]', ttl: 'ARGV[6]' }, installAgeLua("ARGV[4] ~= '0'"))}
+    if inst then
+      -- (The head keeps its place in the order: the next pass names it on every
+      -- master — here too, where its token now holds — and takes it off everywhere.
+      -- Taken off here alone, it would be named by the other masters only.)
+      redis.call('PUBLISH', KEYS[1], '${YIELD_PREFIX}' .. ARGV[1] .. '${RESERVED_SEP}' .. nx .. inst)
+      held = true
+    end
+  end
+end`;

@@ -3,8 +3,7 @@ import { NOW_LUA, kindOf, prune, pttl } from '../kinds/lua';
 import { FENCE_COUNTERS_LUA } from './fencing';
 import { ENGINE_ID_LENGTH } from '../token';
 import { bootMarkerAge, script } from './lua';
-import { installAgeLua, installLua, parkLua } from './install';
-import { RESERVED_SEP, YIELD_PREFIX } from './announce';
+import { HEAD_INSTALL_LUA, parkLua } from './install';
 
 /** Lua: 1 when the boot marker is the last key (ARGV[4] ~= '0'), else 0. */
 const MARKER_SLOT = `(ARGV[4] ~= '0' and 1 or 0)`;
@@ -119,7 +118,7 @@ end`;
  *
  * Attempts install for the head (with the park key): a free key, not reserved for this engine,
  * while another engine heads the order with an installable parked token here (and is alive),
- * gets that token installed as a pass would (scripts/install.ts `installLua`), announced as
+ * gets that token installed as a pass would (scripts/install.ts `HEAD_INSTALL_LUA`), announced as
  * `^<this token>:<engine id>:<installed token>:<counter>:<age>`; this attempt is then refused by
  * it (REFUSED_LUA). A head gone (its alive channel without subscriber) is taken off the order
  * and the park, and the attempt goes on. A granted engine stays in the order while other
@@ -246,34 +245,7 @@ if n == 1 then
           redis.call('ZREM', q, first[1])
         end
         if pk and not named then
-          -- Hand-over across processes (this engine parks: ARGV[11]): the key is free, but
-          -- another engine has waited longer (the order's head) and parked a token here that
-          -- is still installable. It gets the key — installed as a pass would install it
-          -- (RELEASE_SCRIPT, a SET NX on its behalf), announced as a yield that names it — and
-          -- this attempt is refused by it (REFUSED_LUA: this engine enters the order, parks).
-          -- An attempt of an engine that has not waited longest no longer takes a vote from
-          -- the head: with one caller per process, the releasing process's next acquire
-          -- (and any attempt woken by a clean-up) used to take free keys on a few masters,
-          -- and the next pass could install only on the others (docs/handover-across-processes.md,
-          -- "Attempts install for the head"). A head whose alive channel (ARGV[13]) has no
-          -- subscriber here is gone: off the order and the park.
-          local nx = redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 1)[1]
-          if nx and nx ~= me then
-            if ARGV[13] and ARGV[13] ~= '' and redis.call('PUBSUB', 'NUMSUB', ARGV[13] .. nx)[2] == 0 then
-              redis.call('ZREM', q, nx)
-              redis.call('HDEL', pk, nx)
-            else
-              local inst = nil${NOW_LUA}
-              ${installLua('KEYS[1]', { on: "ARGV[3] == '1'", key: 'KEYS[2]', ttl: 'ARGV[6]' }, installAgeLua("ARGV[4] ~= '0'"))}
-              if inst then
-                -- (The head keeps its place in the order: the next pass names it on every
-                -- master — here too, where its token now holds — and takes it off everywhere.
-                -- Taken off here alone, it would be named by the other masters only.)
-                redis.call('PUBLISH', KEYS[1], '${YIELD_PREFIX}' .. ARGV[1] .. '${RESERVED_SEP}' .. nx .. inst)
-                held = true
-              end
-            end
-          end
+          ${HEAD_INSTALL_LUA}
         end
       end
       if first[1] and not held then
