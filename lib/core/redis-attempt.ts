@@ -8,7 +8,8 @@ import { monotonicNow } from './clock';
 import { counterKeyOf } from './keys';
 import type { AcquireAnswer, AcquireInput, GroupReply, LockKind, ScriptCall } from './kinds/kind';
 import { mismatchIn, waitInput } from './kinds/store-kinds';
-import { aliveChannel, parkKey } from './kinds/kind-keys';
+import { parkKey } from './kinds/kind-keys';
+import { aliveArg } from './redis-install';
 import type { MasterNode } from './masters/node';
 import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './policy/store';
 import { fencingTokensOf } from './quorum/fencing-tokens';
@@ -199,10 +200,7 @@ function parkInput(
   wall: number,
 ): AcquireInput['park'] {
   const { token, life } = store.installs.park(resource, ttl, start, wall);
-  const { keyPrefix } = store.settings;
-  // (A Cluster's subscriber may be on another node than the key: not checked there.)
-  const alive = store.nodes.some((n) => n.cluster) ? '' : aliveChannel(keyPrefix, '');
-  return { key: parkKey(keyPrefix, resource), token, life, alive };
+  return { key: parkKey(store.settings.keyPrefix, resource), token, life, alive: aliveArg(store) };
 }
 
 /**

@@ -311,8 +311,7 @@ export function installOrder(
     ttl === undefined || !store.hears(store.keyOf(resource))
       ? undefined
       : store.installs.park(resource, ttl, monotonicNow(), Date.now());
-  const cluster = store.nodes.some((n) => n.cluster);
-  const checked = quarantine.enabled && !cluster;
+  const checked = quarantine.enabled && !store.nodes.some((n) => n.cluster);
   return {
     parkKey: parkKey(keyPrefix, resource),
     token: park?.token ?? '',
@@ -321,9 +320,17 @@ export function installOrder(
     fenceKey: fencing ? store.fenceKeyOf(resource) : undefined,
     fenceTtl: fencingKeyTtl,
     marker: checked ? store.markerKey : undefined,
-    // (A Cluster's subscriber may be on another node than the key: not checked there.)
-    alive: cluster ? '' : aliveChannel(keyPrefix, ''),
+    alive: aliveArg(store),
   };
+}
+
+/**
+ * The alive channels' prefix that a yield, a pass or an attempt sends to skip engines that are
+ * gone (kinds/kind-keys.ts `aliveChannel`); '' on a Cluster, whose subscriber may sit on another
+ * node than the key (not checked there).
+ */
+export function aliveArg(store: RedisStore): string {
+  return store.nodes.some((n) => n.cluster) ? '' : aliveChannel(store.settings.keyPrefix, '');
 }
 
 /**
