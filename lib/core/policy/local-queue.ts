@@ -155,6 +155,15 @@ export class LocalQueue implements LineTable {
     line.watching ??= this.store
       .watchReleases(line.resource, (announced, token, repeat, reserved, install) => {
         if (announced !== 'cleanup') countHeard(line, token);
+        if (line.deferring && announced !== 'cleanup' && this.store.ownsToken?.(token) === false) {
+          // Another engine's holder let the resource go: a poller took it since this queue
+          // yielded to the pollers, and the deferral is over as at a refusal by that holder
+          // (`refused`). Woken by such announcements, this queue's attempts ran while the key
+          // was free, so no holder refused them: they kept deferring to the joined mark
+          // (scripts/mutex.ts) until it expired while that engine's waiters took the key again
+          // and again — the streak the yield was to end.
+          line.deferring = false;
+        }
         if (install) return installHeard(line); // its outcome wakes the head (installed.ts)
         if (repeat) {
           // Another master announces a release already heard. It matters to a head refused by

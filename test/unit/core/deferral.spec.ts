@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { LocalQueue } from '../../../lib/core/policy/local-queue';
 import { defers } from '../../../lib/core/policy/queue-lines';
 import type { Line } from '../../../lib/core/policy/queue-lines';
-import type { LockStore } from '../../../lib/core/policy/store';
+import type { Announced, AnnouncementListener, LockStore } from '../../../lib/core/policy/store';
 
 const queues: LocalQueue[] = [];
 afterEach(() => {
@@ -17,17 +17,28 @@ afterEach(() => {
 });
 
 /** A queue over a store without announcements whose engine's tokens start with `me:`. */
-function setup(): { queue: LocalQueue; unmark: jest.Mock<(resource: string) => void> } {
+function setup(): {
+  queue: LocalQueue;
+  unmark: jest.Mock<(resource: string) => void>;
+  announce: (announced: Announced, token: string) => void;
+} {
   const unmark = jest.fn<(resource: string) => void>();
+  const listeners: AnnouncementListener[] = [];
   const store = {
     quorum: 2,
-    watchReleases: () => Promise.resolve(undefined),
+    watchReleases: (_resource: string, on: AnnouncementListener) => {
+      listeners.push(on);
+      return Promise.resolve(undefined);
+    },
     ownsToken: (token: string) => token.startsWith('me:'),
     unmarkPolling: unmark,
   } as unknown as LockStore;
   const queue = new LocalQueue(store, new AbortController().signal);
   queues.push(queue);
-  return { queue, unmark };
+  const announce = (announced: Announced, token: string): void => {
+    for (const on of listeners) on(announced, token, false, undefined, false);
+  };
+  return { queue, unmark, announce };
 }
 
 /** The queue's line of `resource` (internal state, to start from a yield to pollers). */
@@ -47,6 +58,25 @@ describe('deferring to pollers', () => {
     queue.refused(ticket, [], 'me:own-holder'); // its own engine's holder: not a poller
     expect(defers(ticket)).toBe(true);
     queue.refused(ticket, [], 'other:holder'); // a poller took the resource
+    expect(defers(ticket)).toBe(false);
+  });
+
+  it("ends at another engine's release announcement: a poller took the resource meanwhile", async () => {
+    // Woken by the poller's announcements, the attempts ran while the key was free: no holder
+    // refused them, and they deferred to the joined mark until it expired (a streak of 25 of
+    // the other engine in test/core/cluster.spec.ts).
+    const { queue, announce } = setup();
+    const ticket = queue.join(['a'], true);
+    queue.refused(ticket, [], 'me:own-holder'); // a contended attempt starts the release watch
+    await queue.watch(ticket, 0);
+    lineOf(queue, 'a').deferring = true; // the queue yielded to pollers
+    announce('cleanup', 'other:failed-attempt'); // not a holder's release
+    announce('release', 'me:own-holder'); // its own engine's lock
+    expect(defers(ticket)).toBe(true);
+    announce('yield', 'other:holder');
+    expect(defers(ticket)).toBe(false);
+    lineOf(queue, 'a').deferring = true;
+    announce('release', 'other:holder2');
     expect(defers(ticket)).toBe(false);
   });
 
