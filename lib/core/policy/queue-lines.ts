@@ -83,7 +83,7 @@ export interface Line {
   polled: number;
   /**
    * This queue yielded to another engine's poller, and since then it was not granted and no
-   * holder of another engine refused it: its attempts defer to other engines' poll marks
+   * holder of another engine refused it or announced its release: its attempts defer to other engines' poll marks
    * (`AttemptRequest.defer`).
    */
   deferring: boolean;

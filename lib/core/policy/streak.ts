@@ -113,8 +113,9 @@ export const STAND_BY_MS = 2 * RESERVE_MS;
  * `Line.deferring`): their attempts take no free key on which another engine's mark is up
  * (scripts/mutex.ts ACQUIRE_SCRIPT, `defer`), so the poller that left it takes the key at its
  * next poll; the deferred attempt appends our id to its mark, and a waiter of ours refused by it
- * later raises our own mark, either of which ends that engine's streak in turn. Until a holder of another engine refuses them (a poller took the key) or they
- * are granted: were every engine that yielded to defer on, all would defer to the engine refused
+ * later raises our own mark, either of which ends that engine's streak in turn. Until a holder of
+ * another engine refuses them or releases the resource (a poller took the key; its release
+ * announcement, heard, counts as a refusal) or they are granted: were every engine that yielded to defer on, all would defer to the engine refused
  * last, and the resource would go last come, first served. An engine whose last waiter for the
  * resource is done takes its mark down (`LockStore.unmarkPolling`), so nobody defers to a
  * poller that left. (A timed hold-back for what the mark had left, before: marks live a whole
