@@ -9,7 +9,7 @@ import { counterKeyOf } from './keys';
 import type { AcquireAnswer, AcquireInput, GroupReply, LockKind, ScriptCall } from './kinds/kind';
 import { mismatchIn, waitInput } from './kinds/store-kinds';
 import { parkKey } from './kinds/kind-keys';
-import { aliveArg } from './redis-install';
+import { aliveArg } from './install-order';
 import type { MasterNode } from './masters/node';
 import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './policy/store';
 import { fencingTokensOf } from './quorum/fencing-tokens';

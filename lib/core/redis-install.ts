@@ -28,8 +28,6 @@ import { validUntil, validityAfter } from './quorum/protocol';
 import type { RedisStore } from './redis-store';
 import { raiseFences } from './redis-attempt';
 import { newToken } from './token';
-import type { YieldOrder } from './kinds/kind';
-import { aliveChannel, parkKey } from './kinds/kind-keys';
 import { RELEASE_SCRIPT } from './scripts/release';
 
 /**
@@ -64,12 +62,24 @@ interface Park {
   timer: ReturnType<typeof setTimeout> | undefined;
   /** The grant made of it, once granted: its lock's end tells whether a late install is its. */
   grant?: Grant;
+  /** The tokens whose release installed it: a master still holding one runs that release next. */
+  from?: Set<string>;
+}
+
+/** A token that a master announced installed on a key, and when (monotonic ms). */
+interface Held {
+  readonly token: string;
+  readonly at: number;
 }
 
 /** The installs of this engine's parked tokens: one current token per resource. */
 export class Installs {
   private readonly current = new Map<string, Park>();
   private readonly byToken = new Map<string, Park>();
+  /** The tokens of `byToken` per lock key. */
+  private readonly byKey = new Map<string, Set<Park>>();
+  /** Per lock key with a token of ours parked or gathering: what each master installed there. */
+  private readonly held = new Map<string, (Held | undefined)[]>();
   private handler: ((resource: string, grant: Grant | undefined) => void) | undefined;
   private closed = false;
 
@@ -110,6 +120,9 @@ export class Installs {
       };
       this.current.set(resource, p);
       this.byToken.set(p.token, p);
+      let same = this.byKey.get(p.key);
+      if (!same) this.byKey.set(p.key, (same = new Set()));
+      same.add(p);
     }
     return { token: p.token, life };
   }
@@ -123,8 +136,7 @@ export class Installs {
   abandon(resource: string): string[] {
     this.current.delete(resource);
     const tokens: string[] = [];
-    for (const p of [...this.byToken.values()]) {
-      if (p.resource !== resource) continue;
+    for (const p of [...this.parksOf(resource)]) {
       if (p.state === 'gathering') this.fail(p);
       else if (p.state === 'parked') {
         p.state = 'failed';
@@ -137,10 +149,15 @@ export class Installs {
 
   /** Whether this engine parked a token for `resource` that may still be installed. */
   hasParked(resource: string): boolean {
-    for (const p of this.byToken.values()) {
-      if (p.resource === resource && (p.state === 'parked' || p.state === 'gathering')) return true;
+    for (const p of this.parksOf(resource)) {
+      if (p.state === 'parked' || p.state === 'gathering') return true;
     }
     return false;
+  }
+
+  /** The tokens parked for `resource` not forgotten yet. */
+  private parksOf(resource: string): Iterable<Park> {
+    return this.byKey.get(this.store.keyOf(resource)) ?? [];
   }
 
   /**
@@ -183,6 +200,54 @@ export class Installs {
   }
 
   /**
+   * Master `node` announced on `key` the deletion of `deleted` and, when given, the install of
+   * `installed` (any engine's token). Kept per master while a token of ours for the key is parked
+   * or gathering: a master that installed another token holds it until that token's release
+   * there, and a gathering install that too few masters can still announce fails now
+   * ({@link decide}) rather than at the request timeout. (A key two or more engines' installs
+   * split — a pass that the masters ran for different heads, a token parked anew between two
+   * of them — was held on every master until each of their timeouts: no grant for 50 ms.)
+   */
+  news(key: string, node: number, deleted: string, installed: string | undefined): void {
+    if (this.closed || !(node >= 0 && node < this.store.nodes.length)) return;
+    const parks = [...(this.byKey.get(key) ?? [])].filter(
+      (p) => p.state === 'parked' || p.state === 'gathering',
+    );
+    if (parks.length === 0) {
+      this.held.delete(key);
+      return;
+    }
+    let h = this.held.get(key);
+    if (!h) this.held.set(key, (h = new Array<Held | undefined>(this.store.nodes.length)));
+    if (h[node]?.token === deleted) h[node] = undefined;
+    if (installed !== undefined) h[node] = { token: installed, at: monotonicNow() };
+    const ours = installed === undefined ? undefined : this.byToken.get(installed);
+    if (ours) (ours.from ??= new Set()).add(deleted);
+    for (const p of parks) if (p.state === 'gathering') this.decide(p);
+  }
+
+  /**
+   * Whether the installs split `p`'s key so that no token can be granted before one is deleted:
+   * even with every master that announcements did not tell of (holding nothing they announced,
+   * an attempt's token, or a token whose release installed `p` elsewhere and runs there next),
+   * no token holds a quorum. Then every engine's gathering install of the key fails now instead
+   * of at its request timeout (their engines see the same). An install on too few masters while
+   * another token can still make a quorum waits as before: its masters hold no one up.
+   */
+  private deadlocked(p: Park): boolean {
+    const h = this.held.get(p.key);
+    if (!h) return false;
+    const now = monotonicNow();
+    const counts = new Map<string, number>();
+    let open = 0;
+    for (const o of h) {
+      if (!o || now - o.at >= p.ttl || p.from?.has(o.token)) open++;
+      else counts.set(o.token, (counts.get(o.token) ?? 0) + 1);
+    }
+    return Math.max(0, ...counts.values()) + open < this.store.quorum;
+  }
+
+  /**
    * Whether master `i`'s install counts as a vote: not in restart quarantine, and with a fencing
    * counter when fencing is on (a yielding engine with other settings may not have sent what
    * this one needs: then the marker's age is -1, the counter 0).
@@ -204,7 +269,10 @@ export class Installs {
       const v = p.heard[i];
       if (v && this.counts(i, v)) ok++;
     }
-    if (ok < quorum) return;
+    if (ok < quorum) {
+      if (p.state === 'gathering' && this.deadlocked(p)) this.fail(p);
+      return;
+    }
     clearTimeout(p.timer);
     p.timer = undefined;
     p.state = 'granted';
@@ -259,7 +327,10 @@ export class Installs {
     }
   }
 
-  /** Too few masters installed `p` in time (or no validity was left): deleted everywhere. */
+  /**
+   * Too few masters installed `p` in time, or can still (`decide`), or no validity was left:
+   * deleted everywhere.
+   */
   private fail(p: Park, granted = false): void {
     if (p.state === 'failed' || (p.state === 'granted' && !granted)) return;
     clearTimeout(p.timer);
@@ -282,6 +353,12 @@ export class Installs {
     for (const [token, p] of this.byToken) {
       if (p.state === 'gathering' || now <= p.start + 2 * p.life + late) continue;
       this.byToken.delete(token);
+      const same = this.byKey.get(p.key);
+      same?.delete(p);
+      if (same?.size === 0) {
+        this.byKey.delete(p.key);
+        this.held.delete(p.key);
+      }
       if (this.current.get(p.resource) === p) this.current.delete(p.resource);
     }
   }
@@ -291,46 +368,10 @@ export class Installs {
     this.closed = true;
     for (const p of this.byToken.values()) clearTimeout(p.timer);
     this.byToken.clear();
+    this.byKey.clear();
     this.current.clear();
+    this.held.clear();
   }
-}
-
-/**
- * What a yield of `resource` by `store`'s engine sends for the hand-over across processes: the
- * park key, this engine's own next token when it hears the resource's announcements (parked
- * with `ttl`, the yielding lock's), and what an install needs (the fencing counter when fencing,
- * the boot marker when the quarantine is checked: not on a Cluster).
- */
-export function installOrder(
-  store: RedisStore,
-  resource: string,
-  ttl: number | undefined,
-): YieldOrder['install'] {
-  const { keyPrefix, fencing, fencingKeyTtl, quarantine } = store.settings;
-  const park =
-    ttl === undefined || !store.hears(store.keyOf(resource))
-      ? undefined
-      : store.installs.park(resource, ttl, monotonicNow(), Date.now());
-  const checked = quarantine.enabled && !store.nodes.some((n) => n.cluster);
-  return {
-    parkKey: parkKey(keyPrefix, resource),
-    token: park?.token ?? '',
-    ttl: ttl ?? 0,
-    life: park?.life ?? 0,
-    fenceKey: fencing ? store.fenceKeyOf(resource) : undefined,
-    fenceTtl: fencingKeyTtl,
-    marker: checked ? store.markerKey : undefined,
-    alive: aliveArg(store),
-  };
-}
-
-/**
- * The alive channels' prefix that a yield, a pass or an attempt sends to skip engines that are
- * gone (kinds/kind-keys.ts `aliveChannel`); '' on a Cluster, whose subscriber may sit on another
- * node than the key (not checked there).
- */
-export function aliveArg(store: RedisStore): string {
-  return store.nodes.some((n) => n.cluster) ? '' : aliveChannel(store.settings.keyPrefix, '');
 }
 
 /**

@@ -4,7 +4,8 @@ import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
 import type { Announce, LockKind } from './kinds/kind';
 import { aliveChannel, orderKey, parkKey, pollKey } from './kinds/kind-keys';
-import { Installs, installOrder } from './redis-install';
+import { installOrder } from './install-order';
+import { Installs } from './redis-install';
 import { lockKindFor } from './kinds/holders';
 import type { LockKindSpec } from './kinds/kind-spec';
 import { fenceKey, lockKey, markerKey } from './keys';
@@ -131,6 +132,8 @@ export class RedisStore implements LockStore {
     this.installs = new Installs(this);
     this.notifier.onInstall = (key, node, token, fence, age) =>
       this.installs.heard(key, node, token, fence, age);
+    this.notifier.onNews = (key, node, deleted, installed) =>
+      this.installs.news(key, node, deleted, installed);
     this.notifier.onResubscribed = (node) => this.installs.resubscribed(node);
     this.dispatch = new Dispatch((r) => this.keyOf(r));
     // The fencing counters' slot tags (keys.ts) are computed once per process: now, not inside

@@ -173,6 +173,45 @@ describe('hand-over across processes', () => {
       for (const c of suite.probe.slice(1)) await c.hdel(parkKey(PREFIX, r), b.engineId);
     }));
 
+  /** Announces on `c`, as a pass would, that `from`'s release at `key` installed `to`. */
+  const announceInstall = (
+    c: (typeof suite.probe)[number],
+    key: string,
+    from: string,
+    to: string,
+  ): Promise<number> => c.publish(key, `^${from}:${to.slice(0, 12)}:${to}:1:-1`);
+
+  it('an install split so that no token can reach a quorum fails at once, not at the timeout', () =>
+    withEngines(
+      async ({ all }) => {
+        // The waiter is the first engine: its request timeout (the install's deadline) is 8 s.
+        const [b, a] = all;
+        const got = outcomes(b);
+        const r = uniqueResource('install-hopeless');
+        const { held, watch } = await parkedBehind(a, b, r);
+        const token = (await parkedOn(r, b.engineId))[0] as string;
+        // Masters 1 and 2 announce installs of one token of another engine (a pass the masters
+        // ran for another head): that token may still make a quorum, b's install waits.
+        const x = `${'e'.repeat(12)}${'x'.repeat(22)}`;
+        for (const c of suite.probe.slice(1))
+          await announceInstall(c, a.keyOf(r), 'y'.repeat(34), x);
+        await a.release(held, true, undefined, [0], 'yield');
+        expect(await suite.probe[0].get(a.keyOf(r))).toBe(token);
+        await sleep(200);
+        expect(got).toEqual([]);
+        // Then master 2 announces that x's release there installed a third token: no token can
+        // reach a quorum any more before another is deleted. Told and deleted at once, well
+        // before the 8 s request timeout.
+        await announceInstall(suite.probe[2], a.keyOf(r), x, `${'f'.repeat(12)}${'z'.repeat(22)}`);
+        await waitUntil(() => got.length > 0, 5000);
+        expect(got).toEqual([undefined]);
+        await waitUntil(async () => (await suite.probe[0].exists(a.keyOf(r))) === 0, 5000);
+        await a.release(held, true);
+        watch.stop();
+      },
+      { requestTimeout: 8000 },
+    ));
+
   it('an install without a fencing counter does not grant an engine that fences', () =>
     // The yielding engine does not fence (another setting on the same resource): its installs
     // carry no counter, so the named engine, which fences, could not give a fencing token.

@@ -227,6 +227,14 @@ export class ReleaseNotifier {
   onInstall?: (key: string, node: number, token: string, fence: number, age: number) => void;
 
   /**
+   * Hand-over across processes: called for each master's announcement on a watched `key` with
+   * the token it deleted there (or, for an attempt's install, the attempting one: nothing of it
+   * was set) and, when it installed a parked token (any engine's), that token: what holds the
+   * key on that master now, as far as announcements tell (redis-install.ts `Installs.news`).
+   */
+  onNews?: (key: string, node: number, deleted: string, installed: string | undefined) => void;
+
+  /**
    * Hand-over across processes: called when master `node`'s subscriber connection was lost and
    * its subscriptions are confirmed again (an install announced meanwhile was heard by nobody).
    */
@@ -267,6 +275,7 @@ export class ReleaseNotifier {
         token = token.slice(0, at);
       }
     }
+    this.onNews?.(channel, node, token, install?.[2]);
     const own = install !== undefined && reserved === 'own';
     for (const listener of [...ch.listeners]) listener(announced, token, repeat, reserved, own);
     if (own && install) {
