@@ -17,8 +17,9 @@
  *
  * Tokens the engine cannot use are deleted where they were installed: an install of a token it
  * does not know (forgotten once no install of it can come any more, or never parked) on that
- * master only; an install that fewer than a quorum announced within the request timeout on
- * every master; a grant with no local waiter to take it (policy/installed.ts) like any lock.
+ * master only; an install that fewer than a quorum announced within the request timeout, or
+ * that the announcements show can no longer reach one (`Installs.news`), on every master; a
+ * grant with no local waiter to take it (policy/installed.ts) like any lock.
  */
 import { monotonicNow } from './clock';
 import type { NodeVote } from './errors';
@@ -167,6 +168,8 @@ export class Installs {
    */
   resubscribed(node: number): void {
     this.current.clear();
+    // What the master installed meanwhile was not heard either: not known any more.
+    for (const h of this.held.values()) h[node] = undefined;
     for (const p of this.byToken.values()) {
       if (p.state === 'parked') releaseKeyOn(this.store, node, p.key, p.token);
     }
@@ -202,11 +205,11 @@ export class Installs {
   /**
    * Master `node` announced on `key` the deletion of `deleted` and, when given, the install of
    * `installed` (any engine's token). Kept per master while a token of ours for the key is parked
-   * or gathering: a master that installed another token holds it until that token's release
-   * there, and a gathering install that too few masters can still announce fails now
-   * ({@link decide}) rather than at the request timeout. (A key two or more engines' installs
-   * split — a pass that the masters ran for different heads, a token parked anew between two
-   * of them — was held on every master until each of their timeouts: no grant for 50 ms.)
+   * or gathering: a master that installed another token holds it until that token's deletion is
+   * announced there, and a gathering install of a key split so that no token can reach a quorum
+   * fails now ({@link deadlocked}) rather than at the request timeout. (A key that two or more
+   * engines' installs split — a pass that the masters ran for different heads, a token parked
+   * anew between two of them — was held on every master until each of their timeouts.)
    */
   news(key: string, node: number, deleted: string, installed: string | undefined): void {
     if (this.closed || !(node >= 0 && node < this.store.nodes.length)) return;

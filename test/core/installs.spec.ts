@@ -139,7 +139,7 @@ describe('hand-over across processes', () => {
         const first = await c.zrange(orderKey(PREFIX, r), '0', '0', 'WITHSCORES');
         expect(first[0]).toMatch(new RegExp(`^\\d+:${b.engineId}$`)); // the reservation
       }
-      expect(got).toEqual([]);
+      expect(got).toStrictEqual([]);
       watch.stop();
     }));
 
@@ -160,7 +160,7 @@ describe('hand-over across processes', () => {
       await before(b, r);
       await a.release(held, true, undefined, undefined, 'yield');
       await waitUntil(() => got.length > 0, 5000);
-      expect(got).toEqual([undefined]); // the waiter attempts
+      expect(got).toStrictEqual([undefined]); // the waiter attempts
       await waitUntil(async () =>
         (await Promise.all(suite.probe.map((c) => c.exists(a.keyOf(r))))).every((e) => e === 0),
       );
@@ -198,13 +198,13 @@ describe('hand-over across processes', () => {
         await a.release(held, true, undefined, [0], 'yield');
         expect(await suite.probe[0].get(a.keyOf(r))).toBe(token);
         await sleep(200);
-        expect(got).toEqual([]);
+        expect(got).toStrictEqual([]);
         // Then master 2 announces that x's release there installed a third token: no token can
         // reach a quorum any more before another is deleted. Told and deleted at once, well
         // before the 8 s request timeout.
         await announceInstall(suite.probe[2], a.keyOf(r), x, `${'f'.repeat(12)}${'z'.repeat(22)}`);
         await waitUntil(() => got.length > 0, 5000);
-        expect(got).toEqual([undefined]);
+        expect(got).toStrictEqual([undefined]);
         await waitUntil(async () => (await suite.probe[0].exists(a.keyOf(r))) === 0, 5000);
         await a.release(held, true);
         watch.stop();
@@ -239,7 +239,7 @@ describe('hand-over across processes', () => {
       await waitUntil(async () =>
         (await Promise.all(suite.probe.map((c) => c.exists(a.keyOf(r))))).every((e) => e === 0),
       );
-      expect(got).toEqual([]);
+      expect(got).toStrictEqual([]);
       watch.stop();
     }));
 

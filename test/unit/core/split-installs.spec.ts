@@ -1,0 +1,88 @@
+/**
+ * Hand-over across processes (lib/core/redis-install.ts `Installs.news`): an engine that parks
+ * for a key keeps, per master, the token the announcements last installed there; its gathering
+ * install fails at once when no token can reach a quorum any more before another is deleted,
+ * and waits for the request timeout otherwise. Pure logic: a fake store of three masters
+ * (quorum 2) whose request timeout (the install's deadline) never comes within a test.
+ */
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { Installs } from '../../../lib/core/redis-install';
+import type { Grant } from '../../../lib/core/policy/store';
+import type { RedisStore } from '../../../lib/core/redis-store';
+
+const KEY = 'lock:{r}';
+const X = 'xxxxxxxxxxxx' + 'x'.repeat(22);
+const Y = 'yyyyyyyyyyyy' + 'y'.repeat(22);
+const RELEASED = 'rrrrrrrrrrrr' + 'r'.repeat(22);
+const opened: Installs[] = [];
+afterEach(() => {
+  for (const i of opened.splice(0)) i.close();
+});
+
+function setup(): {
+  installs: Installs;
+  outcomes: (Grant | undefined)[];
+  releaseKeys: jest.Mock<(...args: unknown[]) => Promise<unknown>>;
+  token: string;
+} {
+  const releaseKeys = jest.fn((..._args: unknown[]) => Promise.resolve({}));
+  const nodes = [0, 1, 2].map((index) => ({
+    index,
+    checksMarker: false,
+    evalScript: () => Promise.resolve(1),
+  }));
+  const store = {
+    quorum: 2,
+    nodes,
+    engineId: 'eeeeeeeeeeee',
+    settings: { requestTimeout: 60_000, fencing: false, driftFactor: 0.01 },
+    keyOf: (r: string) => `lock:{${r}}`,
+    releaseKeys,
+  } as unknown as RedisStore;
+  const installs = new Installs(store);
+  opened.push(installs);
+  const outcomes: (Grant | undefined)[] = [];
+  installs.onResult((_r, grant) => outcomes.push(grant));
+  const { token } = installs.park('r', 30_000, performance.now(), Date.now());
+  return { installs, outcomes, releaseKeys, token };
+}
+
+describe('split installs', () => {
+  it('fail at once when no token can reach a quorum', () => {
+    const { installs, outcomes, releaseKeys, token } = setup();
+    installs.news(KEY, 1, RELEASED, X);
+    installs.news(KEY, 2, RELEASED, Y);
+    installs.news(KEY, 0, RELEASED, token);
+    installs.heard(KEY, 0, token, 0, -1);
+    expect(outcomes).toStrictEqual([undefined]);
+    expect(releaseKeys.mock.calls[0]?.slice(0, 2)).toEqual([['r'], token]);
+  });
+
+  it('wait while another token may still reach a quorum, or a master may still install', () => {
+    const { installs, outcomes, releaseKeys, token } = setup();
+    installs.news(KEY, 1, RELEASED, X);
+    installs.news(KEY, 2, RELEASED, X); // x may be granted: ours holds no one up
+    installs.news(KEY, 0, RELEASED, token);
+    installs.heard(KEY, 0, token, 0, -1);
+    expect(outcomes).toStrictEqual([]);
+    installs.news(KEY, 2, X, undefined); // x deleted on master 2: it may install ours next
+    expect(outcomes).toStrictEqual([]);
+    // Master 2 still holds the token whose release installed ours on master 0: it runs that
+    // release next.
+    installs.news(KEY, 2, 'zzzzzzzzzzzz', RELEASED);
+    expect(outcomes).toStrictEqual([]);
+    installs.news(KEY, 2, RELEASED, Y); // it installed another token instead: split
+    expect(outcomes).toStrictEqual([undefined]);
+    expect(releaseKeys).toHaveBeenCalledTimes(1);
+  });
+
+  it('forget what a master installed while its subscriber connection was away', () => {
+    const { installs, outcomes, token } = setup();
+    installs.news(KEY, 1, RELEASED, X);
+    installs.news(KEY, 2, RELEASED, Y);
+    installs.resubscribed(2); // announcements of master 2 were missed: y may be gone there
+    installs.news(KEY, 0, RELEASED, token);
+    installs.heard(KEY, 0, token, 0, -1);
+    expect(outcomes).toStrictEqual([]);
+  });
+});
