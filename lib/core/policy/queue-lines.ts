@@ -83,8 +83,8 @@ export interface Line {
   polled: number;
   /**
    * This queue yielded to another engine's poller, and since then it was not granted and no
-   * holder of another engine refused it or announced its release: its attempts defer to other engines' poll marks
-   * (`AttemptRequest.defer`).
+   * holder of another engine refused it or announced its release: its attempts defer to other
+   * engines' poll marks (`AttemptRequest.defer`).
    */
   deferring: boolean;
   /**

@@ -115,12 +115,12 @@ export const STAND_BY_MS = 2 * RESERVE_MS;
  * next poll; the deferred attempt appends our id to its mark, and a waiter of ours refused by it
  * later raises our own mark, either of which ends that engine's streak in turn. Until a holder of
  * another engine refuses them or releases the resource (a poller took the key; its release
- * announcement, heard, counts as a refusal) or they are granted: were every engine that yielded to defer on, all would defer to the engine refused
- * last, and the resource would go last come, first served. An engine whose last waiter for the
- * resource is done takes its mark down (`LockStore.unmarkPolling`), so nobody defers to a
- * poller that left. (A timed hold-back for what the mark had left, before: marks live a whole
- * retry interval plus two request timeouts, and a yield waited for it even when the poller had
- * long come and gone.)
+ * announcement, heard, counts as a refusal) or they are granted: were every engine that yielded
+ * to defer on, all would defer to the engine refused last, and the resource would go last come,
+ * first served. An engine whose last waiter for the resource is done takes its mark down
+ * (`LockStore.unmarkPolling`), so nobody defers to a poller that left. (A timed hold-back for
+ * what the mark had left, before: marks live a whole retry interval plus two request timeouts,
+ * and a yield waited for it even when the poller had long come and gone.)
  * Without a mark nobody polls, and the process keeps its streak. The same deferral applies with
  * announcements when only a mark told of the other engine (a Cluster of several nodes, where
  * the masters may not count its watch and it hears the release a little later).
