@@ -341,7 +341,10 @@ export class Installs {
     p.state = 'failed';
     if (this.current.get(p.resource) === p) this.current.delete(p.resource);
     if (!this.closed) {
-      void this.store.releaseKeys([p.resource], p.token, { announce: 'release' });
+      // Announced as the clean-up of a failed attempt (which it is): the waiters it wakes
+      // attempt spread over a few ms instead of all at once into the next split.
+      this.store.ignoreOwn([p.resource], p.token, true);
+      void this.store.releaseKeys([p.resource], p.token, { announce: 'cleanup' });
     }
     this.handler?.(p.resource, undefined);
   }

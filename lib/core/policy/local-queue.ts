@@ -171,13 +171,16 @@ export class LocalQueue implements LineTable {
           // where the release had not run yet (a slow master, a NOSCRIPT fallback). Without
           // this it would sleep until the holder's key expired elsewhere — a whole ttl. (Not
           // when the key is kept for another engine: the attempt would be refused again.)
-          if (announced !== 'cleanup' && token === line.heldBy && reserved !== 'other') {
+          if (token === line.heldBy && reserved !== 'other') {
             this.handOff(line, false, 'release');
           }
           return;
         }
-        // (`subscribed`, a late confirmation: a release may have been missed, try again.)
-        if (!(announced === 'cleanup' && line.heldBy !== undefined)) {
+        // (`subscribed`, a late confirmation: a release may have been missed, try again.) A
+        // clean-up does not wake a head that one holder refused on a quorum — unless it is that
+        // holder's: a failed attempt or install that had a quorum of masters but no validity
+        // left, whose keys are gone now (it would sleep until they expired).
+        if (!(announced === 'cleanup' && line.heldBy !== undefined && token !== line.heldBy)) {
           this.handOff(line, false, announced, reserved);
         }
       })

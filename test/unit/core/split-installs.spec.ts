@@ -38,6 +38,7 @@ function setup(): {
     settings: { requestTimeout: 60_000, fencing: false, driftFactor: 0.01 },
     keyOf: (r: string) => `lock:{${r}}`,
     releaseKeys,
+    ignoreOwn: () => undefined,
   } as unknown as RedisStore;
   const installs = new Installs(store);
   opened.push(installs);
