@@ -190,6 +190,11 @@ describe('hand-over across processes', () => {
         const r = uniqueResource('install-hopeless');
         const { held, watch } = await parkedBehind(a, b, r);
         const token = (await parkedOn(r, b.engineId))[0] as string;
+        const sub = suite.probe[0].duplicate({ enableOfflineQueue: true });
+        cleanup.push(() => sub.disconnect());
+        const messages: string[] = [];
+        sub.on('message', (_channel: string, message: string) => messages.push(message));
+        await sub.subscribe(a.keyOf(r));
         // Masters 1 and 2 announce installs of one token of another engine (a pass the masters
         // ran for another head): that token may still make a quorum, b's install waits.
         const x = `${'e'.repeat(12)}${'x'.repeat(22)}`;
@@ -206,6 +211,9 @@ describe('hand-over across processes', () => {
         await waitUntil(() => got.length > 0, 5000);
         expect(got).toStrictEqual([undefined]);
         await waitUntil(async () => (await suite.probe[0].exists(a.keyOf(r))) === 0, 5000);
+        // Announced as the clean-up of a failed attempt: the waiters it wakes spread out.
+        await waitUntil(() => messages.includes(`~${token}`), 5000);
+        expect(messages).not.toContain(token);
         await a.release(held, true);
         watch.stop();
       },
