@@ -213,10 +213,15 @@ export class Installs {
    */
   news(key: string, node: number, deleted: string, installed: string | undefined): void {
     if (this.closed || !(node >= 0 && node < this.store.nodes.length)) return;
-    const parks = [...(this.byKey.get(key) ?? [])].filter(
-      (p) => p.state === 'parked' || p.state === 'gathering',
-    );
-    if (parks.length === 0) {
+    // (Called for every announcement heard: no allocation unless a token of ours is out.)
+    const same = this.byKey.get(key);
+    let gathering = false;
+    let out = false;
+    for (const p of same ?? []) {
+      gathering ||= p.state === 'gathering';
+      out ||= p.state === 'parked' || p.state === 'gathering';
+    }
+    if (!out) {
       this.held.delete(key);
       return;
     }
@@ -226,7 +231,7 @@ export class Installs {
     if (installed !== undefined) h[node] = { token: installed, at: monotonicNow() };
     const ours = installed === undefined ? undefined : this.byToken.get(installed);
     if (ours) (ours.from ??= new Set()).add(deleted);
-    for (const p of parks) if (p.state === 'gathering') this.decide(p);
+    if (gathering) for (const p of [...(same ?? [])]) if (p.state === 'gathering') this.decide(p);
   }
 
   /**
