@@ -4,6 +4,9 @@
  * watch, in the order they were made. `foreignTokens`: every token is another engine's
  * (`ownsToken` false), so that a refusal by one enters the engine in the order.
  */
+import { afterEach, beforeEach, jest } from '@jest/globals';
+import { performance } from 'node:perf_hooks';
+import type { LocalQueue } from '../../../lib/core/policy/local-queue';
 import type {
   Announced,
   AnnouncementListener,
@@ -35,4 +38,23 @@ export function bus(foreignTokens = false): {
       for (const on of [...listeners]) on(announced, token, repeat, reserved);
     },
   };
+}
+
+/**
+ * Jest's fake clock for each test of the calling file, with the engine's monotonic clock
+ * (lib/core/clock.ts reads perf_hooks) made to follow it; the queues pushed on the returned list
+ * are closed after each test.
+ */
+export function fakeClockQueues(): LocalQueue[] {
+  const queues: LocalQueue[] = [];
+  beforeEach(() => {
+    jest.useFakeTimers();
+    jest.spyOn(performance, 'now').mockImplementation(() => Date.now());
+  });
+  afterEach(() => {
+    for (const q of queues.splice(0)) q.close();
+    jest.restoreAllMocks();
+    jest.useRealTimers();
+  });
+  return queues;
 }

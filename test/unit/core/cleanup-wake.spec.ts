@@ -5,22 +5,12 @@
  * masters but no validity left, whose keys are gone now. Woken, the head attempts after the
  * clean-up's random spread. A local queue over a fake announcement bus, with Jest's fake clock.
  */
-import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { performance } from 'node:perf_hooks';
+import { describe, expect, it, jest } from '@jest/globals';
 import { LocalQueue } from '../../../lib/core/policy/local-queue';
 import { COLLISION_SPREAD_MS } from '../../../lib/core/policy/streak';
-import { bus } from './announce-bus';
+import { bus, fakeClockQueues } from './announce-bus';
 
-const queues: LocalQueue[] = [];
-beforeEach(() => {
-  jest.useFakeTimers();
-  jest.spyOn(performance, 'now').mockImplementation(() => Date.now());
-});
-afterEach(() => {
-  for (const q of queues.splice(0)) q.close();
-  jest.restoreAllMocks();
-  jest.useRealTimers();
-});
+const queues = fakeClockQueues();
 
 const settle = async (): Promise<void> => {
   for (let i = 0; i < 3; i++) await Promise.resolve();

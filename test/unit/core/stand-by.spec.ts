@@ -7,25 +7,14 @@
  * order and is named in turn. Engines' local queues over a fake announcement bus (pure logic:
  * only announcements and refusals matter), with Jest's fake clock.
  */
-import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { performance } from 'node:perf_hooks';
+import { describe, expect, it, jest } from '@jest/globals';
 import { LocalQueue } from '../../../lib/core/policy/local-queue';
 import type { Ticket } from '../../../lib/core/policy/local-queue';
 import type { LockStore } from '../../../lib/core/policy/store';
-import { bus } from './announce-bus';
+import { bus, fakeClockQueues } from './announce-bus';
 import { RACE_LEVELS, STAND_BY_MS, raceDelay } from '../../../lib/core/policy/streak';
 
-const queues: LocalQueue[] = [];
-beforeEach(() => {
-  jest.useFakeTimers();
-  // The engine's monotonic clock (lib/core/clock.ts) reads perf_hooks: made to follow the fake one.
-  jest.spyOn(performance, 'now').mockImplementation(() => Date.now());
-});
-afterEach(() => {
-  for (const q of queues.splice(0)) q.close();
-  jest.restoreAllMocks();
-  jest.useRealTimers();
-});
+const queues = fakeClockQueues();
 
 /**
  * An engine's queue with one waiter for 'r' that watches the bus; `ordered`: its last attempt
