@@ -132,8 +132,7 @@ export class RedisStore implements LockStore {
     this.installs = new Installs(this);
     this.notifier.onInstall = (key, node, token, fence, age) =>
       this.installs.heard(key, node, token, fence, age);
-    this.notifier.onNews = (key, node, deleted, installed) =>
-      this.installs.news(key, node, deleted, installed);
+    this.notifier.onNews = (...news) => this.installs.news(...news);
     this.notifier.onResubscribed = (node) => this.installs.resubscribed(node);
     this.dispatch = new Dispatch((r) => this.keyOf(r));
     // The fencing counters' slot tags (keys.ts) are computed once per process: now, not inside

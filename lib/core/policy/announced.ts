@@ -5,10 +5,62 @@
  * policy/streak.ts. Efficiency and fairness only: the masters decide who holds a lock.
  */
 import { monotonicNow } from '../clock';
+import { installHeard } from './installed';
+import { countHeard } from './queue-lines';
 import type { Line } from './queue-lines';
 import type { Announced, Reserved } from './store';
 import { COLLISION_SPREAD_MS, STAND_BY_MS, YIELD_MS, raceDelay } from './streak';
 import type { Timeline } from './timeline';
+
+/**
+ * One master's announcement for `line`'s resource (what the release watch of the queue hears,
+ * masters/handoff.ts; `heard` as an `AnnouncementListener` gets it), applied to the line: counted,
+ * and the head woken through `hooks.handOff` (policy/local-queue.ts `handOff`) when it should
+ * attempt; `hooks.owns` tells whether a token is this engine's (`LockStore.ownsToken`).
+ */
+export function heardOn(
+  line: Line,
+  heard: {
+    announced: Announced;
+    token: string;
+    repeat: boolean;
+    reserved?: Reserved;
+    install?: boolean;
+  },
+  hooks: {
+    owns: (token: string) => boolean | undefined;
+    handOff: (announced: Announced, reserved?: Reserved) => void;
+  },
+): void {
+  const { announced, token, repeat, reserved, install } = heard;
+  if (announced !== 'cleanup') countHeard(line, token);
+  if (line.deferring && announced !== 'cleanup' && hooks.owns(token) === false) {
+    // Another engine's holder let the resource go: a poller took it since this queue yielded
+    // to the pollers, and the deferral is over as at a refusal by that holder (local-queue.ts
+    // `refused`). Woken by such announcements, this queue's attempts ran while the key was
+    // free, so no holder refused them: they kept deferring to the joined mark (scripts/mutex.ts)
+    // until it expired while that engine's waiters took the key again and again — the streak
+    // the yield was to end.
+    line.deferring = false;
+  }
+  if (install) return installHeard(line); // its outcome wakes the head (installed.ts)
+  if (repeat) {
+    // Another master announces a release already heard. It matters to a head refused by that
+    // very holder: its attempt, woken by the first announcement, reached masters where the
+    // release had not run yet (a slow master, a NOSCRIPT fallback). Without this it would sleep
+    // until the holder's key expired elsewhere — a whole ttl. (Not when the key is kept for
+    // another engine: the attempt would be refused again.)
+    if (token === line.heldBy && reserved !== 'other') hooks.handOff('release');
+    return;
+  }
+  // (`subscribed`, a late confirmation: a release may have been missed, try again.) A clean-up
+  // does not wake a head that one holder refused on a quorum — unless it is that holder's: a
+  // failed attempt or install that had a quorum of masters but no validity left, whose keys are
+  // gone now (it would sleep until they expired).
+  if (!(announced === 'cleanup' && line.heldBy !== undefined && token !== line.heldBy)) {
+    hooks.handOff(announced, reserved);
+  }
+}
 
 /**
  * How long (ms) the head of `line` waits before it attempts after an announcement (`announced`:

@@ -3,13 +3,13 @@ import type { NodeVote } from '../errors';
 import { lockState } from '../lock';
 import type { Lock, LockState } from '../lock';
 import { onAbort } from '../wake';
-import { announcedDelay } from './announced';
+import { announcedDelay, heardOn } from './announced';
 import { decline, handoverTo } from './handover';
-import { installHeard, installed, unused } from './installed';
+import { installed, unused } from './installed';
 import { afterHolder, dropLine, keepOrDrop } from './kept-lines';
 import type { LineTable } from './kept-lines';
 import type { Handover } from './handover';
-import { countHeard, front, newLine, newTicket, othersWaited } from './queue-lines';
+import { front, newLine, newTicket, othersWaited } from './queue-lines';
 import type { GrantNews, Line, Slot, Ticket } from './queue-lines';
 import type { Announced, LockStore, ReleaseWatch, Reserved } from './store';
 import { mustYield } from './streak';
@@ -153,37 +153,16 @@ export class LocalQueue implements LineTable {
 
   private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
     line.watching ??= this.store
-      .watchReleases(line.resource, (announced, token, repeat, reserved, install) => {
-        if (announced !== 'cleanup') countHeard(line, token);
-        if (line.deferring && announced !== 'cleanup' && this.store.ownsToken?.(token) === false) {
-          // Another engine's holder let the resource go: a poller took it since this queue
-          // yielded to the pollers, and the deferral is over as at a refusal by that holder
-          // (`refused`). Woken by such announcements, this queue's attempts ran while the key
-          // was free, so no holder refused them: they kept deferring to the joined mark
-          // (scripts/mutex.ts) until it expired while that engine's waiters took the key again
-          // and again — the streak the yield was to end.
-          line.deferring = false;
-        }
-        if (install) return installHeard(line); // its outcome wakes the head (installed.ts)
-        if (repeat) {
-          // Another master announces a release already heard. It matters to a head refused by
-          // that very holder: its attempt, woken by the first announcement, reached masters
-          // where the release had not run yet (a slow master, a NOSCRIPT fallback). Without
-          // this it would sleep until the holder's key expired elsewhere — a whole ttl. (Not
-          // when the key is kept for another engine: the attempt would be refused again.)
-          if (token === line.heldBy && reserved !== 'other') {
-            this.handOff(line, false, 'release');
-          }
-          return;
-        }
-        // (`subscribed`, a late confirmation: a release may have been missed, try again.) A
-        // clean-up does not wake a head that one holder refused on a quorum — unless it is that
-        // holder's: a failed attempt or install that had a quorum of masters but no validity
-        // left, whose keys are gone now (it would sleep until they expired).
-        if (!(announced === 'cleanup' && line.heldBy !== undefined && token !== line.heldBy)) {
-          this.handOff(line, false, announced, reserved);
-        }
-      })
+      .watchReleases(line.resource, (announced, token, repeat, reserved, install) =>
+        heardOn(
+          line,
+          { announced, token, repeat, reserved, install },
+          {
+            owns: (t) => this.store.ownsToken?.(t),
+            handOff: (a, r) => this.handOff(line, false, a, r),
+          },
+        ),
+      )
       .then((w) => {
         // The queue emptied meanwhile: nobody needs the watch any more.
         if (this.lines.get(line.resource) !== line) w?.stop();
