@@ -1,7 +1,7 @@
 /**
  * Probe, our engine only (not a side-by-side scenario): E child processes (4), each with its own
  * connections, one engine and C callers (1), take one resource in turns (held 1 ms) for D ms
- * (4000), retry RD ms (10), 5 masters, quarantine off. Each engine's store is instrumented
+ * (4000), retry RD ms (10), 5 masters, quarantine off, after WARM ms (1000) on another resource. Each engine's store is instrumented
  * (attempts with their votes, releases, announcements heard, installs); the parent merges the
  * events on the absolute clock:
  *
@@ -98,6 +98,26 @@ async function child(
   const clientsRef = await benchClients(urls);
   const engine = new Redlock(factory, probeSettings(RD));
   await (await engine.acquire(`warm:${Math.random()}`)).release();
+  // WARM (ms, default 1000; 0: none): every engine first contends for another resource, as the
+  // benchmark's warm-up round does (subscriber connections made, code paths compiled): the run
+  // that counts then starts on a fresh resource with warm engines, like each benchmark round.
+  // (Before session 18 the probe started cold: its first waits, 35-58 ms, were the subscriber
+  // connections being made.)
+  const warm = Number(process.env.WARM ?? 1000);
+  if (warm > 0) {
+    await new Promise((r) => setTimeout(r, Math.max(0, startAt - warm - 500 - abs())));
+    const warmEnd = startAt - 500;
+    await Promise.all(
+      Array.from({ length: C }, async () => {
+        while (abs() < warmEnd) {
+          const lock = await engine.acquire('mp-warm');
+          await new Promise((r) => setTimeout(r, 1));
+          await lock.release();
+        }
+      }),
+    );
+    events.length = 0;
+  }
   await new Promise((r) => setTimeout(r, Math.max(0, startAt - abs())));
   const end = startAt + D;
   await Promise.all(
