@@ -86,6 +86,39 @@ async function child(
           om(c, raw, i);
         };
       }
+      if (process.env.PARKS) {
+        // PARKS=1: every new parked token (with the state of the one it replaces), abandon, fail.
+        const ins = (st as unknown as { installs: Record<string, (...a: unknown[]) => unknown> })
+          .installs;
+        const byToken = (ins as unknown as { byToken: Map<string, { state: string }> }).byToken;
+        const last = new Map<string, string>();
+        const park = ins.park.bind(ins);
+        ins.park = (...a: unknown[]) => {
+          const r = park(...a) as { token: string };
+          const prev = last.get(a[0] as string);
+          if (prev !== r.token) {
+            events.push({
+              t: abs(),
+              e,
+              what: `newpark ${who(r.token)} old=${who(prev)} ${prev ? (byToken.get(prev)?.state ?? 'forgotten') : ''}`,
+            });
+            last.set(a[0] as string, r.token);
+          }
+          return r;
+        };
+        for (const m of ['abandon', 'fail', 'resubscribed']) {
+          const f = ins[m].bind(ins);
+          ins[m] = (...a: unknown[]) => {
+            const x = a[0] as { token?: string } | string | number;
+            events.push({
+              t: abs(),
+              e,
+              what: `${m} ${typeof x === 'object' ? who(x.token) : String(x)}`,
+            });
+            return f(...a);
+          };
+        }
+      }
       const on = st.onInstalled.bind(st);
       st.onInstalled = (h) =>
         on((res, grant) => {

@@ -13,13 +13,15 @@
  * park that it read, which ran after that send, so each key expires no earlier than the key of
  * an acquire sent then would (docs/REDLOCK.md, "N masters", step 4). A master keeps a parked
  * token installable for PARK_LIFE_MS at most, and the engine parks a new token once its current
- * one is older than half of that: a granted install always has most of its ttl left.
+ * one is older than half of that (a granted install always has most of its ttl left), was
+ * granted, or failed — not while it is being installed: it is parked again where it was not.
  *
  * Tokens the engine cannot use are deleted where they were installed: an install of a token it
  * does not know (forgotten once no install of it can come any more, or never parked) on that
  * master only; an install that fewer than a quorum announced within the request timeout, or
- * that the announcements show can no longer reach one (`Installs.news`), on every master; a
- * grant with no local waiter to take it (policy/installed.ts) like any lock.
+ * that the announcements show can no longer reach one (`Installs.news`), on every master (and
+ * taken off the park where it is still parked: install-undo.ts `unpark`); a grant with no local
+ * waiter to take it (policy/installed.ts) like any lock.
  */
 import { monotonicNow } from './clock';
 import type { NodeVote } from './errors';
@@ -29,7 +31,7 @@ import { validUntil, validityAfter } from './quorum/protocol';
 import type { RedisStore } from './redis-store';
 import { raiseFences } from './redis-attempt';
 import { newToken } from './token';
-import { RELEASE_SCRIPT } from './scripts/release';
+import { releaseKeyOn, unpark } from './install-undo';
 
 /**
  * How long (ms) a master keeps a parked token installable (at most half the ttl). Short, so that
@@ -104,7 +106,10 @@ export class Installs {
   ): { token: string; life: number } {
     const life = Math.min(PARK_LIFE_MS, Math.floor(ttl / 2));
     let p = this.current.get(resource);
-    if (!p || p.ttl !== ttl || start - p.start > life / 2) {
+    // A gathering token is sent again too: parked anew where it was not installed yet, a later
+    // pass there installs it, not a second token of this engine (one pass installing two
+    // tokens of the same engine on different masters left neither with a quorum).
+    if (!p || !isOut(p) || p.ttl !== ttl || start - p.start > life / 2) {
       this.prune(start);
       this.current.delete(resource);
       p = {
@@ -150,9 +155,7 @@ export class Installs {
 
   /** Whether this engine parked a token for `resource` that may still be installed. */
   hasParked(resource: string): boolean {
-    for (const p of this.parksOf(resource)) {
-      if (p.state === 'parked' || p.state === 'gathering') return true;
-    }
+    for (const p of this.parksOf(resource)) if (isOut(p)) return true;
     return false;
   }
 
@@ -184,7 +187,6 @@ export class Installs {
       releaseKeyOn(this.store, node, key, token);
       return;
     }
-    const resource = p.resource;
     if (p.heard[node] || !(node >= 0 && node < p.heard.length)) return;
     p.heard[node] = { fence, age };
     if (p.state === 'granted') {
@@ -194,8 +196,7 @@ export class Installs {
       return;
     }
     if (p.state === 'parked') {
-      // Used: the next park sends a new token.
-      if (this.current.get(resource) === p) this.current.delete(resource);
+      // (Still the current token: sent again until granted, failed or old; see `park`.)
       p.state = 'gathering';
       p.timer = setTimeout(() => this.fail(p), this.store.settings.requestTimeout);
     }
@@ -219,7 +220,7 @@ export class Installs {
     let out = false;
     for (const p of same ?? []) {
       gathering ||= p.state === 'gathering';
-      out ||= p.state === 'parked' || p.state === 'gathering';
+      out ||= isOut(p);
     }
     if (!out) {
       this.held.delete(key);
@@ -284,6 +285,7 @@ export class Installs {
     clearTimeout(p.timer);
     p.timer = undefined;
     p.state = 'granted';
+    if (this.current.get(p.resource) === p) this.current.delete(p.resource); // used
     if (validityAfter(p.ttl, p.start, monotonicNow(), settings.driftFactor) <= 0) {
       this.fail(p, true);
       return;
@@ -350,6 +352,7 @@ export class Installs {
       // attempt spread over a few ms instead of all at once into the next split.
       this.store.ignoreOwn([p.resource], p.token, true);
       void this.store.releaseKeys([p.resource], p.token, { announce: 'cleanup' });
+      unpark(this.store, p.resource, p.token); // (where it is parked still, not installed)
     }
     this.handler?.(p.resource, undefined);
   }
@@ -385,12 +388,7 @@ export class Installs {
   }
 }
 
-/**
- * Compare-and-delete of `token` at `key` on master `node` only, announced as a release: an
- * install the engine cannot use. Best effort.
- */
-function releaseKeyOn(store: RedisStore, node: number, key: string, token: string): void {
-  const master = store.nodes[node];
-  if (!master) return;
-  master.evalScript(RELEASE_SCRIPT, [key], [token, '1']).catch(() => undefined);
+/** Whether `p` may still be installed: parked, or installed on too few masters so far. */
+function isOut(p: Park): boolean {
+  return p.state === 'parked' || p.state === 'gathering';
 }

@@ -204,6 +204,7 @@ describe('hand-over across processes', () => {
         expect(await suite.probe[0].get(a.keyOf(r))).toBe(token);
         await sleep(200);
         expect(got).toStrictEqual([]);
+        expect((await parkedOn(r, b.engineId)).slice(1)).toStrictEqual([token, token]);
         // Then master 2 announces that x's release there installed a third token: no token can
         // reach a quorum any more before another is deleted. Told and deleted at once, well
         // before the 8 s request timeout.
@@ -214,6 +215,9 @@ describe('hand-over across processes', () => {
         // Announced as the clean-up of a failed attempt: the waiters it wakes spread out.
         await waitUntil(() => messages.includes(`~${token}`), 5000);
         expect(messages).not.toContain(token);
+        // And taken off the park where it was not installed (masters 1 and 2): a later pass
+        // there would install a token nobody can use.
+        await waitUntil(async () => (await parkedOn(r, b.engineId)).every((t) => t !== token));
         await a.release(held, true);
         watch.stop();
       },

@@ -35,7 +35,7 @@ function setup(): {
     quorum: 2,
     nodes,
     engineId: 'eeeeeeeeeeee',
-    settings: { requestTimeout: 60_000, fencing: false, driftFactor: 0.01 },
+    settings: { requestTimeout: 60_000, fencing: false, driftFactor: 0.01, keyPrefix: 'p:' },
     keyOf: (r: string) => `lock:{${r}}`,
     releaseKeys,
     ignoreOwn: () => undefined,
@@ -85,5 +85,32 @@ describe('split installs', () => {
     installs.news(KEY, 0, RELEASED, token);
     installs.heard(KEY, 0, token, 0, -1);
     expect(outcomes).toStrictEqual([]);
+  });
+});
+
+describe("an engine's token being installed", () => {
+  it('is parked again until granted, not replaced by a second token', () => {
+    // A second token parked where the first was not installed yet let one pass install both, on
+    // different masters: neither reached a quorum (bench/README.md, session 18).
+    const { installs, outcomes, token } = setup();
+    const park = (): string => installs.park('r', 30_000, performance.now(), Date.now()).token;
+    installs.heard(KEY, 0, token, 0, -1); // installed on one master: gathering
+    expect(park()).toBe(token);
+    installs.heard(KEY, 1, token, 0, -1); // a quorum: granted
+    expect(outcomes).toHaveLength(1);
+    expect(outcomes[0]?.token).toBe(token);
+    const next = park();
+    expect(next).not.toBe(token); // used: the next wait parks a new one
+    expect(park()).toBe(next);
+  });
+
+  it('is replaced once its install failed', () => {
+    const { installs, outcomes, token } = setup();
+    installs.heard(KEY, 0, token, 0, -1);
+    installs.news(KEY, 1, RELEASED, X);
+    installs.news(KEY, 2, RELEASED, Y);
+    installs.news(KEY, 0, RELEASED, token); // split: fails at once
+    expect(outcomes).toStrictEqual([undefined]);
+    expect(installs.park('r', 30_000, performance.now(), Date.now()).token).not.toBe(token);
   });
 });

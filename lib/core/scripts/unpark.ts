@@ -1,0 +1,19 @@
+/** Taking a failed install's parked token off (lib/core/install-undo.ts). */
+import { script } from './lua';
+
+/**
+ * Unpark: takes engine ARGV[1]'s entry off the park hash KEYS[1] when it still holds the token
+ * ARGV[2] (`<token> <ttl> <until>`, scripts/install.ts `parkLua`); an entry of another token (the
+ * engine parked a newer one since) is left alone. Returns 1 when the entry was taken off.
+ */
+export const UNPARK_SCRIPT = script(
+  'unpark',
+  `
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v and string.sub(v, 1, string.len(ARGV[2]) + 1) == ARGV[2] .. ' ' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  return 1
+end
+return 0
+`,
+);
