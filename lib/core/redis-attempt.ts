@@ -188,6 +188,7 @@ export async function attemptOnMasters(
     ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
     ...(input.handoverFrom === undefined ? {} : { ...othersOf(tally), takenOver: tally.final }),
   });
+  if (input.park) store.installs.retire(input.park.token); // (redis-install.ts)
   return { grant };
 }
 

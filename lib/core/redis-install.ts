@@ -32,6 +32,8 @@ import type { RedisStore } from './redis-store';
 import { raiseFences } from './redis-attempt';
 import { newToken } from './token';
 import { releaseKeyOn, unpark } from './install-undo';
+import { isOut } from './install-park';
+import type { Held, Installed, Park } from './install-park';
 
 /**
  * How long (ms) a master keeps a parked token installable (at most half the ttl). Short, so that
@@ -41,39 +43,6 @@ import { releaseKeyOn, unpark } from './install-undo';
  * (4 processes × 4 callers: 30–100 ms between the park and the install).
  */
 export const PARK_LIFE_MS = 250;
-
-/** What a master announced of an install: its fencing counter and boot marker age. */
-interface Installed {
-  readonly fence: number;
-  readonly age: number;
-}
-
-interface Park {
-  readonly resource: string;
-  /** Its lock key (announcements name keys). */
-  readonly key: string;
-  readonly token: string;
-  readonly ttl: number;
-  /** How long a master keeps it installable after each park. */
-  readonly life: number;
-  /** Monotonic and wall ms of the token's first send: validity runs from there. */
-  readonly start: number;
-  readonly wallStart: number;
-  /** Per master, the install it announced. */
-  readonly heard: (Installed | undefined)[];
-  state: 'parked' | 'gathering' | 'granted' | 'failed';
-  timer: ReturnType<typeof setTimeout> | undefined;
-  /** The grant made of it, once granted: its lock's end tells whether a late install is its. */
-  grant?: Grant;
-  /** The tokens whose release installed it: a master still holding one runs that release next. */
-  from?: Set<string>;
-}
-
-/** A token that a master announced installed on a key, and when (monotonic ms). */
-interface Held {
-  readonly token: string;
-  readonly at: number;
-}
 
 /** The installs of this engine's parked tokens: one current token per resource. */
 export class Installs {
@@ -151,6 +120,22 @@ export class Installs {
     }
     this.prune(monotonicNow());
     return tokens;
+  }
+
+  /**
+   * This engine's attempt that carried the parked `token` was granted (redis-attempt.ts): the
+   * token is not needed any more. Taken off the park where it is still parked (the masters that
+   * refused the attempt: there another engine's attempt that finds the key free would install it
+   * for this engine, which still heads the order), failed where it was installed already.
+   */
+  retire(token: string): void {
+    const p = this.byToken.get(token);
+    if (!p || this.closed) return;
+    if (p.state === 'gathering') this.fail(p);
+    if (p.state !== 'parked') return;
+    p.state = 'failed';
+    if (this.current.get(p.resource) === p) this.current.delete(p.resource);
+    unpark(this.store, p.resource, p.token);
   }
 
   /** Whether this engine parked a token for `resource` that may still be installed. */
@@ -386,9 +371,4 @@ export class Installs {
     this.current.clear();
     this.held.clear();
   }
-}
-
-/** Whether `p` may still be installed: parked, or installed on too few masters so far. */
-function isOut(p: Park): boolean {
-  return p.state === 'parked' || p.state === 'gathering';
 }

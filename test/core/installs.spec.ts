@@ -224,6 +224,26 @@ describe('hand-over across processes', () => {
       { requestTimeout: 8000 },
     ));
 
+  it('an engine granted by an attempt takes its parked token off where the attempt was refused', () =>
+    withEngines(async ({ all }) => {
+      const [a, b] = all;
+      const r = uniqueResource('install-retired');
+      const { held, watch } = await parkedBehind(a, b, r);
+      const token = (await parkedOn(r, b.engineId))[0] as string;
+      expect(await parkedOn(r, b.engineId)).toStrictEqual([token, token, token]);
+      // a's key goes on masters 1 and 2 only: b's next attempt is granted there, refused by
+      // master 0, where b's token stays parked — and b still heads the order there, so another
+      // engine's attempt that finds the key free would install it for b.
+      await a.release(held, true, undefined, [1, 2]);
+      const mine = await b.attempt(retrying(r, 1000));
+      expect(mine.grant).toBeDefined();
+      await waitUntil(async () => (await parkedOn(r, b.engineId))[0] === undefined);
+      expect(await parkedOn(r, b.engineId)).toStrictEqual([undefined, undefined, undefined]);
+      await b.release(mine.grant as Grant, true);
+      await a.release(held, true);
+      watch.stop();
+    }));
+
   it('an install without a fencing counter does not grant an engine that fences', () =>
     // The yielding engine does not fence (another setting on the same resource): its installs
     // carry no counter, so the named engine, which fences, could not give a fencing token.

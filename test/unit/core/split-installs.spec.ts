@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { Installs } from '../../../lib/core/redis-install';
 import type { Grant } from '../../../lib/core/policy/store';
 import type { RedisStore } from '../../../lib/core/redis-store';
+import type { LuaScript } from '../../../lib/core/scripts/lua';
 
 const KEY = 'lock:{r}';
 const X = 'xxxxxxxxxxxx' + 'x'.repeat(22);
@@ -23,13 +24,19 @@ function setup(): {
   installs: Installs;
   outcomes: (Grant | undefined)[];
   releaseKeys: jest.Mock<(...args: unknown[]) => Promise<unknown>>;
+  /** Every script call sent to a master: [master, script name, keys, args]. */
+  evals: [number, string, readonly string[], readonly string[]][];
   token: string;
 } {
   const releaseKeys = jest.fn((..._args: unknown[]) => Promise.resolve({}));
+  const evals: [number, string, readonly string[], readonly string[]][] = [];
   const nodes = [0, 1, 2].map((index) => ({
     index,
     checksMarker: false,
-    evalScript: () => Promise.resolve(1),
+    evalScript: (s: LuaScript, keys: readonly string[], args: readonly string[]) => {
+      evals.push([index, s.name, keys, args]);
+      return Promise.resolve(1);
+    },
   }));
   const store = {
     quorum: 2,
@@ -45,7 +52,7 @@ function setup(): {
   const outcomes: (Grant | undefined)[] = [];
   installs.onResult((_r, grant) => outcomes.push(grant));
   const { token } = installs.park('r', 30_000, performance.now(), Date.now());
-  return { installs, outcomes, releaseKeys, token };
+  return { installs, outcomes, releaseKeys, evals, token };
 }
 
 describe('split installs', () => {
@@ -104,13 +111,45 @@ describe("an engine's token being installed", () => {
     expect(park()).toBe(next);
   });
 
-  it('is replaced once its install failed', () => {
-    const { installs, outcomes, token } = setup();
+  it('is replaced once its install failed, and taken off the park where it is still parked', () => {
+    const { installs, outcomes, evals, token } = setup();
     installs.heard(KEY, 0, token, 0, -1);
     installs.news(KEY, 1, RELEASED, X);
     installs.news(KEY, 2, RELEASED, Y);
     installs.news(KEY, 0, RELEASED, token); // split: fails at once
     expect(outcomes).toStrictEqual([undefined]);
+    expect(evals).toStrictEqual(unparkedEverywhere(token));
     expect(installs.park('r', 30_000, performance.now(), Date.now()).token).not.toBe(token);
   });
+
+  it('is given up when an attempt of its engine is granted: unparked, never granted', () => {
+    const { installs, outcomes, releaseKeys, evals, token } = setup();
+    installs.retire(token);
+    expect(evals).toStrictEqual(unparkedEverywhere(token));
+    expect(installs.park('r', 30_000, performance.now(), Date.now()).token).not.toBe(token);
+    // An install of it that a master ran before the unpark is deleted where it landed.
+    evals.length = 0;
+    installs.heard(KEY, 0, token, 0, -1);
+    installs.heard(KEY, 1, token, 0, -1);
+    expect(outcomes).toStrictEqual([]);
+    expect(evals.map((e) => e.slice(0, 2))).toStrictEqual([
+      [0, 'release'],
+      [1, 'release'],
+    ]);
+    expect(releaseKeys).not.toHaveBeenCalled();
+  });
+
+  it('fails when it was being installed already', () => {
+    const { installs, outcomes, releaseKeys, evals, token } = setup();
+    installs.heard(KEY, 0, token, 0, -1);
+    installs.retire(token);
+    expect(outcomes).toStrictEqual([undefined]);
+    expect(releaseKeys.mock.calls[0]?.slice(0, 2)).toEqual([['r'], token]);
+    expect(evals).toStrictEqual(unparkedEverywhere(token));
+  });
 });
+
+/** The unpark of `token` sent to each of the three masters. */
+function unparkedEverywhere(token: string): [number, string, string[], string[]][] {
+  return [0, 1, 2].map((n) => [n, 'unpark', ['p:park:{r}'], ['eeeeeeeeeeee', token]]);
+}
