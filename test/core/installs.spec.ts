@@ -61,24 +61,24 @@ function outcomes(store: RedisStore): (Grant | undefined)[] {
   return got;
 }
 
-/** `b` waits for `r` held by `a`: it watches `r` and its refused attempt parks a token. */
+/**
+ * `b` waits for `r` held by `a`: it watches `r` and its refused attempt parks a token (`token`,
+ * as master 0 has it).
+ */
 async function parkedBehind(
   a: RedisStore,
   b: RedisStore,
   r: string,
-): Promise<{ held: Grant; watch: ReleaseWatch; sent: number; refusedAt: number }> {
+): Promise<{ held: Grant; watch: ReleaseWatch; sent: number; refusedAt: number; token: string }> {
   const held = await a.attempt(retrying(r, 1));
   expect(held.grant).toBeDefined();
   const watch = await b.watchReleases(r, () => undefined);
   expect(watch?.live).toBe(true);
   const sent = monotonicNow();
   expect((await b.attempt(retrying(r, 1000))).grant).toBeUndefined();
-  return {
-    held: held.grant as Grant,
-    watch: watch as ReleaseWatch,
-    sent,
-    refusedAt: monotonicNow(),
-  };
+  const refusedAt = monotonicNow();
+  const token = (await parkedOn(r, b.engineId))[0] as string;
+  return { held: held.grant as Grant, watch: watch as ReleaseWatch, sent, refusedAt, token };
 }
 
 /** The token `engineId` parked for `r` on each master (undefined where none). */
@@ -188,8 +188,7 @@ describe('hand-over across processes', () => {
         const [b, a] = all;
         const got = outcomes(b);
         const r = uniqueResource('install-hopeless');
-        const { held, watch } = await parkedBehind(a, b, r);
-        const token = (await parkedOn(r, b.engineId))[0] as string;
+        const { held, watch, token } = await parkedBehind(a, b, r);
         const sub = suite.probe[0].duplicate({ enableOfflineQueue: true });
         cleanup.push(() => sub.disconnect());
         const messages: string[] = [];
@@ -228,8 +227,7 @@ describe('hand-over across processes', () => {
     withEngines(async ({ all }) => {
       const [a, b] = all;
       const r = uniqueResource('install-retired');
-      const { held, watch } = await parkedBehind(a, b, r);
-      const token = (await parkedOn(r, b.engineId))[0] as string;
+      const { held, watch, token } = await parkedBehind(a, b, r);
       expect(await parkedOn(r, b.engineId)).toStrictEqual([token, token, token]);
       // a's key goes on masters 1 and 2 only: b's next attempt is granted there, refused by
       // master 0, where b's token stays parked — and b still heads the order there, so another
@@ -279,8 +277,7 @@ describe('hand-over across processes', () => {
     withEngines(async ({ all }) => {
       const [a, b] = all;
       const r = uniqueResource('install-unheard');
-      const { held, watch } = await parkedBehind(a, b, r);
-      const token = (await parkedOn(r, b.engineId))[0] as string;
+      const { held, watch, token } = await parkedBehind(a, b, r);
       watch.stop(); // nobody at b hears the install
       await a.release(held, true, undefined, undefined, 'yield');
       for (const c of suite.probe) expect(await c.get(a.keyOf(r))).toBe(token);
