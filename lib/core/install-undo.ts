@@ -20,10 +20,11 @@ export function releaseKeyOn(store: RedisStore, node: number, key: string, token
 
 /**
  * Takes the parked `token` of this engine for `resource` off every master where it is still
- * parked (scripts/unpark.ts): a failed install's token, which a later pass or attempt would
- * otherwise install there — a key held by a token nobody can use, until its engine hears the
- * install and deletes it, and a turn lost on that master. Sent before anything the engine sends
- * for the resource afterwards, so a newer token parked later is never taken off.
+ * parked (scripts/unpark.ts): a failed install's token, or one retired when the engine's own
+ * attempt was granted, which a later pass or attempt would otherwise install there — a key held
+ * by a token nobody can use, until its engine hears the install and deletes it, and a turn lost
+ * on that master. Sent before anything the engine sends for the resource afterwards, so a newer
+ * token parked later is never taken off.
  */
 export function unpark(store: RedisStore, resource: string, token: string): void {
   const keys = [parkKey(store.settings.keyPrefix, resource)];

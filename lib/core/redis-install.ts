@@ -126,7 +126,8 @@ export class Installs {
    * This engine's attempt that carried the parked `token` was granted (redis-attempt.ts): the
    * token is not needed any more. Taken off the park where it is still parked (the masters that
    * refused the attempt: there another engine's attempt that finds the key free would install it
-   * for this engine, which still heads the order), failed where it was installed already.
+   * for this engine, which still heads the order), failed where it was installed already (the
+   * queue is told as of any failed install: its head is the attempt's own entry, leaving now).
    */
   retire(token: string): void {
     const p = this.byToken.get(token);

@@ -1,4 +1,4 @@
-/** Taking a failed install's parked token off (lib/core/install-undo.ts). */
+/** Taking a parked token that must not be installed any more off (lib/core/install-undo.ts). */
 import { script } from './lua';
 
 /**
