@@ -219,7 +219,9 @@ describe('ordered yields', () => {
       }
       const cGrant = (await c.attempt(req(2000))).grant as Grant;
       expect(cGrant.othersWait).toBe(false);
-      expect(await orders(r)).toEqual(everyMaster([]));
+      // (Granted at a quorum: the last master may still be running the attempt, which uses up
+      // the reservation there. The flake check caught the read coming first.)
+      await waitUntil(async () => (await orders(r)).every((o) => o.length === 0));
       await c.release(cGrant, true);
     } finally {
       await close();
