@@ -1,12 +1,13 @@
 /**
  * Probe, our engine only (not a side-by-side scenario): E child processes (4), each with its own
  * connections, one engine and C callers (1), take one resource in turns (held 1 ms) for D ms
- * (4000), retry RD ms (10), 5 masters, quarantine off, after WARM ms (1000) on another resource. Each engine's store is instrumented
- * (attempts with their votes, releases, announcements heard, installs); the parent merges the
- * events on the absolute clock:
+ * (4000), retry RD ms (10), 5 masters, quarantine off, after WARM ms (1000) of contending for
+ * another resource. Each engine's store is instrumented (attempts with their votes, releases,
+ * announcements heard, installs); the parent merges the events on the absolute clock:
  *
  *   npx ts-node --transpile-only bench/mp-trace.ts            # summary: rates, event counts
  *   SHOW=1 npx ts-node --transpile-only bench/mp-trace.ts     # + the longest wait's events
+ *   RAW=<file> PARKS=1 npx ts-node ...                        # every event as JSON, new parks too
  *
  * Written for session 15 (bench/README.md, "Split installs and clean-up storms"): counts the
  * installs that failed (`INSTALLED none`), which the in-process probe (bench/few-callers.ts,

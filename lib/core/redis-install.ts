@@ -131,12 +131,8 @@ export class Installs {
    */
   retire(token: string): void {
     const p = this.byToken.get(token);
-    if (!p || this.closed) return;
-    if (p.state === 'gathering') this.fail(p);
-    if (p.state !== 'parked') return;
-    p.state = 'failed';
-    if (this.current.get(p.resource) === p) this.current.delete(p.resource);
-    unpark(this.store, p.resource, p.token);
+    if (p?.state === 'gathering') this.fail(p);
+    else if (p?.state === 'parked') this.giveUp(p);
   }
 
   /** Whether this engine parked a token for `resource` that may still be installed. */
@@ -329,18 +325,26 @@ export class Installs {
    */
   private fail(p: Park, granted = false): void {
     if (p.state === 'failed' || (p.state === 'granted' && !granted)) return;
-    clearTimeout(p.timer);
-    p.timer = undefined;
-    p.state = 'failed';
-    if (this.current.get(p.resource) === p) this.current.delete(p.resource);
+    this.giveUp(p);
     if (!this.closed) {
       // Announced as the clean-up of a failed attempt (which it is): the waiters it wakes
       // attempt spread over a few ms instead of all at once into the next split.
       this.store.ignoreOwn([p.resource], p.token, true);
       void this.store.releaseKeys([p.resource], p.token, { announce: 'cleanup' });
-      unpark(this.store, p.resource, p.token); // (where it is parked still, not installed)
     }
     this.handler?.(p.resource, undefined);
+  }
+
+  /**
+   * `p` may not be installed any more: failed, no longer the current token, and taken off the
+   * park where it is still parked (install-undo.ts `unpark`).
+   */
+  private giveUp(p: Park): void {
+    clearTimeout(p.timer);
+    p.timer = undefined;
+    p.state = 'failed';
+    if (this.current.get(p.resource) === p) this.current.delete(p.resource);
+    if (!this.closed) unpark(this.store, p.resource, p.token);
   }
 
   /**

@@ -2,7 +2,8 @@
  * Hand-over across processes (lib/core/redis-install.ts `Installs.news`): an engine that parks
  * for a key keeps, per master, the token the announcements last installed there; its gathering
  * install fails at once when no token can reach a quorum any more before another is deleted,
- * and waits for the request timeout otherwise. Pure logic: a fake store of three masters
+ * and waits for the request timeout otherwise. And which token it parks: the one being installed
+ * again, a new one once that was granted or failed; a failed or retired token is unparked. Pure logic: a fake store of three masters
  * (quorum 2) whose request timeout (the install's deadline) never comes within a test.
  */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
