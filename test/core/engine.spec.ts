@@ -245,6 +245,11 @@ describe('extend', () => {
     const r = uniqueResource('stolen');
     const lock = await rl.acquire(r, { ttl: 5000 });
     const signal = lock.signal;
+    // (Granted at a quorum: a master outside it may set its key later — after the deletes
+    // below, leaving the lock on a majority. CI caught that once.)
+    await waitUntil(async () =>
+      (await valuesOn(probe, rl.keyOf(r))).every((v) => v === lock.value),
+    );
     // Someone deletes our keys on a majority (e.g. FLUSHALL by an operator): the lock is gone.
     await Promise.all(probe.slice(0, 3).map((c) => c.del(rl.keyOf(r))));
     await expect(lock.extend(5000)).rejects.toBeInstanceOf(LockLostError);
