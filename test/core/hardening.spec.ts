@@ -321,7 +321,11 @@ describe('item 12: a lock belongs to the engine that acquired it', () => {
     expect(signal.aborted).toBe(false);
     expect(other.heldLocks).toEqual([]);
     expect(owner.heldLocks).toEqual([lock]);
-    await sleep(20);
+    // (Granted at a quorum: the last masters' SETs may still be on their way; a fixed 20 ms
+    // sleep was not always enough on a loaded machine.)
+    await waitUntil(async () =>
+      (await valuesOn(probe, owner.keyOf(r))).every((v) => v === lock.value),
+    );
     expect(await valuesOn(probe, owner.keyOf(r))).toEqual(Array(5).fill(lock.value));
     // The owner still can.
     await lock.extend(20_000);

@@ -42,6 +42,12 @@ describe('shared (read) locks', () => {
       Array.from({ length: 8 }, () => rl.acquire(r, { shared: true, ttl: 5000 })),
     );
     expect(readers.every((l) => l.kind === 'shared' && l.limit === undefined)).toBe(true);
+    // (Each granted at a quorum: the last masters' writes may still be on their way.)
+    await waitUntil(async () =>
+      (await Promise.all(suite.probe.map((c) => c.zrange(keyOf(rl, r), '0', '-1')))).every(
+        (members) => readers.every((l) => members.includes(l.value)),
+      ),
+    );
     for (const c of suite.probe) {
       expect(await c.type(keyOf(rl, r))).toBe('zset');
       const members = await c.zrange(keyOf(rl, r), '0', '-1');
@@ -122,7 +128,9 @@ describe('shared (read) locks', () => {
     // b's membership is gone: extending it finds the lock lost, never re-creates it
     await expect(rl.extend(b)).rejects.toBeInstanceOf(LockLostError);
     await a.release();
-    expect((await stateOf(keyOf(rl, r))).every((s) => s === 'none')).toBe(true);
+    // (Released at a majority: the last master's removal may still be on its way; a's
+    // membership would live 10 s.)
+    await waitUntil(async () => (await stateOf(keyOf(rl, r))).every((s) => s === 'none'));
   });
 
   it('wakes a waiting writer when the last reader releases (hand-off), not after its retry delay', async () => {

@@ -153,6 +153,10 @@ describe('ordered yields', () => {
       const held = await a.attempt(req(1));
       expect((await b.attempt(req(1000))).grant).toBeUndefined();
       expect((await c.attempt(req(2000))).grant).toBeUndefined();
+      // (Refused at a quorum: the last master may still be running an attempt, which would then
+      // come after the yield below — sent on other connections.)
+      const waiting = [b.engineId, '1000', c.engineId, '2000'];
+      await waitUntil(async () => (await orders(r)).every((o) => o.join() === waiting.join()));
       const messages: string[] = [];
       sub.on('message', (_channel: string, message: string) => messages.push(message));
       await sub.subscribe(a.keyOf(r));

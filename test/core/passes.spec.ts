@@ -117,7 +117,19 @@ async function holdWithWaiter(
   const watch = await waiter.watchReleases(r, () => undefined);
   cleanup.push(() => watch?.stop());
   expect((await waiter.attempt(retrying(r, 1000))).grant).toBeUndefined();
+  // (Refused at a quorum: the last master may still be running the attempt, which would then
+  // come after what the test sends there next on other connections.)
+  await parkedEverywhere(waiter, r);
   return { held, got };
+}
+
+/** Waits until `store`'s engine has a token parked for `r` on every master. */
+function parkedEverywhere(store: RedisStore, r: string): Promise<void> {
+  return waitUntil(async () =>
+    (await Promise.all(suite.probe.map((p) => p.hget(parkKey(PREFIX, r), store.engineId)))).every(
+      (t) => t !== null,
+    ),
+  );
 }
 
 /** What `store`'s engine hears announced for `r` (first announcements only). */
@@ -222,6 +234,7 @@ describe('passes', () => {
     const bWatch = await b.watchReleases(r, () => undefined);
     cleanup.push(() => bWatch?.stop());
     expect((await b.attempt(retrying(r, 1000))).grant).toBeUndefined();
+    await parkedEverywhere(b, r); // (refused at a quorum: see holdWithWaiter)
 
     await a.release(held, true, undefined, undefined, 'pass');
     await waitUntil(() => got.length > 0);
@@ -360,7 +373,13 @@ describe('passes', () => {
     await waitUntil(() => got.length > 0);
     const grant = got[0] as Grant;
     expect(grant.token.startsWith(c.engineId)).toBe(true);
-    for (const p of suite.probe) expect(await p.get(h.keyOf(r))).toBe(grant.token);
+    // (a's release, the pass, resolved at a majority; granted at a quorum of announced installs:
+    // the last master's install may still be on its way.)
+    await waitUntil(async () =>
+      (await Promise.all(suite.probe.map((p) => p.get(h.keyOf(r))))).every(
+        (v) => v === grant.token,
+      ),
+    );
     await c.release(grant, true);
     await (await again).release();
   });
