@@ -17,6 +17,7 @@ export function installOrder(
   store: RedisStore,
   resource: string,
   ttl: number | undefined,
+  after: string | undefined,
 ): YieldOrder['install'] {
   const { keyPrefix, fencing, fencingKeyTtl, quarantine } = store.settings;
   const park =
@@ -33,6 +34,7 @@ export function installOrder(
     fenceTtl: fencingKeyTtl,
     marker: checked ? store.markerKey : undefined,
     alive: aliveArg(store),
+    after: after ?? '',
   };
 }
 

@@ -28,8 +28,12 @@ export interface Park {
   timer: ReturnType<typeof setTimeout> | undefined;
   /** The grant made of it, once granted: its lock's end tells whether a late install is its. */
   grant?: Grant;
-  /** The tokens whose release installed it: a master still holding one runs that release next. */
-  from?: Set<string>;
+  /**
+   * The tokens whose release installed it, with the number of masters that announced each: a
+   * master still holding one runs that release next (and the one of most masters is the grant's
+   * `installedBy`).
+   */
+  from?: Map<string, number>;
 }
 
 /** A token that a master announced installed on a key, and when (monotonic ms). */

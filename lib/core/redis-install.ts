@@ -213,7 +213,7 @@ export class Installs {
     if (h[node]?.token === deleted) h[node] = undefined;
     if (installed !== undefined) h[node] = { token: installed, at: monotonicNow() };
     const ours = installed === undefined ? undefined : this.byToken.get(installed);
-    if (ours) (ours.from ??= new Set()).add(deleted);
+    if (ours) (ours.from ??= new Map()).set(deleted, (ours.from.get(deleted) ?? 0) + 1);
     if (gathering) for (const p of [...(same ?? [])]) if (p.state === 'gathering') this.decide(p);
   }
 
@@ -310,6 +310,7 @@ export class Installs {
       votes,
       fencingTokens,
       ended: false,
+      installedBy: installer(p),
     };
     p.grant = grant;
     if (this.handler) this.handler(p.resource, grant);
@@ -376,4 +377,14 @@ export class Installs {
     this.current.clear();
     this.held.clear();
   }
+}
+
+/** The token whose release installed `p` on the most masters (Grant.installedBy), if any. */
+function installer(p: Park): string | undefined {
+  let best: string | undefined;
+  let most = 0;
+  for (const [token, n] of p.from ?? []) {
+    if (n > most) [best, most] = [token, n];
+  }
+  return best;
 }

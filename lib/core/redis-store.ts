@@ -130,14 +130,11 @@ export class RedisStore implements LockStore {
       aliveChannel(settings.keyPrefix, this.engineId),
     );
     this.installs = new Installs(this);
-    this.notifier.onInstall = (key, node, token, fence, age) =>
-      this.installs.heard(key, node, token, fence, age);
+    this.notifier.onInstall = (...heard) => this.installs.heard(...heard);
     this.notifier.onNews = (...news) => this.installs.news(...news);
     this.notifier.onResubscribed = (node) => this.installs.resubscribed(node);
     this.dispatch = new Dispatch((r) => this.keyOf(r));
-    // The fencing counters' slot tags (keys.ts) are computed once per process: now, not inside
-    // the first acquire's validity.
-    if (settings.fencing) slotTag(0);
+    if (settings.fencing) slotTag(0); // slot tags (keys.ts): now, not in an acquire's validity
   }
 
   get masterNames(): readonly string[] {
@@ -240,6 +237,7 @@ export class RedisStore implements LockStore {
       kind: grant.kind,
       keepFor,
       ttl: grant.ttl,
+      after: grant.installedBy,
     });
   }
 
@@ -261,9 +259,11 @@ export class RedisStore implements LockStore {
       keepFor?: number;
       /** A yield: the ttl of the yielding engine's next token (parked with it). */
       ttl?: number;
+      /** A yield or a pass: Grant.installedBy. */
+      after?: string;
     },
   ): Promise<ReleaseResult> {
-    const { only, waitAll = false, keepFor } = options;
+    const { only, waitAll = false, keepFor, after } = options;
     const kind = this.kindOf(options.kind);
     const keys = resources.map((r) => this.keyOf(r));
     const announce = this.settings.handoff ? options.announce : false;
@@ -278,7 +278,7 @@ export class RedisStore implements LockStore {
             reserveMs: RESERVE_MS,
             since: yields ? Date.now() : undefined,
             keepMs: this.settings.maxTtl + 1000,
-            install: installOrder(this, resources[0], yields ? options.ttl : undefined),
+            install: installOrder(this, resources[0], yields ? options.ttl : undefined, after),
           }
         : undefined;
     const whole = kind.release(token, keys, announce, keepFor, order);

@@ -77,6 +77,8 @@ async function parkedBehind(
   const sent = monotonicNow();
   expect((await b.attempt(retrying(r, 1000))).grant).toBeUndefined();
   const refusedAt = monotonicNow();
+  // (Refused at a quorum: the last master may still be running the attempt that parks there.)
+  await waitUntil(async () => (await parkedOn(r, b.engineId)).every((t) => t !== undefined));
   const token = (await parkedOn(r, b.engineId))[0] as string;
   return { held: held.grant as Grant, watch: watch as ReleaseWatch, sent, refusedAt, token };
 }
@@ -103,6 +105,9 @@ describe('hand-over across processes', () => {
       await waitUntil(() => got.length > 0);
       const grant = got[0] as Grant;
       expect(grant.token).toBe(token);
+      // Installed by a's yield on every master: its release sends a's token along
+      // (scripts/release.ts ARGV[14]; test/core/behind-pass.spec.ts).
+      expect(grant.installedBy).toBe(held.token);
       expect(grant.resources).toEqual([r]);
       expect(grant.ttl).toBe(TTL);
       // Validity runs from the token's first send: the refused attempt that parked it.
@@ -124,6 +129,39 @@ describe('hand-over across processes', () => {
       await b.release(grant, true);
       for (const c of suite.probe) expect(await c.exists(a.keyOf(r))).toBe(0);
       watch.stop();
+    }));
+
+  it("a pass of an installed lock names nobody where its installer's yield has not run yet", () =>
+    withEngines(async ({ all }) => {
+      const [a, b, c] = all;
+      const got = outcomes(b);
+      const gotC = outcomes(c);
+      const r = uniqueResource('install-behind');
+      const { held, watch } = await parkedBehind(a, b, r);
+      const watchC = await c.watchReleases(r, () => undefined);
+      expect((await c.attempt(retrying(r, 2000))).grant).toBeUndefined();
+      await waitUntil(async () => (await parkedOn(r, c.engineId)).every((t) => t !== undefined));
+      // a's yield runs on masters 1 and 2 only (master 0 was descheduled: it comes later there):
+      // b is installed on a quorum and granted.
+      await a.release(held, true, undefined, [1, 2], 'yield');
+      await waitUntil(() => got.length > 0);
+      const grant = got[0] as Grant;
+      expect(grant.installedBy).toBe(held.token);
+      // b's pass reaches master 0 first: a's key is still there. It names c on masters 1 and 2
+      // (installed), and nobody on master 0 ...
+      await b.release(grant, true, undefined, undefined, 'pass');
+      expect(await suite.probe[0].get(a.keyOf(r))).toBe(held.token);
+      expect(await suite.probe[0].zrange(orderKey(PREFIX, r), '0', '-1')).toContain(c.engineId);
+      // ... where a's yield, when it comes, names c as well: c holds all three masters.
+      await a.release(held, true, undefined, [0], 'yield');
+      await waitUntil(() => gotC.length > 0);
+      const cToken = (gotC[0] as Grant).token;
+      await waitUntil(async () =>
+        (await Promise.all(suite.probe.map((p) => p.get(a.keyOf(r))))).every((v) => v === cToken),
+      );
+      await c.release(gotC[0] as Grant, true);
+      watch.stop();
+      watchC.stop();
     }));
 
   it('a token parked longer ago than its life is not installed: the yield reserves as before', () =>
@@ -312,11 +350,15 @@ describe('hand-over across processes', () => {
       const r = uniqueResource('install-tokens');
       const { held, watch } = await parkedBehind(a, b, r);
       const first = await suite.probe[0].hget(parkKey(PREFIX, r), b.engineId);
+      const [token] = (first as string).split(' ');
       // Half a park's life later, b parks a new token; master 0 keeps the first one.
       await sleep(PARK_LIFE_MS / 2 + 10);
       expect((await b.attempt(retrying(r, 1000))).grant).toBeUndefined();
+      // (Refused at a quorum: the last master may still be running the attempt that parks there.)
+      await waitUntil(async () =>
+        (await parkedOn(r, b.engineId)).every((t) => t !== undefined && t !== token),
+      );
       // (Installable whatever the time: only which token is parked where matters here.)
-      const [token] = (first as string).split(' ');
       await suite.probe[0].hset(parkKey(PREFIX, r), b.engineId, `${token} ${TTL} 99999999999999`);
       const tokens = await parkedOn(r, b.engineId);
       expect(tokens[0]).not.toBe(tokens[1]);

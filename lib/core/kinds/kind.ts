@@ -112,6 +112,11 @@ export interface YieldOrder {
     readonly marker: string | undefined;
     /** The alive channels' prefix (kinds/kind-keys.ts `aliveChannel`); '' not checked. */
     readonly alive: string;
+    /**
+     * The token whose yield or pass installed the releasing lock (Grant.installedBy; '' none):
+     * a master whose key still holds it has not run that release yet (scripts/release.ts).
+     */
+    readonly after: string;
   };
 }
 

@@ -194,6 +194,7 @@ export const MUTEX: LockKind = {
         String(inst.fenceTtl),
         inst.marker !== undefined ? '1' : '0',
         inst.alive,
+        inst.after,
       );
       return { script: RELEASE_SCRIPT, keys: all, args };
     }

@@ -65,6 +65,14 @@ export interface Grant {
    * (policy/handover.ts). Absent for other grants, and from stores that do not tell.
    */
   readonly takenOver?: Promise<readonly NodeVote[]>;
+  /**
+   * A lock installed by another engine's yield or pass (the hand-over across processes,
+   * redis-install.ts): that release's token, announced by the most masters. Its own yield or
+   * pass sends it along: a master whose key still holds that token has not run that release yet
+   * — commands of two processes may reach a descheduled master in either order — and names
+   * nobody (scripts/release.ts). Absent for other grants, and from stores that do not tell.
+   */
+  readonly installedBy?: string;
 }
 
 /** One acquire attempt. */

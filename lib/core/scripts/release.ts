@@ -41,7 +41,9 @@ const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_I
  * ARGV[11]). With ARGV[13] (the alive channels' prefix, kinds/kind-keys.ts `aliveChannel`; ''
  * on a Cluster, whose subscribers may sit on another node) an engine of the order whose alive
  * channel has no subscriber on this master is skipped and taken off the order and the park: a
- * waiting process that died is not given the lock for its whole ttl.
+ * waiting process that died is not given the lock for its whole ttl. ARGV[14] ('' none): the
+ * token whose yield or pass installed the releasing lock (Grant.installedBy); on a master whose
+ * key still holds it, that release has not run yet, and this one names nobody (see the script).
  * A key held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's
  * WRONGTYPE into an error table, which never equals the token — no extra command, no error.
  */
@@ -78,8 +80,18 @@ for i = 1, n do
       -- it leaves it now; a yield joins it again below, behind those waiting.)
       redis.call('ZREM', q, me)
       local nx = nil
+      local behind = ARGV[14] and ARGV[14] ~= '' and v == ARGV[14]
+      if behind then
+        -- Behind: the key still holds the token whose yield or pass installed this lock on the
+        -- other masters (ARGV[14]); that release runs here next — two processes' commands may
+        -- reach a descheduled master in either order — and names here the engine that this
+        -- release names there. This one names nobody: it would name the engine after that one,
+        -- and this master's order would stay one engine ahead of the others'. It leaves the
+        -- order and the park (its parked token was used up elsewhere).
+        if pk then redis.call('HDEL', pk, me) end
+      end
       -- (At most 4 looked at: gone ones met are taken off, so the next release looks further.)
-      for _, m in ipairs(redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 4)) do
+      for _, m in ipairs(behind and {} or redis.call('ZRANGEBYSCORE', q, '0', '+inf', 'LIMIT', 0, 4)) do
         if m ~= me then
           -- (ARGV[13], installs on standalone masters: an engine whose alive channel has no
           -- subscriber here is gone — off the order and the park, the next one is named.)
