@@ -161,7 +161,7 @@ describe('hand-over across processes', () => {
       );
       await c.release(gotC[0] as Grant, true);
       watch.stop();
-      watchC.stop();
+      watchC?.stop();
     }));
 
   it('a token parked longer ago than its life is not installed: the yield reserves as before', () =>
