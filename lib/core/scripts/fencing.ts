@@ -2,20 +2,28 @@
 import { script } from './lua';
 
 /**
+ * Lua statements: increments the fencing counter at `key` into a new local `v`. A new (or
+ * expired, or lost) counter starts from the server time in whole seconds × 10^6 — `clock`, the
+ * master's TIME when the script read it already, else read now — with the TTL `ttl` (see
+ * ACQUIRE_SCRIPT). Shared by the acquire scripts and the installs (scripts/install.ts).
+ */
+export function fenceIncrLua(key: string, ttl: string, clock = "redis.call('TIME')"): string {
+  return `local v = redis.call('INCR', ${key})
+if v == 1 then
+  v = tonumber((${clock})[1]) * 1000000 + 1
+  redis.call('SET', ${key}, string.format('%.0f', v), 'PX', ${ttl})
+end`;
+}
+
+/**
  * Lua shared by every acquire script with fencing: when ARGV[3] == '1', increments the counters at
- * KEYS[n+1..2n] and appends them to the table `res`. A new (or expired, or lost) counter starts
- * from the server time in whole seconds × 10^6 with the TTL ARGV[6] (see ACQUIRE_SCRIPT).
+ * KEYS[n+1..2n] ({@link fenceIncrLua}, TTL ARGV[6]) and appends them to the table `res`.
  */
 export const FENCE_COUNTERS_LUA = `
 if ARGV[3] == '1' then
   for i = 1, n do
     local fk = KEYS[n + i]
-    local v = redis.call('INCR', fk)
-    if v == 1 then
-      local t = redis.call('TIME')
-      v = tonumber(t[1]) * 1000000 + 1
-      redis.call('SET', fk, string.format('%.0f', v), 'PX', ARGV[6])
-    end
+    ${fenceIncrLua('fk', 'ARGV[6]')}
     res[#res + 1] = v
   end
 end

@@ -5,6 +5,7 @@
  */
 import { NOW_LUA, num } from '../kinds/lua';
 import { RESERVED_SEP, YIELD_PREFIX } from './announce';
+import { fenceIncrLua } from './fencing';
 import { bootMarkerAge } from './lua';
 
 /**
@@ -55,11 +56,7 @@ if pv then
     local f = '0'
     if ${fence.on} then
       local fk = ${fence.key}
-      local v = redis.call('INCR', fk)
-      if v == 1 then
-        v = tonumber(clock[1]) * 1000000 + 1
-        redis.call('SET', fk, ${num('v')}, 'PX', ${fence.ttl})
-      end
+      ${fenceIncrLua('fk', fence.ttl, 'clock')}
       f = ${num('v')}
     end
     local iage = -1${age}
