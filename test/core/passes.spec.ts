@@ -16,7 +16,7 @@ import type { Announced, AttemptRequest, Grant, Reserved } from '../../lib/core/
 import { Redlock } from '../../lib/core/redlock';
 import type { RedisStore } from '../../lib/core/redis-store';
 import type { RedlockSettings } from '../../lib/core/settings';
-import { SUITE_DEFAULTS, storeWith, useMasters } from '../harness/engines';
+import { SUITE_DEFAULTS, enginesOver, storeWith, useMasters } from '../harness/engines';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
 const PREFIX = 'lock:'; // the default keyPrefix
@@ -39,18 +39,9 @@ async function processes(
   count: number,
   settings: RedlockSettings = {},
 ): Promise<{ locks: Redlock[]; stores: RedisStore[] }> {
-  const stores: RedisStore[] = [];
-  const locks = Array.from(
-    { length: count },
-    () =>
-      new Redlock(
-        storeWith(suite.masters.createClients(), (s) => stores.push(s)),
-        { ...SUITE_DEFAULTS, ...settings },
-      ),
-  );
-  cleanup.push(() => Promise.all(locks.map((e) => e.close())).then(() => undefined));
-  for (const e of locks) await (await e.acquire(uniqueResource('warm-up'))).release();
-  return { locks, stores };
+  const set = await enginesOver(() => suite.masters.createClients(), count, {}, settings);
+  cleanup.push(() => set.close());
+  return { locks: set.locks, stores: set.all };
 }
 
 /** A retrying plain attempt of `r` (ordered: it parks when the engine hears `r`'s releases). */

@@ -101,21 +101,24 @@ export interface EngineSet {
 }
 
 /**
- * `count` engines over `clients` (the suite's settings; the first one with `first` over them),
- * each with a lock taken and released already, so that their connections were checked.
+ * `count` engines over `clients` — shared, or a new set per engine from a function (each engine
+ * over its own connections, as separate processes would be) — with the suite's settings and
+ * `every` over them (the first one also `first`), each with a lock taken and released already,
+ * so that their connections were checked.
  */
 export async function enginesOver(
-  clients: readonly RedlockClient[],
+  clients: readonly RedlockClient[] | (() => readonly RedlockClient[]),
   count: number,
   first: RedlockSettings = {},
+  every: RedlockSettings = {},
 ): Promise<EngineSet> {
   const all: RedisStore[] = [];
   const locks = Array.from(
     { length: count },
     (_, i) =>
       new Redlock(
-        storeWith(clients, (s) => all.push(s)),
-        i === 0 ? { ...SUITE_DEFAULTS, ...first } : SUITE_DEFAULTS,
+        storeWith(typeof clients === 'function' ? clients() : clients, (s) => all.push(s)),
+        { ...SUITE_DEFAULTS, ...every, ...(i === 0 ? first : {}) },
       ),
   );
   for (const e of locks) {
