@@ -8,6 +8,7 @@
  *   npx ts-node --transpile-only bench/mp-trace.ts            # summary: rates, event counts
  *   SHOW=1 npx ts-node --transpile-only bench/mp-trace.ts     # + the longest wait's events
  *   RAW=<file> PARKS=1 npx ts-node ...                        # every event as JSON, new parks too
+ *   MON=<file> npx ts-node ...                                # + every master's MONITOR (below)
  *
  * Written for session 15 (bench/README.md, "Split installs and clean-up storms"): counts the
  * installs that failed (`INSTALLED none`), which the in-process probe (bench/few-callers.ts,
@@ -191,6 +192,13 @@ async function main(): Promise<void> {
   const masters = await RedisMasters.start(5);
   try {
     const startAt = abs() + 8000;
+    // MON=<file>: every command each master ran on the probe's resource (MONITOR: the scripts
+    // as sent, `C`, and the commands they ran, `L`), in each master's own order — which engine
+    // each master's order held when a pass named one (session 19: a pass read by a descheduled
+    // master before the pass it follows; bench/README.md). Slows the masters down a little.
+    const monitors = process.env.MON
+      ? await Promise.all(masters.urls.map((url, i) => monitorOf(url, i)))
+      : [];
     const outs = await Promise.all(
       Array.from(
         { length: E },
@@ -225,6 +233,9 @@ async function main(): Promise<void> {
           grants: { e: number; asked: number; got: number; rel: number; attempts: number }[];
         },
     );
+    if (process.env.MON) {
+      writeFileSync(process.env.MON, monitors.flatMap((m) => m.stop()).join('\n'));
+    }
     const events = parsed.flatMap((p) => p.events).sort((a, b) => a.t - b.t);
     const grants = parsed.flatMap((p) => p.grants).sort((a, b) => a.got - b.got);
     const waits = grants.map((g) => g.got - g.asked).sort((a, b) => a - b);
@@ -269,4 +280,23 @@ async function main(): Promise<void> {
     await masters.stop();
   }
 }
+/** MONITOR of master `i` at `url`, lines on the probe's resource, until `stop()`. */
+async function monitorOf(url: string, i: number): Promise<{ stop: () => string[] }> {
+  const lines: string[] = [];
+  const client = (await benchClients([url]))[0];
+  const monitor = await client.monitor();
+  monitor.on('monitor', (time: string, args: string[], source: string) => {
+    if (args.some((a) => String(a).includes('mp-resource'))) {
+      lines.push(`${time} m${i} ${source === 'lua' ? 'L' : 'C'} ${args.join(' ')}`);
+    }
+  });
+  return {
+    stop: () => {
+      monitor.disconnect();
+      client.disconnect();
+      return lines;
+    },
+  };
+}
+
 void main();
