@@ -4,8 +4,11 @@
  * a yield announcement the head of the queue that lost more races since its last grant is woken
  * first, whatever the order in which the engines hear it; a plain release wakes every head at
  * once; another engine's clean-up wakes each head at a random time (COLLISION_SPREAD_MS).
+ * Jest's fake clock (the wake-ups are timed): on the real one, a process descheduled for a few
+ * milliseconds while the second head scheduled its wake-up put it after the first's (the flake
+ * check, a busy core, once in two full runs).
  */
-import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { monotonicNow } from '../../../lib/core/clock';
 import {
   COLLISION_SPREAD_MS,
@@ -16,12 +19,20 @@ import {
 import { LocalQueue } from '../../../lib/core/policy/local-queue';
 import type { Ticket } from '../../../lib/core/policy/local-queue';
 import type { LockStore } from '../../../lib/core/policy/store';
-import { bus } from './announce-bus';
+import { bus, fakeClockQueues } from './announce-bus';
 
-const queues: LocalQueue[] = [];
-afterEach(() => {
-  for (const q of queues.splice(0)) q.close();
-});
+const queues = fakeClockQueues();
+
+/**
+ * Runs the fake clock forward `ms` ms, one millisecond at a time, letting the woken sleeps'
+ * continuations run after each.
+ */
+async function runFor(ms: number): Promise<void> {
+  for (let i = 0; i < ms; i++) {
+    jest.advanceTimersByTime(1);
+    for (let j = 0; j < 3; j++) await Promise.resolve();
+  }
+}
 
 /** An engine's queue with one waiter for `resource` that lost `lost` races; it watches the bus. */
 async function waiter(
@@ -49,6 +60,7 @@ describe('ordered races', () => {
       early.queue.sleep(early.ticket, Infinity, undefined).then(() => woken.push('early')),
     ];
     announce('yield');
+    await runFor(RACE_LEVELS * RACE_STEP_MS + 1);
     await Promise.all(sleeps);
     expect(woken).toEqual(['early', 'late']);
   });
@@ -77,8 +89,12 @@ describe('ordered races', () => {
       heads.push({ queue, ticket });
     }
     const woken: number[] = [];
+    const at: number[] = [];
     const sleeps = heads.map(({ queue, ticket }, i) =>
-      queue.sleep(ticket, Infinity, undefined).then(() => woken.push(i)),
+      queue.sleep(ticket, Infinity, undefined).then(() => {
+        woken.push(i);
+        at[i] = monotonicNow();
+      }),
     );
     // The first head to hear it draws the later time.
     const random = jest.spyOn(Math, 'random').mockReturnValueOnce(0.9).mockReturnValueOnce(0.1);
@@ -90,9 +106,11 @@ describe('ordered races', () => {
     }
     await Promise.resolve();
     expect(woken).toEqual([]); // not within the announcement's tick
+    await runFor(COLLISION_SPREAD_MS + 1);
     await Promise.all(sleeps);
     expect(woken).toEqual([1, 0]);
-    expect(monotonicNow() - started).toBeGreaterThanOrEqual(0.9 * COLLISION_SPREAD_MS - 1);
+    expect(at[1] - started).toBeLessThanOrEqual(0.1 * COLLISION_SPREAD_MS + 1);
+    expect(at[0] - started).toBeGreaterThanOrEqual(0.9 * COLLISION_SPREAD_MS - 1);
   });
 
   it('raceDelay: one step per race not yet lost, none from RACE_LEVELS lost races on', () => {
