@@ -280,6 +280,7 @@ async function main(): Promise<void> {
     await masters.stop();
   }
 }
+
 /** MONITOR of master `i` at `url`, lines on the probe's resource, until `stop()`. */
 async function monitorOf(url: string, i: number): Promise<{ stop: () => string[] }> {
   const lines: string[] = [];
