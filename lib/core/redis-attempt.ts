@@ -22,6 +22,7 @@ import {
   validityAfter,
 } from './quorum/protocol';
 import type { RedisStore } from './redis-store';
+import { withFields } from './fields';
 import { newToken } from './token';
 import { FENCE_RAISE_SCRIPT } from './scripts/fencing';
 
@@ -71,7 +72,10 @@ export async function attemptOnMasters(
   let withMarker: ScriptCall | undefined; // the full marker check; per master its known birth
   const forNode = (node: MasterNode): ScriptCall =>
     node.checksMarker
-      ? withBirth((withMarker ??= kind.acquire({ ...input, marker: store.markerKey })), node)
+      ? withBirth(
+          (withMarker ??= kind.acquire(withFields(input, { marker: store.markerKey }))),
+          node,
+        )
       : (plain ??= kind.acquire(input));
   // A master that lost its scripts answers NOSCRIPT and gets an EVAL afterwards. That EVAL
   // must never land after this token's release on the same connection: it is sent only while
@@ -90,13 +94,14 @@ export async function attemptOnMasters(
           (groupKeys, group) => {
             if (group === resources) return forNode(node);
             const groupWait = input.waitKeys && waitInput(kind, 1, keyPrefix, group);
-            return kind.acquire({
-              ...input,
-              keys: groupKeys,
-              fenceKeys: fencing ? groupKeys.map((k) => counterKeyOf(keyPrefix, k)) : undefined,
-              waitKeys: groupWait?.waitKeys,
-              pollKeys: groupWait?.pollKeys,
-            });
+            return kind.acquire(
+              withFields(input, {
+                keys: groupKeys,
+                fenceKeys: fencing ? groupKeys.map((k) => counterKeyOf(keyPrefix, k)) : undefined,
+                waitKeys: groupWait?.waitKeys,
+                pollKeys: groupWait?.pollKeys,
+              }),
+            );
           },
           input.handoverFrom === undefined
             ? (groups) => kind.readAcquire(groups, resources)
@@ -186,7 +191,9 @@ export async function attemptOnMasters(
     ended: false,
     othersWait: input.orderKeys !== undefined && othersWaitIn(tally),
     ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
-    ...(input.handoverFrom === undefined ? {} : { ...othersOf(tally), takenOver: tally.final }),
+    ...(input.handoverFrom === undefined
+      ? {}
+      : withFields(othersOf(tally), { takenOver: tally.final })),
   });
   if (input.park) store.installs.retire(input.park.token); // (redis-install.ts)
   return { grant };
@@ -226,7 +233,20 @@ function readHandover(
     return { resources: g.resources, value: v.slice(0, -2) };
   });
   const answer = kind.readAcquire(rest, resources);
-  return answer.granted ? { ...answer, watchers, polled } : answer;
+  // (Fields listed, not spread: see fields.ts.)
+  return answer.granted
+    ? {
+        granted: true,
+        markerAge: answer.markerAge,
+        holderTtl: answer.holderTtl,
+        holder: answer.holder,
+        counters: answer.counters,
+        othersWait: answer.othersWait,
+        mismatch: answer.mismatch,
+        watchers,
+        polled,
+      }
+    : answer;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { withFields } from './fields';
 import { decodeInspect } from './kinds/kind-replies';
 import type { InspectOutcome } from './policy/store';
 import { agreedState } from './quorum/agreement';
@@ -49,12 +50,15 @@ export async function inspectOnMasters(
     judge: (a, node) =>
       node.checksMarker && (a.markerAge < 0 || a.markerAge < duration) ? 'quarantined' : 'ok',
   });
-  store.noteQuarantined({
-    ...tally,
-    replies: tally.replies.map((r) =>
-      r?.kind === 'reply' ? { ...r, value: { markerAge: Math.max(0, r.value.markerAge) } } : r,
-    ),
-  });
+  store.noteQuarantined(
+    withFields(tally, {
+      replies: tally.replies.map((r) =>
+        r?.kind === 'reply'
+          ? withFields(r, { value: { markerAge: Math.max(0, r.value.markerAge) } })
+          : r,
+      ),
+    }),
+  );
   if (tally.ok < store.quorum) return { state: undefined, votes: tally.votes };
   const reports: HolderReport[] = [];
   for (const r of tally.replies) if (r?.kind === 'reply') reports.push(r.value);

@@ -23,6 +23,7 @@
  * taken off the park where it is still parked: install-undo.ts `unpark`); a grant with no local
  * waiter to take it (policy/installed.ts) like any lock.
  */
+import { withFields } from './fields';
 import { monotonicNow } from './clock';
 import type { NodeVote } from './errors';
 import type { Grant } from './policy/store';
@@ -299,7 +300,9 @@ export class Installs {
       const v = p.heard[i];
       const outcome = v ? this.outcomeOf(i, v) : 'timeout';
       const vote: NodeVote = { node: i, name: n.name, outcome, latency: now - p.start };
-      return outcome === 'error' ? { ...vote, error: 'installed without a fencing counter' } : vote;
+      return outcome === 'error'
+        ? withFields(vote, { error: 'installed without a fencing counter' })
+        : vote;
     });
     const grant: Grant = {
       resources: [p.resource],

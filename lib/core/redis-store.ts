@@ -331,22 +331,21 @@ export class RedisStore implements LockStore {
             checks ? node.evalScript(MARKER_AGE_SCRIPT, [this.markerKey], []) : node.client.ping(),
           this.settings.requestTimeout,
         );
-        const base = { node: node.index, name: node.name };
+        const base = { node: node.index, name: node.name, reachable: false };
         if (reply.kind !== 'reply') {
           const error =
             reply.kind === 'timeout' ? 'no answer within the request timeout' : reply.error;
-          return { ...base, reachable: false, latency: undefined, quarantined: false, error };
+          return Object.assign(base, { latency: undefined, quarantined: false, error });
         }
         const age = typeof reply.value === 'number' ? reply.value : -1;
         // A missing marker (-1) means the next acquire starts the quarantine: all of it is left.
         const quarantined = checks && age < duration;
-        return {
-          ...base,
+        return Object.assign(base, {
           reachable: true,
           latency: Math.round(reply.latency * 100) / 100,
           quarantined,
           ...(quarantined ? { quarantineRemaining: duration - Math.max(0, age) } : {}),
-        };
+        });
       }),
     );
   }

@@ -4,7 +4,8 @@ import type { RedlockObserver } from './events';
 import { HeldLocks } from './held';
 import { lockKey } from './keys';
 import { expire, lockState, ownedState } from './lock';
-import type { Lock, ReleaseResult } from './lock';
+import type { Lock, LockState, ReleaseResult } from './lock';
+import { withFields } from './fields';
 import { acquireLoop } from './policy/acquire-loop';
 import { InflightAttempts, refuseLate } from './policy/inflight';
 import { LocalQueue } from './policy/local-queue';
@@ -102,12 +103,11 @@ export class Redlock {
       observers: this.observers,
     };
     this.queue = new LocalQueue(this.store, this.draining.signal);
-    this.releasing = {
-      ...this.policy,
+    this.releasing = withFields(this.policy, {
       held: this.held,
-      handover: (lock, token) => this.queue.handover(lock, token),
-      announceAs: (lock, s) => this.queue.announceAs(lock, s),
-    };
+      handover: (lock: Lock, token: string) => this.queue.handover(lock, token),
+      announceAs: (lock: Lock, s: LockState) => this.queue.announceAs(lock, s),
+    });
     this.loop = {
       store: this.store,
       queue: this.queue,
@@ -198,18 +198,20 @@ export class Redlock {
     options: Omit<AcquireOptions, 'retryCount' | 'waitTimeout'> = {},
   ): Promise<Lock | null> {
     const { rest, lockAtLeastFor } = takeLockAtLeastFor(options, this.settings);
-    const req = {
-      ...checkOpenAcquire(
+    const req = withFields(
+      checkOpenAcquire(
         resources,
         rest,
         this.settings,
         this.draining.signal,
         TRY_ACQUIRE_OPTION_NAMES,
       ),
-      retryCount: 0,
-      waitTimeout: undefined,
-      writerWait: 0, // one attempt: a plain lock refused by readers raises no writer-waiting flag
-    };
+      {
+        retryCount: 0,
+        waitTimeout: undefined,
+        writerWait: 0, // one attempt: a plain lock refused by readers raises no writer-waiting flag
+      },
+    );
     const started = monotonicNow();
     const lock = await tryOnce(this.loop, this.observers, req, started);
     return lock && this.granted(lock, started, lockAtLeastFor);
@@ -287,7 +289,12 @@ export class Redlock {
     if (extendThreshold !== undefined) {
       checkInteger('extendThreshold', extendThreshold, 1, MAX_TIMER_MS, argError);
     }
-    return keepAlive({ ...this.settings, extend: (l) => this.extend(l) }, lock, s, extendThreshold);
+    return keepAlive(
+      withFields(this.settings, { extend: (l: Lock) => this.extend(l) }),
+      lock,
+      s,
+      extendThreshold,
+    );
   }
 
   /**

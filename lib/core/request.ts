@@ -1,3 +1,4 @@
+import { withFields } from './fields';
 import { InvalidArgumentError, ShuttingDownError } from './errors';
 import { MUTEX_SPEC, SHARED_SPEC } from './kinds/kind-spec';
 import type { LockKindSpec } from './kinds/kind-spec';
@@ -156,7 +157,7 @@ export function checkOpenAcquire(
 ): CheckedAcquire {
   const checked = checkAcquire(resources, options, s, names);
   if (draining.aborted) {
-    throw new ShuttingDownError({ ...NOTHING_TRIED, resources: checked.resources });
+    throw new ShuttingDownError(withFields(NOTHING_TRIED, { resources: checked.resources }));
   }
   return checked;
 }

@@ -1,3 +1,4 @@
+import { withFields } from '../core/fields';
 import { Injectable } from '@nestjs/common';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
@@ -98,14 +99,14 @@ export class LockedInterceptor implements NestInterceptor {
           query?: Record<string, unknown>;
           body?: unknown;
         }>();
-        return { ...base, params: req?.params, query: req?.query, body: req?.body };
+        return withFields(base, { params: req?.params, query: req?.query, body: req?.body });
       }
       case 'rpc':
-        return { ...base, data: context.switchToRpc().getData() };
+        return withFields(base, { data: context.switchToRpc().getData() });
       case 'ws':
-        return { ...base, data: context.switchToWs().getData() };
+        return withFields(base, { data: context.switchToWs().getData() });
       case 'graphql':
-        return { ...base, data: args[1] };
+        return withFields(base, { data: args[1] });
       default:
         return base;
     }

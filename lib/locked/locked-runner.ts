@@ -125,6 +125,8 @@ export class LockedRunner implements LockedMethodRunner {
     extra: EnterLockedOptions = {},
   ): Promise<LockedEntry | undefined> {
     const engine = this.backend.engine;
+    // (Once per call, and the user's options: a spread copies an own `__proto__` as a field.)
+    // eslint-disable-next-line no-restricted-syntax
     const o = { ...this.options.lockedDefaults, ...definedOnly(options) };
     const wanted = normalizeResources([...resources]);
     const kind = checkKind(o.shared, o.limit, 'options.');
@@ -267,8 +269,8 @@ function acquireOptions(
   const keep = o.lockAtLeastFor === undefined ? {} : { lockAtLeastFor: o.lockAtLeastFor };
   const kind = { shared: o.shared, limit: o.limit, ...keep };
   if (o.onLocked !== 'wait') return { ttl: o.ttl, retryCount: 0, signal, ...kind };
+  // (`kind` last: its fields are not among the others; see lib/core/fields.ts.)
   return {
-    ...kind,
     ttl: o.ttl,
     // With a deadline and no explicit count, the deadline alone bounds the wait.
     retryCount: o.retryCount ?? (o.waitTimeout !== undefined ? 1_000_000 : undefined),
@@ -276,5 +278,6 @@ function acquireOptions(
     retryJitter: o.retryJitter,
     waitTimeout: o.waitTimeout,
     signal,
+    ...kind,
   };
 }

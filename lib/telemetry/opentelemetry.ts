@@ -248,12 +248,12 @@ export function instrumentRedlock(
       case 'acquired': {
         const tokens = Object.values(event.lock.fencingTokens);
         span('redlock.acquire', event.waitTime, {
-          ...resourcesOf(event.resources),
           'redlock.outcome': 'acquired',
           'redlock.attempts': event.attempts,
           'redlock.quorum': engine.quorum,
           ...voteCounts(event.votes),
           ...(tokens.length === 1 ? { 'redlock.fencing_token': tokens[0] } : {}),
+          ...resourcesOf(event.resources),
         });
         instruments?.acquire.record(event.waitTime / 1000, { 'redlock.outcome': 'acquired' });
         break;
@@ -264,12 +264,12 @@ export function instrumentRedlock(
           'redlock.acquire',
           event.waitTime,
           {
-            ...resourcesOf(event.resources),
             'redlock.outcome': code,
             'error.type': code,
             'redlock.attempts': event.attempts,
             'redlock.quorum': engine.quorum,
             ...voteCounts(event.votes),
+            ...resourcesOf(event.resources),
           },
           event.error,
         );
@@ -282,17 +282,17 @@ export function instrumentRedlock(
       }
       case 'extended':
         span('redlock.extend', event.duration, {
-          ...resourcesOf(event.resources),
           'redlock.ttl': event.ttl,
           'redlock.extensions': event.extensions,
+          ...resourcesOf(event.resources),
         });
         instruments?.extensions.add(1);
         break;
       case 'released':
         span('redlock.release', event.duration, {
-          ...resourcesOf(event.resources),
           'redlock.hold_time_ms': Math.round(event.holdTime),
           'redlock.released_on': event.result.deleted,
+          ...resourcesOf(event.resources),
         });
         instruments?.hold.record(event.holdTime / 1000, {
           'redlock.outcome': lost.has(event.lock) ? 'lost' : 'released',

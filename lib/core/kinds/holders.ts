@@ -13,6 +13,7 @@ import { ReplyFormatError, announceFlag } from './kind';
 import { MUTEX } from './mutex';
 import { decodeKindAcquire, decodeKindExtend, decodeKindRelease } from './kind-replies';
 import { semaphoreQuorum } from './quorum-rule';
+import { withFields } from '../fields';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from './semaphore-scripts';
 import { SHARED_ACQUIRE_SCRIPT } from './shared-scripts';
 
@@ -113,7 +114,7 @@ function holderKind(
         if (!counters.every(Number.isFinite)) counters = undefined;
       }
       const answer = { granted, markerAge, holderTtl: granted ? undefined : holderTtl, counters };
-      return mismatch ? { ...answer, mismatch } : answer;
+      return mismatch ? withFields(answer, { mismatch }) : answer;
     },
 
     extend(token, ttl, keys): ScriptCall {

@@ -15,6 +15,7 @@ import type {
 } from './kind';
 import { ReplyFormatError, announceFlag } from './kind';
 import { decodeKindAcquire } from './kind-replies';
+import { withFields } from '../fields';
 
 /**
  * The mutex: one holder at a time, one string key per resource (`SET key token NX PX ttl`).
@@ -132,8 +133,8 @@ export const MUTEX: LockKind = {
       counters,
       othersWait: granted && othersWait,
     };
-    if (mismatch) return { ...answer, mismatch };
-    return typeof holder === 'string' ? { ...answer, holder } : answer;
+    if (mismatch) return withFields(answer, { mismatch });
+    return typeof holder === 'string' ? withFields(answer, { holder }) : answer;
   },
 
   extend(token, ttl, keys, repair): ScriptCall {

@@ -299,6 +299,8 @@ export class ReleaseNotifier {
             lazyConnect: false,
             enableOfflineQueue: true,
             redisOptions: {
+              // (Once per subscriber connection, and the user's options: see fields.ts.)
+              // eslint-disable-next-line no-restricted-syntax
               ...(node.client as Cluster).options.redisOptions,
               maxRetriesPerRequest: null,
             },

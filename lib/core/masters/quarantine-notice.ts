@@ -1,3 +1,4 @@
+import { withFields } from '../fields';
 import { formatMs, monotonicNow } from '../clock';
 import type { NodeVote } from '../errors';
 import type { SeedCause } from './node';
@@ -105,7 +106,7 @@ export function annotateQuarantined(
     const age = ageOf(i);
     if (age === undefined) return;
     const remaining = Math.max(1, duration - Math.max(0, age));
-    votes[i] = { ...v, quarantineRemaining: remaining };
+    votes[i] = withFields(v, { quarantineRemaining: remaining });
     notice.note({ index: v.node, name: v.name }, remaining, 'young');
   });
 }

@@ -1,3 +1,4 @@
+import { withFields } from '../fields';
 import { monotonicNow } from '../clock';
 import {
   LockAbortedError,
@@ -224,7 +225,7 @@ async function giveUp(
         ? contended(ticket, base)
         : new LockContendedError(base);
   if (!timedOut) throw cause;
-  throw new WaitTimeoutError({ ...base, waitTimeout: req.waitTimeout ?? 0 }, { cause });
+  throw new WaitTimeoutError(withFields(base, { waitTimeout: req.waitTimeout ?? 0 }), { cause });
 }
 
 /**

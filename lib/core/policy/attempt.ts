@@ -1,5 +1,6 @@
 import { monotonicNow } from '../clock';
 import { KindMismatchError, LockAbortedError, LockContendedError, NoQuorumError } from '../errors';
+import { withFields } from '../fields';
 import { MUTEX_SPEC } from '../kinds/kind-spec';
 import type { LockErrorDetail } from '../errors';
 import type { HeldLocks } from '../held';
@@ -41,12 +42,11 @@ export function attemptOnStore(
     .attempt(
       handoverFrom === undefined && !defer && waitSince === undefined
         ? req
-        : {
-            ...req,
+        : withFields(req, {
             handoverFrom,
-            ...(defer ? { defer } : {}),
-            ...(waitSince === undefined ? {} : { waitSince }),
-          },
+            defer: defer ? true : undefined,
+            waitSince,
+          }),
     )
     .then((outcome) =>
       outcome.grant || outcome.refusal !== 'kind-mismatch'
@@ -78,16 +78,17 @@ function resultOf(
   if (outcome.refusal === 'kind-mismatch') {
     const requested = req.kind ?? MUTEX_SPEC;
     const found = outcome.found ?? { kind: 'foreign' as const, redisType: 'unknown' };
-    throw new KindMismatchError({ ...detail, requested, found });
+    throw new KindMismatchError(withFields(detail, { requested, found }));
   }
   const error =
     outcome.refusal === 'contended'
       ? new LockContendedError(detail)
-      : new NoQuorumError({
-          ...detail,
-          reason: outcome.refusal,
-          quorum: outcome.quorum ?? ctx.store.quorum,
-        });
+      : new NoQuorumError(
+          withFields(detail, {
+            reason: outcome.refusal,
+            quorum: outcome.quorum ?? ctx.store.quorum,
+          }),
+        );
   return {
     error,
     cleanup: outcome.cleanup,

@@ -1,4 +1,5 @@
 import { monotonicNow } from '../clock';
+import { withFields } from '../fields';
 import { ExtensionLimitError, LockLostError, NoQuorumError } from '../errors';
 import type { LockErrorDetail, NodeVote } from '../errors';
 import { applyExtension, expire } from '../lock';
@@ -35,7 +36,9 @@ export async function extendLock(
   });
   if (s.released) throw new LockLostError(detail(s.votes), 'it was released');
   if (s.extensions >= settings.maxExtensions) {
-    throw new ExtensionLimitError({ ...detail(s.votes), maxExtensions: settings.maxExtensions });
+    throw new ExtensionLimitError(
+      withFields(detail(s.votes), { maxExtensions: settings.maxExtensions }),
+    );
   }
   if (s.validUntil - monotonicNow() <= 0) {
     expire(lock, s, 'validity ended before the extension');
@@ -44,7 +47,7 @@ export async function extendLock(
   // Every lock is created from a grant; the field is optional only for the type.
   const out = await ctx.store.extend(s.grant as Grant, ttl, s.validUntil);
   if (out.verdict === 'extended') {
-    applyExtension(lock, s, { ...out, ttl }, settings.driftFactor);
+    applyExtension(lock, s, withFields(out, { ttl }), settings.driftFactor);
     if (observers.active) {
       observers.emit({
         type: 'extended',
@@ -71,9 +74,7 @@ export async function extendLock(
       lost ? 'a majority of masters no longer hold it' : 'its validity ended during the extension',
     );
   }
-  throw new NoQuorumError({
-    ...detail(out.votes, out.elapsed),
-    reason: out.verdict,
-    quorum: ctx.store.quorum,
-  });
+  throw new NoQuorumError(
+    withFields(detail(out.votes, out.elapsed), { reason: out.verdict, quorum: ctx.store.quorum }),
+  );
 }

@@ -4,6 +4,7 @@
  * count of heard release announcements, and the questions asked of them without the queue's
  * state: who is admitted, until when local holders keep a ticket back, whether it defers.
  */
+import { withFields } from '../fields';
 import { monotonicNow } from '../clock';
 import { LockContendedError } from '../errors';
 import type { LockErrorDetail, NodeVote } from '../errors';
@@ -294,7 +295,7 @@ export function contended(
   detail: Omit<LockErrorDetail, 'votes'>,
 ): LockContendedError {
   const votes = ticket.slots.find((s) => s.line.votes.length > 0)?.line.votes ?? [];
-  return new LockContendedError({ ...detail, votes });
+  return new LockContendedError(withFields(detail, { votes }));
 }
 
 /** Since when the engine waits for `ticket`'s resources (`Line.waitSince`, the earliest). */

@@ -1,3 +1,4 @@
+import { withFields } from '../fields';
 import { InvalidArgumentError } from '../errors';
 import type { Lock, ReleaseResult } from '../lock';
 import { checkAcquire } from '../request';
@@ -49,7 +50,7 @@ export async function runUsing<T>(
       : checkExtendThreshold('extendThreshold', extendThreshold, ttl, argError);
   const lock = await engine.acquire(
     resources,
-    lockAtLeastFor === undefined ? acquireOptions : { ...acquireOptions, lockAtLeastFor },
+    lockAtLeastFor === undefined ? acquireOptions : withFields(acquireOptions, { lockAtLeastFor }),
   );
   const stop = autoExtend ? engine.keepAlive(lock, threshold) : () => undefined;
   try {

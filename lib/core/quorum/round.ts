@@ -1,4 +1,5 @@
 import { afterPendingIo, monotonicNow } from '../clock';
+import { withFields } from '../fields';
 import type { NodeOutcome, NodeVote } from '../errors';
 import type { Timeline } from '../policy/timeline';
 
@@ -135,13 +136,14 @@ export function runRound<M extends Voter, T>(spec: RoundSpec<M, T>): Promise<Tal
     const judged = (i: number, reply: Reply<T>): NodeVote => {
       const master = masters[i];
       const outcome = reply.kind === 'reply' ? spec.judge(reply.value, master) : reply.kind;
-      let v = vote(master, outcome, reply.latency);
-      if (reply.kind === 'error') v = { ...v, error: reply.error };
+      if (reply.kind === 'error')
+        return withFields(vote(master, outcome, reply.latency), { error: reply.error });
       if (outcome === 'held' && reply.kind === 'reply' && spec.holderTtl) {
         const ttl = spec.holderTtl(reply.value);
-        if (ttl !== undefined) v = { ...v, holderTtl: ttl };
+        if (ttl !== undefined)
+          return withFields(vote(master, outcome, reply.latency), { holderTtl: ttl });
       }
-      return v;
+      return vote(master, outcome, reply.latency);
     };
     const record = (i: number, reply: Reply<T>): void => {
       if (decided) {
