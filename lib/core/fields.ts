@@ -4,14 +4,14 @@
  *
  * Why: V8 (Node 20) builds an object literal that starts with a spread and goes on
  * (`{ ...base, x }`, `{ ...base, ...more }`) in its slow path, about 1 µs each against 0.1 µs
- * here — measured on the lock's hot path, where the hand-over alone built six of them per lock
+ * here — measured on the lock's hot path, where a local hand-over built eight of them per lock
  * (bench/README.md, "Object spreads on the hot path, session 20"; the lint rule in
  * eslint.config.mjs keeps them out of the per-lock code).
  *
- * Only for objects the library made itself: `Object.assign` sets fields, so an own `__proto__`
- * field (which only parsed JSON makes) would set the new object's prototype instead of being
- * copied, where a spread copies it. Input from users is validated and copied field by field
- * before it gets here.
+ * Only for objects the library built itself, or a user's object after its field names were
+ * checked against the known ones (an own `__proto__` field, which only parsed JSON makes, never
+ * passes that check): `Object.assign` sets fields, so such a field would set the new object's
+ * prototype where a spread copies it as a field.
  */
 export function withFields<T extends object, U extends object>(
   base: T,

@@ -225,7 +225,7 @@ const configError = (field: string, problem: string): Error =>
 export function resolveSettings(settings: RedlockSettings, nodeCount: number): ResolvedSettings {
   checkObject('settings', settings, configError);
   checkNames(settings, SETTING_NAMES, configError);
-  // (Once per engine, and the user's object: a spread copies an own `__proto__` as a field.)
+  // (Once per engine, not on the lock's path: the spread stays.)
   // eslint-disable-next-line no-restricted-syntax
   const s = { ...DEFAULT_SETTINGS, ...stripUndefined(settings) };
   const maxTtl = checkInteger('maxTtl', s.maxTtl, 1, MAX_TIMER_MS, configError);
