@@ -193,7 +193,7 @@ export async function attemptOnMasters(
     ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
     ...(input.handoverFrom === undefined
       ? {}
-      : withFields(othersOf(tally), { takenOver: tally.final })),
+      : withFields(othersOf(tally), { takenOver: tally.final, installedBy: req.installedBy })),
   });
   if (input.park) store.installs.retire(input.park.token); // (redis-install.ts)
   return { grant };

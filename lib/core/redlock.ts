@@ -105,7 +105,8 @@ export class Redlock {
     this.queue = new LocalQueue(this.store, this.draining.signal);
     this.releasing = withFields(this.policy, {
       held: this.held,
-      handover: (lock: Lock, token: string) => this.queue.handover(lock, token),
+      handover: (lock: Lock, token: string, installedBy?: string) =>
+        this.queue.handover(lock, token, installedBy),
       announceAs: (lock: Lock, s: LockState) => this.queue.announceAs(lock, s),
     });
     this.loop = {
@@ -116,9 +117,9 @@ export class Redlock {
       granted: (lock, started, lockAtLeastFor) => this.granted(lock, started, lockAtLeastFor),
       failed: (resources, err, started) => this.observers.failed(resources, err, started),
       adopt: (grant, n) => createLock(this.grants, grant, n),
-      attempt: (req, n, at, from, defer, since) =>
+      attempt: (req, n, at, from, defer, since, installedBy) =>
         this.inflight.track(
-          attemptOnStore(this.grants, req, n, at, from, defer, since).then((r) =>
+          attemptOnStore(this.grants, req, n, at, from, defer, since, installedBy).then((r) =>
             r.lock && this.isDraining ? refuseLate(this.releasing, r.lock, req, n, at) : r,
           ),
         ),

@@ -164,6 +164,49 @@ describe('hand-over across processes', () => {
       watchC?.stop();
     }));
 
+  it("a local hand-over's lock carries installedBy on: its pass names nobody where the yield has not run", () =>
+    withEngines(async ({ all }) => {
+      const [a, b, c] = all;
+      const got = outcomes(b);
+      const gotC = outcomes(c);
+      const r = uniqueResource('install-handover-behind');
+      const { held, watch } = await parkedBehind(a, b, r);
+      const watchC = await c.watchReleases(r, () => undefined);
+      expect((await c.attempt(retrying(r, 2000))).grant).toBeUndefined();
+      await waitUntil(async () => (await parkedOn(r, c.engineId)).every((t) => t !== undefined));
+      // a's yield runs on masters 1 and 2 only (master 0 comes later): b is installed there.
+      await a.release(held, true, undefined, [1, 2], 'yield');
+      await waitUntil(() => got.length > 0);
+      const installed = got[0] as Grant;
+      expect(installed.installedBy).toBe(held.token);
+      // b hands the lock to its next local waiter (masters 1 and 2; master 0 still has a's key).
+      const taken = await b.attempt({
+        resources: [r],
+        ttl: TTL,
+        handoverFrom: installed.token,
+        installedBy: installed.installedBy,
+      });
+      const grant = taken.grant as Grant;
+      expect(grant).toBeDefined();
+      expect(grant.installedBy).toBe(held.token);
+      // The streak's end: its pass reaches master 0 before a's yield. There it names nobody
+      // (without installedBy it would take c off that master's order, and a's yield would then
+      // name nobody there: c short of master 0) ...
+      await b.release(grant, true, undefined, undefined, 'pass');
+      expect(await suite.probe[0].get(a.keyOf(r))).toBe(held.token);
+      expect(await suite.probe[0].zrange(orderKey(PREFIX, r), '0', '-1')).toContain(c.engineId);
+      // ... and a's yield, when it comes, names c there as b's pass did elsewhere.
+      await a.release(held, true, undefined, [0], 'yield');
+      await waitUntil(() => gotC.length > 0);
+      const cToken = (gotC[0] as Grant).token;
+      await waitUntil(async () =>
+        (await Promise.all(suite.probe.map((p) => p.get(a.keyOf(r))))).every((v) => v === cToken),
+      );
+      await c.release(gotC[0] as Grant, true);
+      watch.stop();
+      watchC?.stop();
+    }));
+
   it('a token parked longer ago than its life is not installed: the yield reserves as before', () =>
     withEngines(async ({ all }) => {
       const [a, b] = all;

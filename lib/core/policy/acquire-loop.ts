@@ -54,7 +54,8 @@ export interface LoopContext {
   failed(resources: readonly string[], err: unknown, started: number): void;
   /**
    * One attempt (the store's round, turned into a lock or an error); `defer`: to other engines'
-   * pollers (`AttemptRequest.defer`); `waitSince`: `AttemptRequest.waitSince`.
+   * pollers (`AttemptRequest.defer`); `waitSince`: `AttemptRequest.waitSince`; `installedBy`:
+   * `AttemptRequest.installedBy`, with `handoverFrom` only.
    */
   attempt(
     req: CheckedAcquire,
@@ -63,6 +64,7 @@ export interface LoopContext {
     handoverFrom?: string,
     defer?: boolean,
     waitSince?: number,
+    installedBy?: string,
   ): Promise<AttemptResult>;
 }
 
@@ -146,7 +148,15 @@ export async function acquireLoop(
       const waitSince = ticket !== undefined ? waitingSince(ticket) : undefined;
       let result: AttemptResult | undefined;
       try {
-        result = await ctx.attempt(req, attempts, start, handover?.from, defer, waitSince);
+        result = await ctx.attempt(
+          req,
+          attempts,
+          start,
+          handover?.from,
+          defer,
+          waitSince,
+          handover?.installedBy,
+        );
       } finally {
         handover?.settle(result);
       }

@@ -37,6 +37,7 @@ export function attemptOnStore(
   handoverFrom?: string,
   defer = false,
   waitSince?: number,
+  installedBy?: string,
 ): Promise<AttemptResult> {
   return ctx.store
     .attempt(
@@ -46,6 +47,7 @@ export function attemptOnStore(
             handoverFrom,
             defer: defer ? true : undefined,
             waitSince,
+            installedBy: handoverFrom === undefined ? undefined : installedBy,
           }),
     )
     .then((outcome) =>

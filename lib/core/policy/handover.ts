@@ -33,19 +33,27 @@ import { mustYield } from './streak';
 export interface Handover {
   /** The releasing holder's token. */
   readonly from: string;
+  /**
+   * The releasing holder's `Grant.installedBy` (a lock installed by another engine's yield or
+   * pass, or handed over from one): the taker's grant carries it on, so that the pass that ends
+   * this engine's streak still names nobody on a master that has not run that yield or pass yet
+   * (scripts/release.ts ARGV[14]).
+   */
+  readonly installedBy: string | undefined;
   /** Settled once: by the taker's attempt, or `undefined` when it made none. */
   readonly done: Promise<AttemptResult | undefined>;
   /** Settles {@link done} (later calls are ignored). */
   settle(result: AttemptResult | undefined): void;
 }
 
-/** A hand-over from the holder of `token`. */
-export function newHandover(token: string): Handover {
+/** A hand-over from the holder of `token` (its grant's `installedBy`, if any). */
+export function newHandover(token: string, installedBy?: string): Handover {
   let resolve!: (r: AttemptResult | undefined) => void;
   const done = new Promise<AttemptResult | undefined>((r) => (resolve = r));
   let settled = false;
   return {
     from: token,
+    installedBy,
     done,
     settle(result) {
       if (settled) return;
@@ -116,6 +124,7 @@ export function handoverTo(
   lines: ReadonlyMap<string, Line>,
   lock: Lock,
   token: string,
+  installedBy?: string,
 ): Handover | undefined {
   const t = lines.get(lock.resources[0])?.first?.ticket;
   if (!t?.wake || !t.exclusive || t.takeover || t.slots.length !== lock.resources.length) {
@@ -126,7 +135,7 @@ export function handoverTo(
     if (line.holder && line.holder !== lock) return undefined;
     if (mustYield(line)) return undefined;
   }
-  const handover = newHandover(token);
+  const handover = newHandover(token, installedBy);
   for (const { line } of t.slots) line.holder = undefined;
   t.takeover = handover;
   t.local = true;

@@ -285,8 +285,8 @@ export class LocalQueue implements LineTable {
   }
 
   /** Hands `lock`, released with `token`, to the next local waiter (handover.ts `handoverTo`). */
-  handover(lock: Lock, token: string): Handover | undefined {
-    return this.draining.aborted ? undefined : handoverTo(this.lines, lock, token);
+  handover(lock: Lock, token: string, installedBy?: string): Handover | undefined {
+    return this.draining.aborted ? undefined : handoverTo(this.lines, lock, token, installedBy);
   }
 
   /**

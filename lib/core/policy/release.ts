@@ -18,7 +18,7 @@ export interface ReleaseContext {
   readonly observers: Observers;
   readonly held: HeldLocks;
   /** Starts a local hand-over of `lock` (policy/handover.ts), when a local waiter may take it. */
-  readonly handover?: (lock: Lock, token: string) => Handover | undefined;
+  readonly handover?: (lock: Lock, token: string, installedBy?: string) => Handover | undefined;
   /** How the release of `lock`, once ended, is announced (policy/local-queue.ts `announceAs`). */
   readonly announceAs?: (lock: Lock, s: LockState) => 'release' | 'yield' | 'pass';
 }
@@ -106,7 +106,7 @@ export async function releaseLock(
   // A valid lock released for good may go straight to the next local waiter (one round).
   const handover =
     !s.released && !s.lostReason && keepFor === undefined && !waitAll && !grant.kind
-      ? ctx.handover?.(lock, grant.token)
+      ? ctx.handover?.(lock, grant.token, grant.installedBy)
       : undefined;
   if (handover) s.onEnd = undefined; // the queue woke its taker already
   markReleased(s);

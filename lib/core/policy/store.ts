@@ -70,7 +70,10 @@ export interface Grant {
    * redis-install.ts): that release's token, announced by the most masters. Its own yield or
    * pass sends it along: a master whose key still holds that token has not run that release yet
    * — commands of two processes may reach a descheduled master in either order — and names
-   * nobody (scripts/release.ts). Absent for other grants, and from stores that do not tell.
+   * nobody (scripts/release.ts). A local hand-over's grant carries on its releasing holder's
+   * (`AttemptRequest.installedBy`): the pass that ends the streak is that same release's
+   * follower on a master that has not run it. Absent for other grants, and from stores that do
+   * not tell.
    */
   readonly installedBy?: string;
 }
@@ -88,6 +91,11 @@ export interface AttemptRequest {
    * that releases the lock to this attempt. Keys holding it count as free and are taken over.
    */
   readonly handoverFrom?: string;
+  /**
+   * With `handoverFrom`: the releasing holder's `Grant.installedBy`, carried on to this attempt's
+   * grant (policy/handover.ts `Handover.installedBy`). Stores without installs ignore it.
+   */
+  readonly installedBy?: string;
   /**
    * Defer to pollers (plain locks that retry; policy/streak.ts): this engine just let the
    * resource go to the pollers of other engines, so a free key on which another engine's poll
