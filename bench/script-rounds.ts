@@ -37,101 +37,35 @@ async function main(): Promise<void> {
     const acq = await load(ACQUIRE_SCRIPT.source);
     for (const c of clients) await c.set('b:boot', BIRTH);
     const k = (i: number): string => `b:{r${i}}`;
-    const side = (i: number): string[] => [`b:wait:{r${i}}`, `b:poll:{r${i}}`];
-    const fence = (i: number): string => `b:fence:{f${i % 64}}`;
+    /** ACQUIRE_SCRIPT as a first attempt sends it, with `parts` left out where false. */
+    const acquire = (
+      c: Redis,
+      i: number,
+      parts: { marker: boolean; fencing: boolean; order: boolean },
+    ): Promise<unknown> => {
+      if (!parts.marker && !parts.fencing && !parts.order) {
+        return c.evalsha(acq, 1, k(i), TOKEN, '10000', '0', '0', '1', '3600000');
+      }
+      const keys = [k(i)];
+      if (parts.fencing) keys.push(`b:fence:{f${i % 64}}`);
+      keys.push(`b:wait:{r${i}}`, `b:poll:{r${i}}`);
+      if (parts.order) keys.push(`b:order:{r${i}}`);
+      if (parts.marker) keys.push('b:boot');
+      const args = [TOKEN, '10000', parts.fencing ? '1' : '0', parts.marker ? BIRTH : '0'];
+      args.push('1', '3600000', '400', '', '0');
+      if (parts.order) args.push('1795788993662');
+      return c.evalsha(acq, keys.length, ...keys, ...args);
+    };
+    const all = { marker: true, fencing: true, order: true };
     const variants: Variant[] = [
       ['SET NX PX script', (c, i) => c.evalsha(setnx, 1, k(i), TOKEN, '10000')],
-      [
-        'acquire, all parts',
-        (c, i) =>
-          c.evalsha(
-            acq,
-            6,
-            k(i),
-            fence(i),
-            ...side(i),
-            `b:order:{r${i}}`,
-            'b:boot',
-            TOKEN,
-            '10000',
-            '1',
-            BIRTH,
-            '1',
-            '3600000',
-            '400',
-            '',
-            '0',
-            '1795788993662',
-          ),
-      ],
-      [
-        'acquire, no marker',
-        (c, i) =>
-          c.evalsha(
-            acq,
-            5,
-            k(i),
-            fence(i),
-            ...side(i),
-            `b:order:{r${i}}`,
-            TOKEN,
-            '10000',
-            '1',
-            '0',
-            '1',
-            '3600000',
-            '400',
-            '',
-            '0',
-            '1795788993662',
-          ),
-      ],
-      [
-        'acquire, no fencing',
-        (c, i) =>
-          c.evalsha(
-            acq,
-            5,
-            k(i),
-            ...side(i),
-            `b:order:{r${i}}`,
-            'b:boot',
-            TOKEN,
-            '10000',
-            '0',
-            BIRTH,
-            '1',
-            '3600000',
-            '400',
-            '',
-            '0',
-            '1795788993662',
-          ),
-      ],
-      [
-        'acquire, no order',
-        (c, i) =>
-          c.evalsha(
-            acq,
-            5,
-            k(i),
-            fence(i),
-            ...side(i),
-            'b:boot',
-            TOKEN,
-            '10000',
-            '1',
-            BIRTH,
-            '1',
-            '3600000',
-            '400',
-            '',
-            '0',
-          ),
-      ],
+      ['acquire, all parts', (c, i) => acquire(c, i, all)],
+      ['acquire, no marker', (c, i) => acquire(c, i, { ...all, marker: false })],
+      ['acquire, no fencing', (c, i) => acquire(c, i, { ...all, fencing: false })],
+      ['acquire, no order', (c, i) => acquire(c, i, { ...all, order: false })],
       [
         'acquire, none of them',
-        (c, i) => c.evalsha(acq, 1, k(i), TOKEN, '10000', '0', '0', '1', '3600000'),
+        (c, i) => acquire(c, i, { marker: false, fencing: false, order: false }),
       ],
     ];
     let seq = 0;

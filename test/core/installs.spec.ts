@@ -90,6 +90,51 @@ function parkedOn(r: string, engineId: string): Promise<(string | undefined)[]> 
   );
 }
 
+/**
+ * `b` and then `c` wait for `r` held by `a` (both parked); `a`'s yield runs on masters 1 and 2
+ * only (master 0 was descheduled: it comes later there), so `b` is installed on a quorum and
+ * granted. Returns a's lock, b's installed grant and what c is granted from then on.
+ */
+async function installedAheadOfMaster0(
+  a: RedisStore,
+  b: RedisStore,
+  c: RedisStore,
+  r: string,
+): Promise<{ held: Grant; installed: Grant; gotC: (Grant | undefined)[]; stop: () => void }> {
+  const got = outcomes(b);
+  const gotC = outcomes(c);
+  const { held, watch } = await parkedBehind(a, b, r);
+  const watchC = await c.watchReleases(r, () => undefined);
+  expect((await c.attempt(retrying(r, 2000))).grant).toBeUndefined();
+  await waitUntil(async () => (await parkedOn(r, c.engineId)).every((t) => t !== undefined));
+  await a.release(held, true, undefined, [1, 2], 'yield');
+  await waitUntil(() => got.length > 0);
+  const installed = got[0] as Grant;
+  expect(installed.installedBy).toBe(held.token);
+  const stop = (): void => {
+    watch.stop();
+    watchC?.stop();
+  };
+  return { held, installed, gotC, stop };
+}
+
+/** `a`'s late yield on master 0; then c's token holds `r` on every master, and is released. */
+async function lateYieldNamesC(
+  a: RedisStore,
+  c: RedisStore,
+  held: Grant,
+  gotC: (Grant | undefined)[],
+  r: string,
+): Promise<void> {
+  await a.release(held, true, undefined, [0], 'yield');
+  await waitUntil(() => gotC.length > 0);
+  const cToken = (gotC[0] as Grant).token;
+  await waitUntil(async () =>
+    (await Promise.all(suite.probe.map((p) => p.get(a.keyOf(r))))).every((v) => v === cToken),
+  );
+  await c.release(gotC[0] as Grant, true);
+}
+
 describe('hand-over across processes', () => {
   it('a yield installs the parked token of the engine it names: granted without an acquire', () =>
     withEngines(async ({ all }) => {
@@ -134,51 +179,23 @@ describe('hand-over across processes', () => {
   it("a pass of an installed lock names nobody where its installer's yield has not run yet", () =>
     withEngines(async ({ all }) => {
       const [a, b, c] = all;
-      const got = outcomes(b);
-      const gotC = outcomes(c);
       const r = uniqueResource('install-behind');
-      const { held, watch } = await parkedBehind(a, b, r);
-      const watchC = await c.watchReleases(r, () => undefined);
-      expect((await c.attempt(retrying(r, 2000))).grant).toBeUndefined();
-      await waitUntil(async () => (await parkedOn(r, c.engineId)).every((t) => t !== undefined));
-      // a's yield runs on masters 1 and 2 only (master 0 was descheduled: it comes later there):
-      // b is installed on a quorum and granted.
-      await a.release(held, true, undefined, [1, 2], 'yield');
-      await waitUntil(() => got.length > 0);
-      const grant = got[0] as Grant;
-      expect(grant.installedBy).toBe(held.token);
+      const { held, installed, gotC, stop } = await installedAheadOfMaster0(a, b, c, r);
       // b's pass reaches master 0 first: a's key is still there. It names c on masters 1 and 2
       // (installed), and nobody on master 0 ...
-      await b.release(grant, true, undefined, undefined, 'pass');
+      await b.release(installed, true, undefined, undefined, 'pass');
       expect(await suite.probe[0].get(a.keyOf(r))).toBe(held.token);
       expect(await suite.probe[0].zrange(orderKey(PREFIX, r), '0', '-1')).toContain(c.engineId);
       // ... where a's yield, when it comes, names c as well: c holds all three masters.
-      await a.release(held, true, undefined, [0], 'yield');
-      await waitUntil(() => gotC.length > 0);
-      const cToken = (gotC[0] as Grant).token;
-      await waitUntil(async () =>
-        (await Promise.all(suite.probe.map((p) => p.get(a.keyOf(r))))).every((v) => v === cToken),
-      );
-      await c.release(gotC[0] as Grant, true);
-      watch.stop();
-      watchC?.stop();
+      await lateYieldNamesC(a, c, held, gotC, r);
+      stop();
     }));
 
   it("a local hand-over's lock carries installedBy on: its pass names nobody where the yield has not run", () =>
     withEngines(async ({ all }) => {
       const [a, b, c] = all;
-      const got = outcomes(b);
-      const gotC = outcomes(c);
       const r = uniqueResource('install-handover-behind');
-      const { held, watch } = await parkedBehind(a, b, r);
-      const watchC = await c.watchReleases(r, () => undefined);
-      expect((await c.attempt(retrying(r, 2000))).grant).toBeUndefined();
-      await waitUntil(async () => (await parkedOn(r, c.engineId)).every((t) => t !== undefined));
-      // a's yield runs on masters 1 and 2 only (master 0 comes later): b is installed there.
-      await a.release(held, true, undefined, [1, 2], 'yield');
-      await waitUntil(() => got.length > 0);
-      const installed = got[0] as Grant;
-      expect(installed.installedBy).toBe(held.token);
+      const { held, installed, gotC, stop } = await installedAheadOfMaster0(a, b, c, r);
       // b hands the lock to its next local waiter (masters 1 and 2; master 0 still has a's key).
       const taken = await b.attempt({
         resources: [r],
@@ -196,15 +213,8 @@ describe('hand-over across processes', () => {
       expect(await suite.probe[0].get(a.keyOf(r))).toBe(held.token);
       expect(await suite.probe[0].zrange(orderKey(PREFIX, r), '0', '-1')).toContain(c.engineId);
       // ... and a's yield, when it comes, names c there as b's pass did elsewhere.
-      await a.release(held, true, undefined, [0], 'yield');
-      await waitUntil(() => gotC.length > 0);
-      const cToken = (gotC[0] as Grant).token;
-      await waitUntil(async () =>
-        (await Promise.all(suite.probe.map((p) => p.get(a.keyOf(r))))).every((v) => v === cToken),
-      );
-      await c.release(gotC[0] as Grant, true);
-      watch.stop();
-      watchC?.stop();
+      await lateYieldNamesC(a, c, held, gotC, r);
+      stop();
     }));
 
   it('a token parked longer ago than its life is not installed: the yield reserves as before', () =>
