@@ -290,12 +290,8 @@ export class Redlock {
     if (extendThreshold !== undefined) {
       checkInteger('extendThreshold', extendThreshold, 1, MAX_TIMER_MS, argError);
     }
-    return keepAlive(
-      withFields(this.settings, { extend: (l: Lock) => this.extend(l) }),
-      lock,
-      s,
-      extendThreshold,
-    );
+    const ctx = withFields(this.settings, { extend: (l: Lock) => this.extend(l) });
+    return keepAlive(ctx, lock, s, extendThreshold);
   }
 
   /**
