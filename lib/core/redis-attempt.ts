@@ -233,20 +233,7 @@ function readHandover(
     return { resources: g.resources, value: v.slice(0, -2) };
   });
   const answer = kind.readAcquire(rest, resources);
-  // (Fields listed, not spread: see fields.ts.)
-  return answer.granted
-    ? {
-        granted: true,
-        markerAge: answer.markerAge,
-        holderTtl: answer.holderTtl,
-        holder: answer.holder,
-        counters: answer.counters,
-        othersWait: answer.othersWait,
-        mismatch: answer.mismatch,
-        watchers,
-        polled,
-      }
-    : answer;
+  return answer.granted ? withFields(answer, { watchers, polled }) : answer;
 }
 
 /**

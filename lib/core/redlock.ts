@@ -117,9 +117,9 @@ export class Redlock {
       granted: (lock, started, lockAtLeastFor) => this.granted(lock, started, lockAtLeastFor),
       failed: (resources, err, started) => this.observers.failed(resources, err, started),
       adopt: (grant, n) => createLock(this.grants, grant, n),
-      attempt: (req, n, at, from, defer, since, installedBy) =>
+      attempt: (req, n, at, handover, defer, since) =>
         this.inflight.track(
-          attemptOnStore(this.grants, req, n, at, from, defer, since, installedBy).then((r) =>
+          attemptOnStore(this.grants, req, n, at, handover, defer, since).then((r) =>
             r.lock && this.isDraining ? refuseLate(this.releasing, r.lock, req, n, at) : r,
           ),
         ),

@@ -13,6 +13,7 @@ import type { LocalQueue, Ticket } from './local-queue';
 import { admitted, contended, defers, holdersEnd, waitingSince } from './queue-lines';
 import type { GrantNews } from './queue-lines';
 import type { Grant, LockStore } from './store';
+import type { HandoverFrom } from './handover';
 import { unused } from './installed';
 
 /** The outcome of one attempt as the policy sees it: a lock, or the error and its clean-up. */
@@ -53,18 +54,17 @@ export interface LoopContext {
   /** Reports an acquire that ends without a lock (the `failed` event). */
   failed(resources: readonly string[], err: unknown, started: number): void;
   /**
-   * One attempt (the store's round, turned into a lock or an error); `defer`: to other engines'
-   * pollers (`AttemptRequest.defer`); `waitSince`: `AttemptRequest.waitSince`; `installedBy`:
-   * `AttemptRequest.installedBy`, with `handoverFrom` only.
+   * One attempt (the store's round, turned into a lock or an error); `handover`: a local
+   * hand-over it takes (`AttemptRequest.handoverFrom`, `AttemptRequest.installedBy`); `defer`: to
+   * other engines' pollers (`AttemptRequest.defer`); `waitSince`: `AttemptRequest.waitSince`.
    */
   attempt(
     req: CheckedAcquire,
     attemptNo: number,
     startedAt: number,
-    handoverFrom?: string,
+    handover?: HandoverFrom,
     defer?: boolean,
     waitSince?: number,
-    installedBy?: string,
   ): Promise<AttemptResult>;
 }
 
@@ -148,15 +148,7 @@ export async function acquireLoop(
       const waitSince = ticket !== undefined ? waitingSince(ticket) : undefined;
       let result: AttemptResult | undefined;
       try {
-        result = await ctx.attempt(
-          req,
-          attempts,
-          start,
-          handover?.from,
-          defer,
-          waitSince,
-          handover?.installedBy,
-        );
+        result = await ctx.attempt(req, attempts, start, handover, defer, waitSince);
       } finally {
         handover?.settle(result);
       }

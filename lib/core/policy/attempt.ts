@@ -11,6 +11,7 @@ import type { ResolvedSettings } from '../settings';
 import type { AttemptResult, LoopContext } from './acquire-loop';
 import type { Observers } from './observers';
 import type { AttemptOutcome, Grant, LockStore } from './store';
+import type { HandoverFrom } from './handover';
 
 /** What an attempt needs from the engine. */
 export interface AttemptContext {
@@ -23,8 +24,8 @@ export interface AttemptContext {
 }
 
 /**
- * One attempt on the store (taking the lock over from this engine's releasing holder of
- * `handoverFrom`: policy/handover.ts; deferring to other engines' pollers with `defer`:
+ * One attempt on the store (taking the lock over from this engine's releasing holder with
+ * `handover`: policy/handover.ts; deferring to other engines' pollers with `defer`:
  * `AttemptRequest.defer`): a tracked lock, or the typed reason it was not granted. Another kind
  * of lock at a resource rejects with {@link KindMismatchError} once the attempt's clean-up is
  * done: an error the acquire loop does not retry.
@@ -34,20 +35,19 @@ export function attemptOnStore(
   req: CheckedAcquire,
   attemptNo: number,
   startedAt: number,
-  handoverFrom?: string,
+  handover?: HandoverFrom,
   defer = false,
   waitSince?: number,
-  installedBy?: string,
 ): Promise<AttemptResult> {
   return ctx.store
     .attempt(
-      handoverFrom === undefined && !defer && waitSince === undefined
+      handover === undefined && !defer && waitSince === undefined
         ? req
         : withFields(req, {
-            handoverFrom,
+            handoverFrom: handover?.from,
+            installedBy: handover?.installedBy,
             defer: defer ? true : undefined,
             waitSince,
-            installedBy: handoverFrom === undefined ? undefined : installedBy,
           }),
     )
     .then((outcome) =>

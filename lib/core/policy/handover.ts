@@ -46,6 +46,9 @@ export interface Handover {
   settle(result: AttemptResult | undefined): void;
 }
 
+/** What the taker's attempt sends of a hand-over (policy/attempt.ts `attemptOnStore`). */
+export type HandoverFrom = Pick<Handover, 'from' | 'installedBy'>;
+
 /** A hand-over from the holder of `token` (its grant's `installedBy`, if any). */
 export function newHandover(token: string, installedBy?: string): Handover {
   let resolve!: (r: AttemptResult | undefined) => void;
