@@ -1,17 +1,47 @@
 /**
  * Runs ONE contender in ONE scenario for a while, for profiling:
  *
- *   node --cpu-prof --cpu-prof-dir=bench/results/prof -r ts-node/register/transpile-only \
- *     bench/profile.ts ours uncontended 5000 3
+ *   PROFILE_OUT=bench/results/ours.cpuprofile npx ts-node --transpile-only \
+ *     bench/profile.ts ours uncontended 5000 5
  *
  * Arguments: contender id (ours | ours-nofence | raw | node-redlock | sesamecare |
  * redis-semaphore | redlock-universal), scenario (uncontended | parallel | contended), window in ms, masters.
- * Prints the scenario's result; open the .cpuprofile in Chrome DevTools or speedscope.
+ * Prints the scenario's result and the Redis commands per operation. With `PROFILE_OUT`, the
+ * measured window alone is CPU-profiled (node:inspector, 50 µs sampling; not the start-up, the
+ * TypeScript compilation, the restart-quarantine wait or the warm-up, which a whole-process
+ * `node --cpu-prof` mixes in), written there, and summarized per operation
+ * (bench/cpu-summary.ts); open the file in Chrome DevTools or speedscope for more.
  */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { RedisMasters } from '../test/harness/redis-masters';
 import { SLOW_RETRY } from './config';
 import { CONTENDER_IDS, Contender, ContenderId, isUnavailable, makeContender } from './contenders';
 import { contended, parallel, sequential } from './scenarios';
+import { CpuProfile, formatSummary, summarizeProfile } from './cpu-summary';
+
+/** Sends one inspector command. */
+function post<T>(s: Session, method: string, params: object = {}): Promise<T> {
+  return new Promise((resolve, reject) =>
+    s.post(method, params, (err, res) => (err ? reject(err) : resolve(res as T))),
+  );
+}
+
+/** Runs `f` under the CPU profiler (50 µs sampling); its result and the profile. */
+async function profiled<T>(f: () => Promise<T>): Promise<{ result: T; profile: CpuProfile }> {
+  const s = new Session();
+  s.connect();
+  try {
+    await post(s, 'Profiler.enable');
+    await post(s, 'Profiler.setSamplingInterval', { interval: 50 });
+    await post(s, 'Profiler.start');
+    const result = await f();
+    const { profile } = await post<{ profile: CpuProfile }>(s, 'Profiler.stop');
+    return { result, profile };
+  } finally {
+    s.disconnect();
+  }
+}
 
 async function main(): Promise<void> {
   const [id = 'ours', scenario = 'uncontended', windowArg = '5000', mastersArg = '3'] =
@@ -37,10 +67,19 @@ async function main(): Promise<void> {
           : sequential(c as Contender, ms, tag);
     await run(500, 'warm');
     await Promise.all(clients.map((cl) => cl.config('RESETSTAT')));
-    const result = (await run(windowMs, 'prof')) as { ops?: number; locks?: number };
+    const out = process.env.PROFILE_OUT;
+    const measured = out
+      ? await profiled(() => run(windowMs, 'prof'))
+      : { result: await run(windowMs, 'prof'), profile: undefined };
+    const result = measured.result as { ops?: number; locks?: number };
     console.log(id, scenario, result);
     // Server side: commands and Redis CPU (usec) per operation, summed over the masters.
     const ops = result.ops ?? result.locks ?? 1;
+    if (out && measured.profile) {
+      writeFileSync(out, JSON.stringify(measured.profile));
+      console.log(`CPU profile of the window: ${out}`);
+      console.log(formatSummary(summarizeProfile(measured.profile, ops)));
+    }
     const perCommand = new Map<string, { calls: number; usec: number }>();
     for (const cl of clients) {
       const info = await cl.info('commandstats');
