@@ -3,12 +3,12 @@
  * the inspector's `Profiler.stop` write): sampled time per operation, by function and by file,
  * self and inclusive. Used by `bench/profile.ts` on a profile of the measured window only.
  *
- * Self time is the time of the samples whose innermost frame is the function. Inclusive time
- * counts a sample once for every distinct function on its stack (recursion counted once).
- * `(idle)` (the event loop waiting) and `writeUtf8String` (the socket write, native: on a loaded
- * 2-core machine it also holds the time the writer was preempted by the master it woke) are
- * reported on their own lines and left out of the "JavaScript" total, since they are not
- * JavaScript work.
+ * Self time is the time of the samples whose innermost frame is the function. Inclusive time,
+ * kept for the project's `lib/` functions only, counts a sample once for every distinct such
+ * function on its stack (a recursing function once).
+ * `(idle)` (the event loop waiting) and `writeUtf8String` (the socket write, native; on a
+ * 2-core machine it can also hold time the writer spent preempted by the master it woke) are
+ * reported on their own and left out of `jsUsPerOp` ("the rest"): they are not JavaScript work.
  */
 
 /** The parts of a `.cpuprofile` read here. */
@@ -100,7 +100,7 @@ export function summarizeProfile(profile: CpuProfile, ops: number): ProfileSumma
     const seen = new Set<string>();
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const f = byId.get(cur)?.callFrame;
-      if (!f || !/(^|\/)lib\//.test(fileOf(f.url))) continue;
+      if (!f || !fileOf(f.url).startsWith('lib/')) continue;
       const name = frameName(f);
       if (seen.has(name)) continue;
       seen.add(name);
