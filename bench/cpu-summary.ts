@@ -9,6 +9,9 @@
  * `(idle)` (the event loop waiting) and `writeUtf8String` (the socket write, native; on a
  * 2-core machine it can also hold time the writer spent preempted by the master it woke) are
  * reported on their own and left out of `jsUsPerOp` ("the rest"): they are not JavaScript work.
+ * A function's row is `<name> <file>`, without a line number (under ts-node the profile's lines
+ * are those of the emitted JavaScript, not of the `.ts` source): same-named functions of one file
+ * — its anonymous closures, say — share one row.
  */
 
 /** The parts of a `.cpuprofile` read here. */
