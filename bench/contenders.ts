@@ -56,17 +56,21 @@ function benchWarn(message: string): void {
   console.error(`  [nestjs-redlock warning] ${message}`);
 }
 
+/** Which of our rows: the defaults, fencing off, or `fairness: 'across-processes'`. */
+export type OursVariant = 'ours' | 'ours-nofence' | 'ours-fair';
+
 /**
  * Our engine (lib/core), used directly, with its full safety defaults: fencing tokens on (except
  * in the "fencing off" row) and the restart quarantine on (see {@link maxTtlFor} for how the
- * benchmark waits it out).
+ * benchmark waits it out); the "fair" row with `fairness: 'across-processes'`.
  */
 export function oursEngine(
   clients: Redis[],
-  fencing: boolean,
+  variant: OursVariant,
   retry: RetryProfile,
   quick: boolean,
 ): Contender {
+  const fencing = variant !== 'ours-nofence';
   const maxTtl = maxTtlFor(quick);
   const engine = new Redlock(clients, {
     ttl: BENCH_SETTINGS.ttl,
@@ -75,13 +79,14 @@ export function oursEngine(
     retryJitter: retry.retryJitter,
     driftFactor: BENCH_SETTINGS.driftFactor,
     fencing,
+    fairness: variant === 'ours-fair' ? 'across-processes' : 'local',
     ...(maxTtl === undefined ? {} : { maxTtl }),
-    keyPrefix: fencing ? 'bench:ours:' : 'bench:ours-nf:',
+    keyPrefix: `bench:${variant}:`,
     logger: { warn: benchWarn },
   });
   return {
-    id: fencing ? 'ours' : 'ours-nofence',
-    label: fencing ? '**nestjs-redlock** (engine)' : 'nestjs-redlock, fencing off',
+    id: variant,
+    label: OURS_LABELS[variant],
     kind: 'ours',
     async lock(resource) {
       const lock = await engine.acquire(resource);
@@ -101,6 +106,13 @@ export function oursEngine(
     },
   };
 }
+
+/** The table labels of our rows. */
+export const OURS_LABELS: Readonly<Record<OursVariant, string>> = {
+  ours: '**nestjs-redlock** (engine)',
+  'ours-nofence': 'nestjs-redlock, fencing off',
+  'ours-fair': "nestjs-redlock, fairness: 'across-processes'",
+};
 
 /** node-redlock 5.0.0-beta.2 (`redlock` on npm). */
 export function nodeRedlock(clients: Redis[], retry: RetryProfile): Contender {
@@ -252,6 +264,7 @@ export const CONTENDER_IDS = [
   'raw',
   'ours',
   'ours-nofence',
+  'ours-fair',
   'node-redlock',
   'sesamecare',
   'redis-semaphore',
@@ -270,9 +283,9 @@ export async function makeContender(
     case 'raw':
       return rawFloor(clients, retry);
     case 'ours':
-      return oursEngine(clients, true, retry, quick);
     case 'ours-nofence':
-      return oursEngine(clients, false, retry, quick);
+    case 'ours-fair':
+      return oursEngine(clients, id, retry, quick);
     case 'node-redlock':
       return nodeRedlock(clients, retry);
     case 'sesamecare':

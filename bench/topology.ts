@@ -9,6 +9,7 @@ import { RedisMasters } from '../test/harness/redis-masters';
 import { RETRY_PROFILES, RetryProfile, SLOW_RETRY } from './config';
 import {
   CONTENDER_IDS,
+  OURS_LABELS,
   Contender,
   ContenderId,
   Unavailable,
@@ -71,8 +72,7 @@ interface Plan {
 function labelOf(id: string): string {
   const labels: Record<string, string> = {
     raw: 'raw floor (SET NX PX + Lua DEL)',
-    ours: '**nestjs-redlock** (engine)',
-    'ours-nofence': 'nestjs-redlock, fencing off',
+    ...OURS_LABELS,
     'ours-nest': 'nestjs-redlock, RedlockService.using() in Nest',
     'node-redlock': 'redlock 5.0.0-beta.2',
     sesamecare: '@sesamecare-oss/redlock',
@@ -151,6 +151,7 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
     'raw',
     'ours',
     'ours-nofence',
+    'ours-fair',
     'ours-nest',
     'node-redlock',
     'sesamecare',
@@ -160,6 +161,7 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
   const contendedIds = [
     'raw',
     'ours',
+    'ours-fair',
     'node-redlock',
     'sesamecare',
     'redis-semaphore',

@@ -25,6 +25,7 @@ export type {
 } from './types';
 export { DEFAULT_SETTINGS } from './settings';
 export type {
+  Fairness,
   RedlockClient,
   RedlockLogger,
   RedlockSettings,

@@ -43,7 +43,8 @@ export async function attemptOnMasters(
   const wallStart = Date.now();
   const keys = resources.map((r) => store.keyOf(r));
   // Writer-waiting flags, poll marks, and the order of ordered yields (with announcements).
-  const wait = waitInput(kind, req.writerWait, keyPrefix, resources, store.settings.handoff);
+  const fair = store.settings.fairness === 'across-processes';
+  const wait = waitInput(kind, req.writerWait, keyPrefix, resources, fair, store.settings.handoff);
   // One object shape for every attempt (no spreads on the hot path: see issue 13, item 2).
   const input: AcquireInput = {
     token,
@@ -93,7 +94,7 @@ export async function attemptOnMasters(
           keys,
           (groupKeys, group) => {
             if (group === resources) return forNode(node);
-            const groupWait = input.waitKeys && waitInput(kind, 1, keyPrefix, group);
+            const groupWait = input.waitKeys && waitInput(kind, 1, keyPrefix, group, fair);
             return kind.acquire(
               withFields(input, {
                 keys: groupKeys,
@@ -212,7 +213,7 @@ function parkInput(
 }
 
 /**
- * A hand-over's acquire reply carries two more numbers when granted (ACQUIRE_SCRIPT: the release
+ * A hand-over's acquire reply carries two more numbers when granted (FAIR_ACQUIRE_SCRIPT: the release
  * channels' subscriber count, the longest poll mark); they are taken off before the kind reads
  * the rest.
  */

@@ -127,7 +127,10 @@ export class RedisStore implements LockStore {
       logger,
       settings.requestTimeout,
       this.engineId,
-      aliveChannel(settings.keyPrefix, this.engineId),
+      // (Hand-over across processes only: the masters skip a waiting engine that is gone.)
+      settings.fairness === 'across-processes'
+        ? aliveChannel(settings.keyPrefix, this.engineId)
+        : undefined,
     );
     this.installs = new Installs(this);
     this.notifier.onInstall = (...heard) => this.installs.heard(...heard);

@@ -8,7 +8,9 @@ import type { Lock, LockState, ReleaseResult } from './lock';
 import { withFields } from './fields';
 import { acquireLoop } from './policy/acquire-loop';
 import { InflightAttempts, refuseLate } from './policy/inflight';
+import { FifoQueue } from './policy/fifo-queue';
 import { LocalQueue } from './policy/local-queue';
+import type { WaitingPolicy } from './policy/waiting';
 import { attemptOnStore, createLock, tryOnce } from './policy/attempt';
 import type { AttemptContext } from './policy/attempt';
 import type { LoopContext } from './policy/acquire-loop';
@@ -68,8 +70,11 @@ export class Redlock {
   private readonly inflight = new InflightAttempts();
   /** Aborted by {@link drain}: refuses new acquisitions and wakes the waiting ones. */
   private readonly draining = new AbortController();
-  /** Order and wake-ups of this engine's waiting acquires (policy/local-queue.ts). */
-  private readonly queue: LocalQueue;
+  /**
+   * Order and wake-ups of this engine's waiting acquires (policy/waiting.ts): policy/fifo-queue.ts
+   * by default, policy/local-queue.ts with `fairness: 'across-processes'`.
+   */
+  private readonly queue: WaitingPolicy<unknown>;
 
   /**
    * @param clients one ioredis client (Redis or Cluster) per independent master.
@@ -102,13 +107,19 @@ export class Redlock {
       settings: this.settings,
       observers: this.observers,
     };
-    this.queue = new LocalQueue(this.store, this.draining.signal);
-    this.releasing = withFields(this.policy, {
-      held: this.held,
-      handover: (lock: Lock, token: string, installedBy?: string) =>
-        this.queue.handover(lock, token, installedBy),
-      announceAs: (lock: Lock, s: LockState) => this.queue.announceAs(lock, s),
-    });
+    if (this.settings.fairness === 'across-processes') {
+      const fair = new LocalQueue(this.store, this.draining.signal);
+      this.queue = fair;
+      this.releasing = withFields(this.policy, {
+        held: this.held,
+        handover: (lock: Lock, token: string, installedBy?: string) =>
+          fair.handover(lock, token, installedBy),
+        announceAs: (lock: Lock, s: LockState) => fair.announceAs(lock, s),
+      });
+    } else {
+      this.queue = new FifoQueue(this.store, this.draining.signal);
+      this.releasing = withFields(this.policy, { held: this.held });
+    }
     this.loop = {
       store: this.store,
       queue: this.queue,
@@ -117,9 +128,9 @@ export class Redlock {
       granted: (lock, started, lockAtLeastFor) => this.granted(lock, started, lockAtLeastFor),
       failed: (resources, err, started) => this.observers.failed(resources, err, started),
       adopt: (grant, n) => createLock(this.grants, grant, n),
-      attempt: (req, n, at, handover, defer, since) =>
+      attempt: (req, n, at, hints) =>
         this.inflight.track(
-          attemptOnStore(this.grants, req, n, at, handover, defer, since).then((r) =>
+          attemptOnStore(this.grants, req, n, at, hints).then((r) =>
             r.lock && this.isDraining ? refuseLate(this.releasing, r.lock, req, n, at) : r,
           ),
         ),

@@ -112,6 +112,16 @@ export interface RedlockSettings {
    */
   handoff?: boolean;
   /**
+   * How the waiters of a contended resource are served. `'local'` (default): in the order they
+   * began to wait within this process (a FIFO per resource, one attempt at a time per resource),
+   * woken by a local release or a release announcement; between processes the masters decide,
+   * as in the Redlock algorithm. `'across-processes'`: also in the order they began to wait
+   * across processes — a releasing holder hands the lock to the process that waited longest
+   * (docs/handover-across-processes.md). It costs every contended lock more script work on the
+   * masters; choose it when no process may starve behind a busy one.
+   */
+  fairness?: Fairness;
+  /**
    * Self-healing extension: an extension puts the lock's key back (`SET NX`, same token, the new
    * ttl) on masters that lost it — typically a master that restarted empty — so that a long-held
    * lock does not decay to a bare majority and die at the next single failure. Repaired masters
@@ -145,6 +155,7 @@ export interface ResolvedSettings {
     readonly trustAppendFsyncAlways: boolean;
   };
   readonly handoff: boolean;
+  readonly fairness: Fairness;
   readonly repairOnExtend: boolean;
   readonly logger: RedlockLogger;
 }
@@ -163,8 +174,15 @@ export const DEFAULT_SETTINGS = Object.freeze({
   fencing: true,
   fencingKeyTtl: 3600 * 1000,
   handoff: true,
+  fairness: 'local',
   repairOnExtend: true,
 });
+
+/** The values of the `fairness` setting (see {@link RedlockSettings.fairness}). */
+export type Fairness = 'local' | 'across-processes';
+
+/** Every value the `fairness` setting accepts. */
+export const FAIRNESS_VALUES: readonly Fairness[] = Object.freeze(['local', 'across-processes']);
 
 /**
  * Smallest accepted `fencingKeyTtl`, in ms. Derived from the acquire script (scripts/fencing.ts):
@@ -199,6 +217,7 @@ export const SETTING_NAMES: readonly (keyof RedlockSettings)[] = Object.freeze([
   'fencingKeyTtl',
   'quarantine',
   'handoff',
+  'fairness',
   'repairOnExtend',
   'logger',
 ]);
@@ -273,6 +292,13 @@ export function resolveSettings(settings: RedlockSettings, nodeCount: number): R
   );
   const handoff = checkBoolean('handoff', s.handoff, configError);
   const repairOnExtend = checkBoolean('repairOnExtend', s.repairOnExtend, configError);
+  if (!(FAIRNESS_VALUES as readonly unknown[]).includes(s.fairness)) {
+    throw configError(
+      'fairness',
+      `must be ${FAIRNESS_VALUES.map((v) => `'${v}'`).join(' or ')}, got ${describe(s.fairness)}`,
+    );
+  }
+  const fairness = s.fairness as Fairness;
 
   const q = s.quarantine === undefined || s.quarantine === true ? {} : s.quarantine;
   if (q !== false) {
@@ -314,6 +340,7 @@ export function resolveSettings(settings: RedlockSettings, nodeCount: number): R
     fencingKeyTtl,
     quarantine: { enabled: qEnabled, duration, trustAppendFsyncAlways },
     handoff,
+    fairness,
     repairOnExtend,
     logger,
   };

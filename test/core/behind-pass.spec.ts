@@ -14,12 +14,12 @@ import { MUTEX } from '../../lib/core/kinds/mutex';
 import { orderKey, parkKey } from '../../lib/core/kinds/kind-keys';
 import type { YieldOrder } from '../../lib/core/kinds/kind';
 import { newEngineId, newToken } from '../../lib/core/token';
-import { useMasters } from '../harness/engines';
+import { FAIR_DEFAULTS, useMasters } from '../harness/engines';
 import { RedisMasters } from '../harness/redis-masters';
 import { uniqueResource } from '../harness/util';
 
 const PREFIX = 'lock:';
-const suite = useMasters(1);
+const suite = useMasters(1, FAIR_DEFAULTS);
 
 /** Runs the release script as the store builds it: a pass of `token`, `after` its installer. */
 async function pass(r: string, key: string, token: string, after: string): Promise<unknown> {

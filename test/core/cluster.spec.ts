@@ -196,9 +196,17 @@ describe('release announcements on a Cluster master', () => {
     await next.release();
   });
 
-  it('two engines on one resource: neither keeps the lock while the other waits', async () => {
-    const a = only(oneClient, { retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
-    const b = only(oneClient, { retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
+  /** The two engines' settings in the fairness tests (fairness across processes). */
+  const fair: RedlockSettings = {
+    retryDelay: 10,
+    retryJitter: 10,
+    retryCount: 100_000,
+    fairness: 'across-processes',
+  };
+
+  it('with fairness across processes, two engines on one resource: neither keeps the lock while the other waits', async () => {
+    const a = only(oneClient, fair);
+    const b = only(oneClient, fair);
     const grants = await contend(a, b, uniqueResource('cluster-two'), 8);
     expect(grants).toHaveLength(8 * 8);
     // Without announcements the engine that got the lock first handed it to its own callers
@@ -206,12 +214,12 @@ describe('release announcements on a Cluster master', () => {
     expect(longestStreak(grants)).toBeLessThanOrEqual(2 * (MAX_LOCAL_STREAK + 1));
   });
 
-  it('two engines on a Cluster of three nodes: poll marks bound the streak where NUMSUB cannot', async () => {
+  it('with fairness across processes, two engines on a Cluster of three nodes: poll marks bound the streak where NUMSUB cannot', async () => {
     // A watch subscribes on one node; the lock key's node may not count it (PUBSUB NUMSUB is per
     // node), and the streak was then bounded by MAX_ALONE_STREAK only: 32 in a row here. The
     // waiters' poll marks live in the lock key's slot, so the holder's hand-overs see them.
-    const a = only(clusterClient, { retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
-    const b = only(clusterClient, { retryDelay: 10, retryJitter: 10, retryCount: 100_000 });
+    const a = only(clusterClient, fair);
+    const b = only(clusterClient, fair);
     const grants = await contend(a, b, uniqueResource('cluster-three'), 8);
     expect(grants).toHaveLength(8 * 8);
     expect(longestStreak(grants)).toBeLessThanOrEqual(2 * (MAX_LOCAL_STREAK + 1));

@@ -16,12 +16,12 @@ import { Redlock } from '../../lib/core/redlock';
 import { PARK_LIFE_MS } from '../../lib/core/redis-install';
 import type { RedisStore } from '../../lib/core/redis-store';
 import type { RedlockSettings } from '../../lib/core/settings';
-import { enginesOver, useMasters } from '../harness/engines';
+import { FAIR_DEFAULTS, enginesOver, useMasters } from '../harness/engines';
 import type { EngineSet } from '../harness/engines';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
 const PREFIX = 'lock:'; // the default keyPrefix
-const suite = useMasters(3);
+const suite = useMasters(3, FAIR_DEFAULTS);
 const cleanup: (() => void)[] = [];
 afterEach(() => {
   for (const f of cleanup.splice(0)) f();

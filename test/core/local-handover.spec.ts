@@ -13,12 +13,12 @@ import { lockKey } from '../../lib/core/keys';
 import type { Lock, ReleaseResult } from '../../lib/core/lock';
 import type { Redlock } from '../../lib/core/redlock';
 import type { AcquireOptions } from '../../lib/core/types';
-import { ACQUIRE_SCRIPT } from '../../lib/core/scripts/mutex';
-import { useMasters } from '../harness/engines';
+import { FAIR_ACQUIRE_SCRIPT } from '../../lib/core/scripts/mutex';
+import { FAIR_DEFAULTS, useMasters } from '../harness/engines';
 import { acquireLayout, key, run } from '../harness/kind-scripts';
 import { uniqueResource, valuesOn, waitUntil } from '../harness/util';
 
-const suite = useMasters(3, { keyPrefix: 'ho:' });
+const suite = useMasters(3, { ...FAIR_DEFAULTS, keyPrefix: 'ho:' });
 
 /** Calls of `command` (inside scripts too) on each master so far. */
 async function calls(clients: Redis[], command: string): Promise<number[]> {
@@ -46,10 +46,10 @@ async function expectValues(r: string, expected: readonly (string | null)[]): Pr
   expect(await read()).toEqual(expected);
 }
 
-describe('ACQUIRE_SCRIPT with a hand-over token (ARGV[8])', () => {
+describe('FAIR_ACQUIRE_SCRIPT with a hand-over token (ARGV[8])', () => {
   const acquire = (resources: string[], token: string, prev?: string): Promise<unknown> => {
     const { keys, args } = acquireLayout(resources, { token, ttl: 10_000, fencing: true }, false);
-    return run(suite.probe[0], ACQUIRE_SCRIPT, keys, prev ? [...args, '0', prev] : args);
+    return run(suite.probe[0], FAIR_ACQUIRE_SCRIPT, keys, prev ? [...args, '0', prev] : args);
   };
 
   it("takes over keys holding the releasing holder's token, with a new token, ttl and counter", async () => {

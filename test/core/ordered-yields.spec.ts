@@ -1,5 +1,5 @@
 /**
- * Ordered yields (scripts/mutex.ts ACQUIRE_SCRIPT and RELEASE_SCRIPT, kinds/kind-keys.ts
+ * Ordered yields (scripts/mutex.ts FAIR_ACQUIRE_SCRIPT and FAIR_RELEASE_SCRIPT, kinds/kind-keys.ts
  * `orderKey`, policy/streak.ts `RESERVE_MS`), against real redis-server masters: a plain lock
  * refused by another engine's lock enters its engine in the resource's order, scored by when it
  * began to wait (the first score kept); a yield reserves the free key for the engine that has
@@ -11,14 +11,14 @@ import { describe, expect, it } from '@jest/globals';
 import { orderKey, parkKey, pollKey, waitKey } from '../../lib/core/kinds/kind-keys';
 import type { AttemptRequest, Grant } from '../../lib/core/policy/store';
 import { RESERVE_MS } from '../../lib/core/policy/streak';
-import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '../../lib/core/scripts/mutex';
-import { enginesOver, useMasters } from '../harness/engines';
+import { FAIR_ACQUIRE_SCRIPT, FAIR_RELEASE_SCRIPT } from '../../lib/core/scripts/mutex';
+import { FAIR_DEFAULTS, enginesOver, useMasters } from '../harness/engines';
 import { RedisMasters } from '../harness/redis-masters';
 import type { EngineSet } from '../harness/engines';
 import { uniqueResource, waitUntil } from '../harness/util';
 
 const PREFIX = 'lock:'; // the default keyPrefix
-const suite = useMasters(3);
+const suite = useMasters(3, FAIR_DEFAULTS);
 
 /**
  * Three engines' stores over the suite's masters (their connections checked), each with its
@@ -41,7 +41,7 @@ function orders(r: string): Promise<string[][]> {
 const everyMaster = <T>(value: T): T[] => Array(3).fill(value) as T[];
 
 /**
- * A yield of `token`'s key on every master, reserving for `reserveMs` (RELEASE_SCRIPT); with
+ * A yield of `token`'s key on every master, reserving for `reserveMs` (FAIR_RELEASE_SCRIPT); with
  * `since`, the yielding engine joins the order with that score (kept at least 61 s).
  */
 async function yieldOnMasters(
@@ -59,7 +59,9 @@ async function yieldOnMasters(
     String(reserveMs),
     ...(since === undefined ? [] : [String(since), '61000']),
   ];
-  await Promise.all(suite.probe.map((c) => c.eval(RELEASE_SCRIPT.source, 2, ...keys, ...args)));
+  await Promise.all(
+    suite.probe.map((c) => c.eval(FAIR_RELEASE_SCRIPT.source, 2, ...keys, ...args)),
+  );
 }
 
 /** A retrying plain attempt of `r` by an engine waiting since `waitSince` (wall ms). */
@@ -275,7 +277,7 @@ describe('ordered yields', () => {
       await RedisMasters.ready([sub]);
       await sub.subscribe(key);
       sub.on('message', (_channel: string, message: string) => heard.push(message));
-      // The attempting engine knows the marker '123' to be old (ACQUIRE_SCRIPT answers -2 for
+      // The attempting engine knows the marker '123' to be old (FAIR_ACQUIRE_SCRIPT answers -2 for
       // itself): the install for the head carries the marker's real age all the same. No
       // fencing, one resource; keys: lock, wait flag, poll mark, order, park, marker.
       const me = 'me0000000000';
@@ -303,7 +305,7 @@ describe('ordered yields', () => {
         '',
       ];
       const reply = (await p.eval(
-        ACQUIRE_SCRIPT.source,
+        FAIR_ACQUIRE_SCRIPT.source,
         keys.length,
         ...keys,
         ...args,

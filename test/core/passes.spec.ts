@@ -16,11 +16,11 @@ import type { Announced, AttemptRequest, Grant, Reserved } from '../../lib/core/
 import { Redlock } from '../../lib/core/redlock';
 import type { RedisStore } from '../../lib/core/redis-store';
 import type { RedlockSettings } from '../../lib/core/settings';
-import { SUITE_DEFAULTS, enginesOver, storeWith, useMasters } from '../harness/engines';
+import { FAIR_DEFAULTS, enginesOver, storeWith, useMasters } from '../harness/engines';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
 const PREFIX = 'lock:'; // the default keyPrefix
-const suite = useMasters(3);
+const suite = useMasters(3, FAIR_DEFAULTS);
 const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const f of cleanup.splice(0)) await f();
@@ -438,7 +438,7 @@ describe('kept queues', () => {
           return outcome;
         };
       }),
-      { ...SUITE_DEFAULTS, ...RETRY },
+      { ...FAIR_DEFAULTS, ...RETRY },
     );
     cleanup.push(() => rl.close());
     expect(store).toBeDefined();
@@ -469,7 +469,7 @@ describe('kept queues', () => {
           unmark(resource);
         };
       }),
-      { ...SUITE_DEFAULTS, ...RETRY },
+      { ...FAIR_DEFAULTS, ...RETRY },
     );
     let closed = false;
     cleanup.push(() => (closed ? undefined : c.close()));

@@ -13,13 +13,13 @@ import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK, mustYield } from '../../lib/core/po
 import { Redlock } from '../../lib/core/redlock';
 import type { RedisStore } from '../../lib/core/redis-store';
 import { ENGINE_ID_LENGTH } from '../../lib/core/token';
-import { SUITE_DEFAULTS, observedStore, storeWith, useMasters } from '../harness/engines';
+import { FAIR_DEFAULTS, observedStore, storeWith, useMasters } from '../harness/engines';
 import { uniqueResource, waitUntil } from '../harness/util';
 
 const noop = (): void => undefined;
 
 const PREFIX = 'lock:'; // the default keyPrefix
-const suite = useMasters(3);
+const suite = useMasters(3, FAIR_DEFAULTS);
 
 /** PTTL of `key` on every master (-2: missing). */
 function pttls(key: string): Promise<number[]> {
@@ -79,7 +79,7 @@ describe('poll marks', () => {
         if (req.handoverFrom !== undefined) polled.push(outcome.grant?.polled);
       }),
       // Long retry delays: a waiter that was refused sleeps until a local release wakes it.
-      { ...SUITE_DEFAULTS, handoff: false, retryDelay: 5000, retryJitter: 0 },
+      { ...FAIR_DEFAULTS, handoff: false, retryDelay: 5000, retryJitter: 0 },
     );
     try {
       const r = uniqueResource('poll-handover');
@@ -112,7 +112,7 @@ describe('poll marks', () => {
     let store: RedisStore | undefined;
     const rl = new Redlock(
       storeWith(suite.clients, (s) => (store = s)),
-      { ...SUITE_DEFAULTS, handoff: false },
+      { ...FAIR_DEFAULTS, handoff: false },
     );
     try {
       await (await rl.acquire(uniqueResource('defer-warm-up'))).release(); // connections checked

@@ -24,6 +24,15 @@ export const SUITE_DEFAULTS: RedlockSettings = Object.freeze({
   requestTimeout: 250,
 });
 
+/**
+ * Settings of the fair suites' engines: {@link SUITE_DEFAULTS} with fairness across processes
+ * (policy/local-queue.ts, docs/handover-across-processes.md).
+ */
+export const FAIR_DEFAULTS: RedlockSettings = Object.freeze({
+  ...SUITE_DEFAULTS,
+  fairness: 'across-processes',
+});
+
 /** What {@link useMasters} gives a test file (valid inside tests and hooks). */
 export interface MasterSuite {
   readonly masters: RedisMasters;
@@ -102,7 +111,8 @@ export interface EngineSet {
 
 /**
  * `count` engines over `clients` — shared, or a new set per engine from a function (each engine
- * over its own connections, as separate processes would be) — with the suite's settings and
+ * over its own connections, as separate processes would be) — with the fair suites' settings
+ * ({@link FAIR_DEFAULTS}) and
  * `every` over them (the first one also `first`), each with a lock taken and released already,
  * so that their connections were checked.
  */
@@ -118,7 +128,7 @@ export async function enginesOver(
     (_, i) =>
       new Redlock(
         storeWith(typeof clients === 'function' ? clients() : clients, (s) => all.push(s)),
-        { ...SUITE_DEFAULTS, ...every, ...(i === 0 ? first : {}) },
+        { ...FAIR_DEFAULTS, ...every, ...(i === 0 ? first : {}) },
       ),
   );
   for (const e of locks) {

@@ -12,12 +12,14 @@ interface Args {
   duration: number;
   workers: number;
   noQuarantine: boolean;
+  fairness: 'local' | 'across-processes';
   keepLogs: boolean;
   check: string | undefined;
   faults: FaultKind[] | undefined;
 }
 
 const USAGE = `usage: test:safety [--duration <seconds, default 20>] [--workers <n, default 3>] [--no-quarantine]
+                   [--fairness local|across-processes]
                    [--faults <kind,...>] [--keep-logs]
        test:safety --check <dir>
 fault kinds: ${FAULT_KINDS.join(', ')}`;
@@ -27,6 +29,7 @@ function parse(argv: readonly string[]): Args {
     duration: 20,
     workers: 3,
     noQuarantine: false,
+    fairness: 'local',
     keepLogs: false,
     check: undefined,
     faults: undefined,
@@ -47,7 +50,12 @@ function parse(argv: readonly string[]): Args {
     if (a === '--duration') args.duration = positive(value());
     else if (a === '--workers') args.workers = Math.max(2, Math.floor(positive(value())));
     else if (a === '--no-quarantine') args.noQuarantine = true;
-    else if (a === '--keep-logs') args.keepLogs = true;
+    else if (a === '--fairness') {
+      const v = value();
+      if (v !== 'local' && v !== 'across-processes')
+        throw new Error(`bad --fairness ${v}\n${USAGE}`);
+      args.fairness = v;
+    } else if (a === '--keep-logs') args.keepLogs = true;
     else if (a === '--check') args.check = value();
     else if (a === '--faults') {
       const list = value().split(',');
@@ -73,12 +81,13 @@ async function main(): Promise<void> {
   const t = (): string => `[${((Date.now() - began) / 1000).toFixed(1).padStart(5)} s]`;
   const began = Date.now();
   console.log(
-    `safety soak: ${args.duration} s of faults, ${args.workers} workers, quarantine ${args.noQuarantine ? 'OFF (--no-quarantine)' : 'on'}`,
+    `safety soak: ${args.duration} s of faults, ${args.workers} workers, quarantine ${args.noQuarantine ? 'OFF (--no-quarantine)' : 'on'}, fairness ${args.fairness}`,
   );
   const result = await runSoak({
     durationMs: args.duration * 1000,
     workers: args.workers,
     noQuarantine: args.noQuarantine,
+    fairness: args.fairness,
     keepLogs: args.keepLogs,
     faults: args.faults,
     log: (line) => console.log(`${t()} ${line}`),

@@ -51,6 +51,8 @@ export interface SoakOptions {
   readonly workers?: number;
   /** Workers pass `quarantine: false` (deliberately broken variant). Default false. */
   readonly noQuarantine?: boolean;
+  /** The workers' `fairness` setting. Default `'local'` (the engine's default). */
+  readonly fairness?: 'local' | 'across-processes';
   /** Where progress lines go. Default: nowhere. */
   readonly log?: (line: string) => void;
   /** Fault kinds to cycle through, in order. Default: all ({@link FAULT_KINDS}). */
@@ -127,6 +129,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         masterPorts: m.masters.map((x) => x.port),
         counterPort: counterServer.port,
         noQuarantine: options.noQuarantine ?? false,
+        fairness: options.fairness ?? 'local',
         logFile: join(dir, `worker-${id}.jsonl`),
       };
       const proc = fork(workerJs, [], {
@@ -166,7 +169,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       );
     }
     await Promise.all(ready);
-    log(`${workerCount} workers ready${options.noQuarantine ? ' (quarantine OFF)' : ''}`);
+    log(
+      `${workerCount} workers ready (fairness ${options.fairness ?? 'local'})${options.noQuarantine ? ' (quarantine OFF)' : ''}`,
+    );
     const crashed = workers.map(
       (w) =>
         new Promise<string>((resolve) =>

@@ -58,6 +58,8 @@ export interface WorkerConfig {
   readonly counterPort: number;
   /** Pass `quarantine: false` to the engine (the deliberately broken variant). */
   readonly noQuarantine: boolean;
+  /** The engine's `fairness` setting (both modes must keep every safety property). */
+  readonly fairness: 'local' | 'across-processes';
   /** Append-only JSON-lines log of this worker. */
   readonly logFile: string;
 }

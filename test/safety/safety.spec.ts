@@ -150,50 +150,65 @@ describe('safety checker (hand-made logs)', () => {
   });
 });
 
-describe('safety soak (5 masters, 3 worker processes, fault injection)', () => {
-  // Each run starts 6 redis-servers and 3 ts-node worker processes: allow for a busy machine.
-  it('keeps mutual exclusion, fencing order and lock-loss signals under faults (defaults)', async () => {
-    const { report, dir, logsKept } = await runSoak({ durationMs: 20_000, workers: 3 });
-    show(`defaults${logsKept ? ` (logs: ${dir})` : ''}`, formatReport(report));
+// Both waiting policies (the `fairness` setting): the fair one's installs write keys on behalf of
+// another process — exactly what the checker watches.
+describe.each(['local', 'across-processes'] as const)(
+  'safety soak (5 masters, 3 worker processes, fault injection; fairness %s)',
+  (fairness) => {
+    // Each run starts 6 redis-servers and 3 ts-node worker processes: allow for a busy machine.
+    it('keeps mutual exclusion, fencing order and lock-loss signals under faults (defaults)', async () => {
+      const { report, dir, logsKept } = await runSoak({ durationMs: 20_000, workers: 3, fairness });
+      show(`defaults, ${fairness}${logsKept ? ` (logs: ${dir})` : ''}`, formatReport(report));
 
-    expect(report.violations).toEqual([]);
-    expect(report.sections).toBeGreaterThanOrEqual(50);
-    expect(report.counter?.accepted).toBeGreaterThanOrEqual(50);
-    // Every fault kind was injected at least once (lists the kinds that were not).
-    expect(Object.entries(report.faults).filter(([, n]) => n < 1)).toEqual([]);
-    // The targeted faults hit: a majority restarted under a holder, a holder paused past its
-    // validity while another worker took the lock, and that holder's signal told it.
-    expect(report.effective['restart-majority']).toBeGreaterThanOrEqual(1);
-    expect(report.effective['pause-holder']).toBeGreaterThanOrEqual(1);
-    expect(report.pastValiditySuperseded).toBeGreaterThanOrEqual(1);
-  }, 90_000);
+      expect(report.violations).toEqual([]);
+      expect(report.sections).toBeGreaterThanOrEqual(50);
+      expect(report.counter?.accepted).toBeGreaterThanOrEqual(50);
+      // Every fault kind was injected at least once (lists the kinds that were not).
+      expect(Object.entries(report.faults).filter(([, n]) => n < 1)).toEqual([]);
+      // The targeted faults hit: a majority restarted under a holder, a holder paused past its
+      // validity while another worker took the lock, and that holder's signal told it.
+      expect(report.effective['restart-majority']).toBeGreaterThanOrEqual(1);
+      expect(report.effective['pause-holder']).toBeGreaterThanOrEqual(1);
+      expect(report.pastValiditySuperseded).toBeGreaterThanOrEqual(1);
+    }, 90_000);
 
-  it('detects lost exclusion when the restart quarantine is off (broken variant)', async () => {
-    // The faults land at random moments: a run in which no contender tried while a holder's keys
-    // were gone shows nothing, and one whose overlapping sections did not interleave their
-    // read-modify-write of the counter shows overlaps but no lost update (flake check: 7 overlaps,
-    // 0 lost updates). Up to three short runs, until one shows both.
-    const run = () =>
-      runSoak({ durationMs: 3_000, workers: 3, noQuarantine: true, faults: CRASH_RECOVERY_FAULTS });
-    const shows = (kind: string, r: Awaited<ReturnType<typeof run>>): boolean =>
-      r.report.violations.some((v) => v.kind === kind);
-    let result = await run();
-    for (let i = 0; i < 2 && !(shows('overlap', result) && shows('lost-update', result)); i++) {
-      rmSync(result.dir, { recursive: true, force: true });
-      result = await run();
-    }
-    const { report, dir, logsKept } = result;
-    show(`--no-quarantine${logsKept ? ` (logs: ${dir})` : ''}`, formatReport(report, 3));
+    it('detects lost exclusion when the restart quarantine is off (broken variant)', async () => {
+      // The faults land at random moments: a run in which no contender tried while a holder's keys
+      // were gone shows nothing, and one whose overlapping sections did not interleave their
+      // read-modify-write of the counter shows overlaps but no lost update (flake check: 7 overlaps,
+      // 0 lost updates). Up to three short runs, until one shows both.
+      const run = () =>
+        runSoak({
+          durationMs: 3_000,
+          workers: 3,
+          noQuarantine: true,
+          faults: CRASH_RECOVERY_FAULTS,
+          fairness,
+        });
+      const shows = (kind: string, r: Awaited<ReturnType<typeof run>>): boolean =>
+        r.report.violations.some((v) => v.kind === kind);
+      let result = await run();
+      for (let i = 0; i < 2 && !(shows('overlap', result) && shows('lost-update', result)); i++) {
+        rmSync(result.dir, { recursive: true, force: true });
+        result = await run();
+      }
+      const { report, dir, logsKept } = result;
+      show(
+        `--no-quarantine, ${fairness}${logsKept ? ` (logs: ${dir})` : ''}`,
+        formatReport(report, 3),
+      );
 
-    // A restart fault let a contender in while the holder's validity window was open, and the
-    // non-atomic counter lost updates. Which of the two restart faults does it depends on when
-    // the contenders try: they sleep until the holder's expiry or a release (no polling while it
-    // is alive), so a fault that only empties the masters may pass before anyone tries.
-    expect(
-      (report.breaches['restart-majority'] ?? 0) + (report.breaches['bare-majority-restart'] ?? 0),
-    ).toBeGreaterThanOrEqual(1);
-    expect(report.violations.some((v) => v.kind === 'overlap')).toBe(true);
-    expect(report.violations.some((v) => v.kind === 'lost-update')).toBe(true);
-    rmSync(dir, { recursive: true, force: true }); // expected violations: nothing to inspect
-  }, 120_000);
-});
+      // A restart fault let a contender in while the holder's validity window was open, and the
+      // non-atomic counter lost updates. Which of the two restart faults does it depends on when
+      // the contenders try: they sleep until the holder's expiry or a release (no polling while it
+      // is alive), so a fault that only empties the masters may pass before anyone tries.
+      expect(
+        (report.breaches['restart-majority'] ?? 0) +
+          (report.breaches['bare-majority-restart'] ?? 0),
+      ).toBeGreaterThanOrEqual(1);
+      expect(report.violations.some((v) => v.kind === 'overlap')).toBe(true);
+      expect(report.violations.some((v) => v.kind === 'lost-update')).toBe(true);
+      rmSync(dir, { recursive: true, force: true }); // expected violations: nothing to inspect
+    }, 120_000);
+  },
+);

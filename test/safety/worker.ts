@@ -88,6 +88,7 @@ const redlock = new Redlock(masters, {
   // masters and so hides the crash-recovery case this variant must show (REDLOCK.md: A on r1 r2
   // r3, r3 restarts empty, B wins r3 r4 r5). With the defaults both are on.
   repairOnExtend: !cfg.noQuarantine,
+  fairness: cfg.fairness,
   logger: { warn: () => undefined },
 });
 

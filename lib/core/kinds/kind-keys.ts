@@ -24,7 +24,7 @@ export function waitKey(prefix: string, resource: string): string {
 /**
  * Redis key of the poll mark of a resource (same Cluster slot as its lock key): a plain lock
  * that will retry and is refused by another plain lock raises it for one retry interval, so the
- * holder's process learns that someone polls for the resource (scripts/mutex.ts, ACQUIRE_SCRIPT;
+ * holder's process learns that someone polls for the resource (scripts/mutex.ts, FAIR_ACQUIRE_SCRIPT;
  * policy/streak.ts). Unlike the writer-waiting flag it holds back no one: readers ignore it.
  */
 export function pollKey(prefix: string, resource: string): string {

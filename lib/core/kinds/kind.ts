@@ -58,14 +58,14 @@ export interface AcquireInput {
   /**
    * Defer to pollers (policy/streak.ts; mutex only, with the `pollKeys`): a free key on which
    * another engine's poll mark is up refuses the attempt instead of being taken, and the mark
-   * gets this engine's id appended (scripts/mutex.ts ACQUIRE_SCRIPT, `defer`).
+   * gets this engine's id appended (scripts/mutex.ts FAIR_ACQUIRE_SCRIPT, `defer`).
    */
   readonly defer?: boolean | undefined;
   /**
    * Ordered yields (policy/streak.ts; mutex only, one resource, with the `pollKeys`): the order
    * key (kind-keys.ts `orderKey`) and when this engine began to wait for the resource (wall
    * ms): a refusal by another engine's lock enters the engine there, a grant removes it, and a
-   * free key reserved for another engine by a yield refuses (scripts/mutex.ts ACQUIRE_SCRIPT).
+   * free key reserved for another engine by a yield refuses (scripts/mutex.ts FAIR_ACQUIRE_SCRIPT).
    */
   readonly orderKeys?: readonly string[] | undefined;
   readonly waitSince?: number | undefined;
@@ -74,7 +74,7 @@ export interface AcquireInput {
    * and this engine's next token for the resource, parked there by a refusal for `life` ms;
    * `alive`, the prefix of the engines' alive channels (kind-keys.ts `aliveChannel`; '' on a
    * Cluster): a free key goes to the order's head when it parked there and is alive
-   * (scripts/mutex.ts ACQUIRE_SCRIPT).
+   * (scripts/mutex.ts FAIR_ACQUIRE_SCRIPT).
    */
   readonly park?: {
     readonly key: string;
@@ -162,7 +162,7 @@ export interface AcquireAnswer {
   readonly polled?: number;
   /**
    * Granted while other engines wait for the resource in the masters' order (mutex, one
-   * resource: ACQUIRE_SCRIPT's `{2, age, …}`): the lock's release is a pass
+   * resource: FAIR_ACQUIRE_SCRIPT's `{2, age, …}`): the lock's release is a pass
    * (policy/local-queue.ts `announceAs`), not a plain release that its own process could win.
    */
   readonly othersWait?: boolean;

@@ -2,6 +2,8 @@ import {
   ACQUIRE_SCRIPT,
   EXTEND_REPAIR_SCRIPT,
   EXTEND_SCRIPT,
+  FAIR_ACQUIRE_SCRIPT,
+  FAIR_RELEASE_SCRIPT,
   RELEASE_SCRIPT,
 } from '../scripts/mutex';
 import { KEEP_SCRIPT } from '../scripts/keep';
@@ -34,20 +36,17 @@ export const MUTEX: LockKind = {
 
   acquire(input: AcquireInput): ScriptCall {
     const { keys, fenceKeys, marker } = input;
-    // The writer-waiting flags and poll marks go along only when this plain lock will retry
-    // (waitTtl > 0): KEYS[w0 + i] and KEYS[w0 + n + i] in ACQUIRE_SCRIPT.
+    // The writer-waiting flags go along only when this plain lock will retry (waitTtl > 0):
+    // KEYS[w0 + i] in the acquire scripts.
     const waitKeys = input.waitTtl ? input.waitKeys : undefined;
-    const ordered =
-      waitKeys !== undefined &&
-      input.pollKeys !== undefined &&
-      input.orderKeys !== undefined &&
-      input.waitSince !== undefined;
+    // The hand-over across processes' parts (poll marks, a local take-over): the fair script.
+    if (input.handoverFrom !== undefined || (waitKeys && input.pollKeys)) {
+      return fairAcquire(input, waitKeys);
+    }
     let scriptKeys: readonly string[] = keys;
     if (fenceKeys || marker || waitKeys) {
       const all = fenceKeys ? [...keys, ...fenceKeys] : [...keys];
-      if (waitKeys) all.push(...waitKeys, ...(input.pollKeys ?? []));
-      if (ordered && input.orderKeys) all.push(...input.orderKeys);
-      if (ordered && input.park) all.push(input.park.key);
+      if (waitKeys) all.push(...waitKeys);
       if (marker) all.push(marker);
       scriptKeys = all;
     }
@@ -59,13 +58,7 @@ export const MUTEX: LockKind = {
       String(keys.length),
       String(input.fenceTtl),
     ];
-    const defer = input.defer === true && waitKeys !== undefined && input.pollKeys !== undefined;
-    if (waitKeys || input.handoverFrom) args.push(waitKeys ? String(input.waitTtl) : '0');
-    if (input.handoverFrom || defer || ordered) args.push(input.handoverFrom ?? '');
-    if (defer || ordered) args.push(defer ? '1' : '0');
-    if (ordered) args.push(String(input.waitSince));
-    if (ordered && input.park)
-      args.push(input.park.token, String(input.park.life), input.park.alive);
+    if (waitKeys) args.push(String(input.waitTtl));
     return { script: ACQUIRE_SCRIPT, keys: scriptKeys, args, birthArg: marker ? 3 : undefined };
   },
 
@@ -183,7 +176,7 @@ export const MUTEX: LockKind = {
         String(order.keepMs),
       ];
       const inst = order.install;
-      if (!inst) return { script: RELEASE_SCRIPT, keys: [...keys, ...order.keys], args };
+      if (!inst) return { script: FAIR_RELEASE_SCRIPT, keys: [...keys, ...order.keys], args };
       const all = [...keys, ...order.keys, inst.parkKey];
       if (inst.fenceKey !== undefined) all.push(inst.fenceKey);
       if (inst.marker !== undefined) all.push(inst.marker);
@@ -197,15 +190,56 @@ export const MUTEX: LockKind = {
         inst.alive,
         inst.after,
       );
-      return { script: RELEASE_SCRIPT, keys: all, args };
+      return { script: FAIR_RELEASE_SCRIPT, keys: all, args };
     }
-    return { script: RELEASE_SCRIPT, keys, args: [token, announceFlag(announce)] };
+    // A yield or a pass without the order (several resources): announced as such.
+    const flag = announceFlag(announce);
+    const script = flag === '3' || flag === '4' ? FAIR_RELEASE_SCRIPT : RELEASE_SCRIPT;
+    return { script, keys, args: [token, flag] };
   },
 
   readRelease(groups: readonly GroupReply[]): boolean {
     return !groups.every((g) => g.value === 0);
   },
 };
+
+/**
+ * The call of FAIR_ACQUIRE_SCRIPT (`fairness: 'across-processes'`,
+ * docs/handover-across-processes.md): the plain keys and arguments, then the poll marks, the
+ * order and the park, and the take-over, deferral and wait start arguments.
+ */
+function fairAcquire(input: AcquireInput, waitKeys: readonly string[] | undefined): ScriptCall {
+  const { keys, fenceKeys, marker } = input;
+  const ordered =
+    waitKeys !== undefined &&
+    input.pollKeys !== undefined &&
+    input.orderKeys !== undefined &&
+    input.waitSince !== undefined;
+  let scriptKeys: readonly string[] = keys;
+  if (fenceKeys || marker || waitKeys) {
+    const all = fenceKeys ? [...keys, ...fenceKeys] : [...keys];
+    if (waitKeys) all.push(...waitKeys, ...(input.pollKeys ?? []));
+    if (ordered && input.orderKeys) all.push(...input.orderKeys);
+    if (ordered && input.park) all.push(input.park.key);
+    if (marker) all.push(marker);
+    scriptKeys = all;
+  }
+  const args = [
+    input.token,
+    String(input.ttl),
+    fenceKeys ? '1' : '0',
+    marker ? (input.markerBirth ?? '1') : '0',
+    String(keys.length),
+    String(input.fenceTtl),
+  ];
+  const defer = input.defer === true && waitKeys !== undefined && input.pollKeys !== undefined;
+  if (waitKeys || input.handoverFrom) args.push(waitKeys ? String(input.waitTtl) : '0');
+  if (input.handoverFrom || defer || ordered) args.push(input.handoverFrom ?? '');
+  if (defer || ordered) args.push(defer ? '1' : '0');
+  if (ordered) args.push(String(input.waitSince));
+  if (ordered && input.park) args.push(input.park.token, String(input.park.life), input.park.alive);
+  return { script: FAIR_ACQUIRE_SCRIPT, keys: scriptKeys, args, birthArg: marker ? 3 : undefined };
+}
 
 /** An acquire reply `{1|0|-1, age, ...}`, or a {@link ReplyFormatError}. */
 function checked(v: unknown): [-1 | 0 | 1 | 2, number, ...unknown[]] {

@@ -6,14 +6,17 @@ import { orderKey, pollKey, waitKey } from './kind-keys';
 
 /**
  * The writer-waiting flag part of an acquire's input (kind-keys.ts, docs/lock-kinds.md): readers
- * always read the flags; a plain lock raises them only when it will retry (`writerWait` > 0 ms),
- * and then also gets its poll marks (kind-keys.ts `pollKey`).
+ * always read the flags; a plain lock raises them only when it will retry (`writerWait` > 0 ms).
+ * With `fair` (`fairness: 'across-processes'`) such a plain lock also gets its poll marks
+ * (kind-keys.ts `pollKey`), and with `ordered` (release announcements on) the order key of a
+ * single resource.
  */
 export function waitInput(
   kind: LockKind,
   writerWait: number | undefined,
   prefix: string,
   resources: readonly string[],
+  fair: boolean,
   ordered = false,
 ): {
   waitKeys?: readonly string[];
@@ -24,6 +27,7 @@ export function waitInput(
   const keys = (): string[] => resources.map((r) => waitKey(prefix, r));
   if (kind.name === 'shared') return { waitKeys: keys() };
   if (kind.name === 'mutex' && writerWait) {
+    if (!fair) return { waitKeys: keys(), waitTtl: writerWait };
     return {
       waitKeys: keys(),
       waitTtl: writerWait,

@@ -9,12 +9,23 @@ import {
 import type { LockErrorDetail, NodeVote, NoQuorumError } from '../errors';
 import type { Lock } from '../lock';
 import type { CheckedAcquire } from '../request';
-import type { LocalQueue, Ticket } from './local-queue';
-import { admitted, contended, defers, holdersEnd, waitingSince } from './queue-lines';
-import type { GrantNews } from './queue-lines';
 import type { Grant, LockStore } from './store';
-import type { HandoverFrom } from './handover';
-import { unused } from './installed';
+import type { AttemptHints, WaitingPolicy } from './waiting';
+
+/**
+ * What a granted attempt told of other engines waiting (fair mode, policy/queue-lines.ts
+ * `othersWaited`; from `Grant`'s fields of the same names). Absent in the default mode.
+ */
+export interface GrantNews {
+  /** A hand-over's grant: the release watchers the masters counted (`Grant.watchers`). */
+  readonly watchers?: number;
+  /** A hand-over's grant: the longest poll mark the masters had (ms, `Grant.polled`). */
+  readonly polled?: number;
+  /** Other engines waited in the masters' order (`Grant.othersWait`). */
+  readonly othersWait?: boolean;
+  /** Installed by another engine's yield or pass. */
+  readonly installed?: boolean;
+}
 
 /** The outcome of one attempt as the policy sees it: a lock, or the error and its clean-up. */
 export type AttemptResult =
@@ -35,14 +46,11 @@ export type AttemptResult =
       readonly waitSince?: number;
     };
 
-/** What the queue learns from an installed grant (another engine's yield or pass gave it). */
-const INSTALLED: GrantNews = { installed: true };
-
-/** What the acquire loop needs from the engine. */
-export interface LoopContext {
+/** What the acquire loop needs from the engine (`W`: the waiting policy's ticket). */
+export interface LoopContext<W = unknown> {
   readonly store: LockStore;
-  /** The engine's local queue (policy/local-queue.ts): order, admission, wake-ups. */
-  readonly queue: LocalQueue;
+  /** The engine's waiting policy (policy/waiting.ts): order, admission, wake-ups. */
+  readonly queue: WaitingPolicy<W>;
   /** Aborted when the engine drains: refuses new attempts, wakes waiting ones. */
   readonly draining: AbortSignal;
   /** The per-master request timeout (bounds one attempt; part of the retry budget). */
@@ -54,17 +62,14 @@ export interface LoopContext {
   /** Reports an acquire that ends without a lock (the `failed` event). */
   failed(resources: readonly string[], err: unknown, started: number): void;
   /**
-   * One attempt (the store's round, turned into a lock or an error); `handover`: a local
-   * hand-over it takes (`AttemptRequest.handoverFrom`, `AttemptRequest.installedBy`); `defer`: to
-   * other engines' pollers (`AttemptRequest.defer`); `waitSince`: `AttemptRequest.waitSince`.
+   * One attempt (the store's round, turned into a lock or an error); `hints`: what the waiting
+   * policy adds to it (fair mode: `WaitingPolicy.beforeAttempt`).
    */
   attempt(
     req: CheckedAcquire,
     attemptNo: number,
     startedAt: number,
-    handover?: HandoverFrom,
-    defer?: boolean,
-    waitSince?: number,
+    hints?: AttemptHints,
   ): Promise<AttemptResult>;
 }
 
@@ -90,8 +95,8 @@ export function retryBudget(req: CheckedAcquire, requestTimeout: number): number
  * that cannot retry (`retryCount: 0` or `waitTimeout: 0`) makes its one attempt at once, like
  * `tryAcquire`. A failed attempt's clean-up is awaited before its error is surfaced.
  */
-export async function acquireLoop(
-  ctx: LoopContext,
+export async function acquireLoop<W>(
+  ctx: LoopContext<W>,
   req: CheckedAcquire,
   start: number,
   lockAtLeastFor: number | undefined,
@@ -99,25 +104,23 @@ export async function acquireLoop(
   const deadline = req.waitTimeout === undefined ? Infinity : start + req.waitTimeout;
   const until = Math.min(deadline, start + retryBudget(req, ctx.requestTimeout));
   const { queue } = ctx;
-  const ticket: Ticket | undefined =
+  const ticket: W | undefined =
     req.retryCount > 0 && req.waitTimeout !== 0
       ? queue.join(req.resources, req.kind.name === 'mutex', req.ttl)
       : undefined;
-  // No closures here: a queued acquire's memory is this frame (issue 13, item 4).
+  // No closures here: a queued acquire's memory is this frame (10,000 waiters).
   let attempts = 0;
   let last: AttemptResult | undefined;
   try {
     for (;;) {
-      const installed = ticket?.installed;
-      if (ticket && installed) {
-        ticket.installed = undefined;
-        if (req.signal?.aborted || ctx.draining.aborted) {
-          unused(ctx.store, installed);
-        } else {
-          const lock = ctx.adopt(installed, ++attempts);
-          queue.granted(ticket, lock, INSTALLED);
-          return ctx.granted(lock, start, lockAtLeastFor);
-        }
+      // Fair mode: a grant another engine's release installed for this waiter.
+      const installed =
+        ticket !== undefined &&
+        queue.takeGranted?.(ticket, !req.signal?.aborted && !ctx.draining.aborted);
+      if (ticket !== undefined && installed) {
+        const lock = ctx.adopt(installed, ++attempts);
+        queue.granted(ticket, lock, undefined);
+        return ctx.granted(lock, start, lockAtLeastFor);
       }
       if (req.signal?.aborted) {
         await last?.cleanup;
@@ -129,32 +132,27 @@ export async function acquireLoop(
         await last?.cleanup;
         throw new ShuttingDownError(detailOf(req, last, attempts, start));
       }
-      if (ticket && !admitted(ticket)) {
+      if (ticket !== undefined && !queue.admitted(ticket)) {
         // Queued behind local waiters (or a local holder): sleep until the turn comes.
         const now = monotonicNow();
         if (now >= until)
           return await giveUp(queue, ticket, req, last, attempts, start, now >= deadline);
-        await queue.sleep(ticket, Math.min(until, holdersEnd(ticket)), req.signal);
+        await queue.sleep(ticket, Math.min(until, queue.holdersEnd(ticket)), req.signal);
         continue;
       }
       attempts++;
       const sentAt = monotonicNow();
-      // A lock handed over by a local holder is taken over by this attempt (policy/handover.ts).
-      const handover = ticket?.takeover;
-      if (handover) ticket.takeover = undefined;
-      // After a yield to other engines' pollers (policy/streak.ts): no free key they marked.
-      const defer = !handover && ticket !== undefined && defers(ticket);
-      // Ordered yields: since when this engine waits for the resource, once refused.
-      const waitSince = ticket !== undefined ? waitingSince(ticket) : undefined;
+      // Fair mode: a local hand-over to take, a deferral, the wait start (policy/local-queue.ts).
+      const hints = ticket !== undefined ? queue.beforeAttempt?.(ticket) : undefined;
       let result: AttemptResult | undefined;
       try {
-        result = await ctx.attempt(req, attempts, start, handover, defer, waitSince);
+        result = await ctx.attempt(req, attempts, start, hints);
       } finally {
-        handover?.settle(result);
+        hints?.handover?.settle(result);
       }
       last = result;
       if (last.lock) {
-        if (ticket) queue.granted(ticket, last.lock, last);
+        if (ticket !== undefined) queue.granted(ticket, last.lock, last);
         return ctx.granted(last.lock, start, lockAtLeastFor);
       }
       if (last.error instanceof ShuttingDownError) {
@@ -170,7 +168,7 @@ export async function acquireLoop(
       const error = last.error;
       const contended = error instanceof LockContendedError;
       let live = false;
-      if (ticket && contended) {
+      if (ticket !== undefined && contended) {
         // (`released`: the holder's release was announced before this refusal was read.)
         // (The wait start the attempt sent, else when it was sent: the engine's wait start.)
         const sentWall = last.waitSince ?? Date.now() - (monotonicNow() - sentAt);
@@ -179,17 +177,17 @@ export async function acquireLoop(
         if (watch.fresh) continue; // a release may have been missed while subscribing
         if (released === 'retry') continue;
         // A deferral names no holder whose release would wake the waiter: it polls.
-        live = watch.live && released === undefined && !(defer && last.heldBy === undefined);
+        live = watch.live && released === undefined && !(hints?.defer && last.heldBy === undefined);
       }
       const wait = waitAfter(error, req, ctx.store.quorum, live);
       // Only queued acquires get here (the others cannot retry).
-      await queue.sleep(ticket as Ticket, Math.min(until, now + wait), req.signal);
+      await queue.sleep(ticket as W, Math.min(until, now + wait), req.signal);
     }
   } catch (err) {
     ctx.failed(req.resources, err, start);
     throw err;
   } finally {
-    if (ticket) queue.leave(ticket);
+    if (ticket !== undefined) queue.leave(ticket);
   }
 }
 
@@ -209,9 +207,9 @@ function detailOf(
 }
 
 /** Ends the wait without a lock: after the last attempt's clean-up, with its error as cause. */
-async function giveUp(
-  queue: LocalQueue,
-  ticket: Ticket | undefined,
+async function giveUp<W>(
+  queue: WaitingPolicy<W>,
+  ticket: W | undefined,
   req: CheckedAcquire,
   last: AttemptResult | undefined,
   attempts: number,
@@ -223,8 +221,8 @@ async function giveUp(
   const cause =
     last && !last.lock
       ? last.error
-      : ticket
-        ? contended(ticket, base)
+      : ticket !== undefined
+        ? queue.contended(ticket, base)
         : new LockContendedError(base);
   if (!timedOut) throw cause;
   throw new WaitTimeoutError(withFields(base, { waitTimeout: req.waitTimeout ?? 0 }), { cause });

@@ -6,7 +6,7 @@
  */
 import { monotonicNow } from '../clock';
 import { installHeard } from './installed';
-import { countHeard } from './queue-lines';
+import { countHeard } from './lines';
 import type { Line } from './queue-lines';
 import type { Announced, Reserved } from './store';
 import { COLLISION_SPREAD_MS, STAND_BY_MS, YIELD_MS, raceDelay } from './streak';

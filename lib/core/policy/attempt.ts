@@ -11,7 +11,7 @@ import type { ResolvedSettings } from '../settings';
 import type { AttemptResult, LoopContext } from './acquire-loop';
 import type { Observers } from './observers';
 import type { AttemptOutcome, Grant, LockStore } from './store';
-import type { HandoverFrom } from './handover';
+import type { AttemptHints } from './waiting';
 
 /** What an attempt needs from the engine. */
 export interface AttemptContext {
@@ -24,9 +24,10 @@ export interface AttemptContext {
 }
 
 /**
- * One attempt on the store (taking the lock over from this engine's releasing holder with
- * `handover`: policy/handover.ts; deferring to other engines' pollers with `defer`:
- * `AttemptRequest.defer`): a tracked lock, or the typed reason it was not granted. Another kind
+ * One attempt on the store (with the waiting policy's `hints`, fair mode: taking the lock over
+ * from this engine's releasing holder, policy/handover.ts; deferring to other engines' pollers,
+ * `AttemptRequest.defer`; the wait start): a tracked lock, or the typed reason it was not
+ * granted. Another kind
  * of lock at a resource rejects with {@link KindMismatchError} once the attempt's clean-up is
  * done: an error the acquire loop does not retry.
  */
@@ -35,19 +36,17 @@ export function attemptOnStore(
   req: CheckedAcquire,
   attemptNo: number,
   startedAt: number,
-  handover?: HandoverFrom,
-  defer = false,
-  waitSince?: number,
+  hints?: AttemptHints,
 ): Promise<AttemptResult> {
   return ctx.store
     .attempt(
-      handover === undefined && !defer && waitSince === undefined
+      hints === undefined
         ? req
         : withFields(req, {
-            handoverFrom: handover?.from,
-            installedBy: handover?.installedBy,
-            defer: defer ? true : undefined,
-            waitSince,
+            handoverFrom: hints.handover?.from,
+            installedBy: hints.handover?.installedBy,
+            defer: hints.defer ? true : undefined,
+            waitSince: hints.waitSince,
           }),
     )
     .then((outcome) =>

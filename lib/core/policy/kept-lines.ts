@@ -10,7 +10,7 @@
 import { monotonicNow } from '../clock';
 import { lockState } from '../lock';
 import type { Lock } from '../lock';
-import { holderUntil } from './queue-lines';
+import { holderUntil } from './lines';
 import type { Line } from './queue-lines';
 import type { LockStore } from './store';
 import type { Timeline } from './timeline';

@@ -9,9 +9,22 @@ import { installed, unused } from './installed';
 import { afterHolder, dropLine, keepOrDrop } from './kept-lines';
 import type { LineTable } from './kept-lines';
 import type { Handover } from './handover';
-import { front, newLine, newTicket, othersWaited } from './queue-lines';
-import type { GrantNews, Line, Slot, Ticket } from './queue-lines';
-import type { Announced, LockStore, ReleaseWatch, Reserved } from './store';
+import {
+  admitted,
+  append,
+  contended,
+  front,
+  holdersEnd,
+  promote,
+  releasedBefore,
+  unlink,
+} from './lines';
+import { defers, newLine, newTicket, othersWaited, waitingSince } from './queue-lines';
+import type { Line, Slot, Ticket } from './queue-lines';
+import type { GrantNews } from './acquire-loop';
+import type { LockContendedError, LockErrorDetail } from '../errors';
+import type { Announced, Grant, LockStore, ReleaseWatch, Reserved } from './store';
+import type { AttemptHints, WaitingPolicy } from './waiting';
 import { mustYield } from './streak';
 import { Timeline } from './timeline';
 
@@ -60,8 +73,11 @@ import { Timeline } from './timeline';
 
 export type { Ticket } from './queue-lines';
 
-/** See the file comment. One per engine. */
-export class LocalQueue implements LineTable {
+/** What the queue learns from an installed grant (another engine's yield or pass gave it). */
+const INSTALLED: GrantNews = { installed: true };
+
+/** See the file comment. One per engine (`fairness: 'across-processes'`). */
+export class LocalQueue implements LineTable, WaitingPolicy<Ticket> {
   readonly lines = new Map<string, Line>();
   private readonly tickets = new Set<Ticket>();
   readonly timeline = new Timeline();
@@ -93,14 +109,48 @@ export class LocalQueue implements LineTable {
         line = newLine(resource);
         this.lines.set(resource, line);
       }
-      const slot: Slot = { ticket, line, prev: line.last, next: undefined };
-      if (line.last) line.last.next = slot;
-      else line.first = slot;
-      line.last = slot;
+      const slot: Slot = { ticket, line, prev: undefined, next: undefined };
+      append(slot);
       ticket.slots[i] = slot;
     }
     this.tickets.add(ticket);
     return ticket;
+  }
+
+  admitted(ticket: Ticket): boolean {
+    return admitted(ticket);
+  }
+
+  holdersEnd(ticket: Ticket): number {
+    return holdersEnd(ticket);
+  }
+
+  contended(ticket: Ticket, detail: Omit<LockErrorDetail, 'votes'>): LockContendedError {
+    return contended(ticket, detail);
+  }
+
+  /** A grant installed for `ticket` (policy/installed.ts), taken once; released when not usable. */
+  takeGranted(ticket: Ticket, usable: boolean): Grant | undefined {
+    const grant = ticket.installed;
+    if (!grant) return undefined;
+    ticket.installed = undefined;
+    if (usable) return grant;
+    unused(this.store, grant);
+    return undefined;
+  }
+
+  /**
+   * What `ticket`'s next attempt carries: a lock handed over by a local holder, taken over by it
+   * (policy/handover.ts); after a yield to other engines' pollers, no free key they marked
+   * (policy/streak.ts); ordered yields: since when this engine waits for the resource.
+   */
+  beforeAttempt(ticket: Ticket): AttemptHints | undefined {
+    const handover = ticket.takeover;
+    if (handover) ticket.takeover = undefined;
+    const defer = !handover && defers(ticket);
+    const waitSince = waitingSince(ticket);
+    if (!handover && !defer && waitSince === undefined) return undefined;
+    return { handover, defer, waitSince };
   }
 
   /**
@@ -209,10 +259,8 @@ export class LocalQueue implements LineTable {
         // Ordered yields: a single-resource plain attempt entered this engine in the order.
         if (ticket.exclusive && ticket.slots.length === 1) line.ordered = true;
       }
-      if (heldBy !== undefined && (line.heard?.get(heldBy) ?? 0) >= this.store.quorum) {
-        released = line.retriedFor === heldBy ? 'poll' : (released ?? 'retry');
-        line.retriedFor = heldBy;
-      }
+      const r = releasedBefore(line, heldBy, this.store.quorum);
+      if (r === 'poll' || released === undefined) released = r ?? released;
     }
     return released;
   }
@@ -221,7 +269,8 @@ export class LocalQueue implements LineTable {
    * `ticket` was granted `lock` (`news`: what the grant told, queue-lines.ts `GrantNews`): it is
    * the local holder now, and leaves the queue. Whether others waited is kept (`othersWaited`).
    */
-  granted(ticket: Ticket, lock: Lock, news: GrantNews): void {
+  granted(ticket: Ticket, lock: Lock, result: GrantNews | undefined): void {
+    const news = result ?? INSTALLED;
     if (othersWaited(ticket, news)) lockState(lock).othersWait = true;
     const { watchers } = news;
     const polled = news.polled ?? 0;
@@ -257,14 +306,8 @@ export class LocalQueue implements LineTable {
     ticket.wake?.();
     for (const slot of ticket.slots) {
       const line = slot.line;
-      if (slot.prev) slot.prev.next = slot.next;
-      else line.first = slot.next;
-      if (slot.next) slot.next.prev = slot.prev;
-      else line.last = slot.prev;
-      // No stale link: a ticket still referenced after it left keeps no later entry alive.
-      slot.prev = undefined;
-      slot.next = undefined;
-      if (line.first) this.promote(line);
+      unlink(slot);
+      if (line.first) promote(line);
       else keepOrDrop(this, line); // (policy/kept-lines.ts)
     }
   }
@@ -364,25 +407,13 @@ export class LocalQueue implements LineTable {
 
   private wakeFront(line: Line, local: boolean): void {
     if (this.lines.get(line.resource) !== line) return;
-    for (const t of front(line)) {
+    for (const t of front<Ticket>(line)) {
       if (t.wake) {
         t.local = local;
         t.wake();
       } else {
         t.handed = true; // busy with an attempt: its next sleep returns at once
       }
-    }
-  }
-
-  /**
-   * Wakes the entries at the front of `line` after an entry left: admitted now, or kept back by
-   * a local holder — they go back to sleep until that holder's validity ends (a lock left to
-   * expire announces nothing).
-   */
-  private promote(line: Line): void {
-    for (let s = line.first; s; s = s.next) {
-      s.ticket.wake?.();
-      if (s.ticket.exclusive) break;
     }
   }
 }

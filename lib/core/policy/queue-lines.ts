@@ -1,42 +1,29 @@
 /**
- * The local queue's records (policy/local-queue.ts): an acquire's ticket, its slot in the queue
- * of each of its resources, and the queue (line) of one resource — with their constructors, the
- * count of heard release announcements, and the questions asked of them without the queue's
- * state: who is admitted, until when local holders keep a ticket back, whether it defers.
+ * The fair queue's records (policy/local-queue.ts): the records of policy/lines.ts with what the
+ * hand-over across processes keeps of them (streaks, yields, deferrals, the masters' order,
+ * installs) — with their constructors and the questions asked of them without the queue's
+ * state: whether it defers, since when it waits, whether others waited.
  */
-import { withFields } from '../fields';
-import { monotonicNow } from '../clock';
-import { LockContendedError } from '../errors';
-import type { LockErrorDetail, NodeVote } from '../errors';
-import { lockState } from '../lock';
-import type { Lock } from '../lock';
+import type { GrantNews } from './acquire-loop';
 import type { Handover } from './handover';
-import type { TimelineEntry } from './timeline';
-import type { Grant, ReleaseWatch } from './store';
+import type { Line as BaseLine, Slot as BaseSlot, Ticket as BaseTicket } from './lines';
+import type { Grant } from './store';
 
-/** An acquire's place in the local queue. */
-export interface Ticket {
-  /** Global arrival order (smaller = earlier). */
-  readonly seq: number;
-  readonly exclusive: boolean;
+/** An acquire's place in the fair queue. */
+export interface Ticket extends BaseTicket {
   /** The ttl it asks for (a grant installed for this engine goes to a ticket of its ttl only). */
   readonly ttl: number;
-  /** One slot per resource, in the resource order of the request. */
   readonly slots: Slot[];
-  /** Set while it sleeps: ends the sleep. */
-  wake: (() => void) | undefined;
-  /** A release was announced while it was busy: its next sleep returns at once. */
-  handed: boolean;
   /** Its last wake-up was a local hand-off (counts toward the streak: streak.ts `mustYield`). */
   local: boolean;
   /** A lock handed over to it, taken over by its next attempt (policy/handover.ts). */
   takeover: Handover | undefined;
   /** Hand-over across processes: a grant installed for it, taken by its next loop turn. */
   installed: Grant | undefined;
-  left: boolean;
 }
 
-export interface Slot {
+/** A fair ticket's slot in a fair line. */
+export interface Slot extends BaseSlot {
   readonly ticket: Ticket;
   readonly line: Line;
   prev: Slot | undefined;
@@ -48,26 +35,15 @@ export interface Slot {
  * has a release watch), also while the exclusive holder it granted last holds, and LINGER_MS
  * after a lock that other engines waited for ended (policy/kept-lines.ts).
  */
-export interface Line {
-  readonly resource: string;
+export interface Line extends BaseLine {
   first: Slot | undefined;
   last: Slot | undefined;
-  /** The local exclusive holder granted from this queue, while it may still be valid. */
-  holder: Lock | undefined;
-  /**
-   * Kept without entries (policy/kept-lines.ts): the timeline entry that drops it at its holder's
-   * validity end, should the holder neither release nor be lost, or when it stopped lingering.
-   */
-  kept: TimelineEntry | undefined;
   /**
    * Kept (policy/kept-lines.ts `afterHolder`) after a lock that other engines waited for: a lock
    * granted from it before it is dropped is passed on too (`othersWaited`), even when granted at
    * its first attempt — the others may still wait.
    */
   lingering: boolean;
-  /** The release watch of this resource (created at the first contended attempt). */
-  watching: Promise<ReleaseWatch | undefined> | undefined;
-  watch: ReleaseWatch | undefined;
   /** Consecutive grants that came from a local hand-off. */
   streak: number;
   /**
@@ -111,58 +87,11 @@ export interface Line {
   announced: number;
   /** A stand-by attempt that no announcement cancels is due (`standBy`, not `ordered`). */
   entering: boolean;
-  /** Votes of the last contended attempt made from this queue (reported to those who give up). */
-  votes: readonly NodeVote[];
-  /**
-   * That attempt was refused by one holder with a quorum: its token. Only a release frees the
-   * resource, so the clean-up announcements of other engines' failed attempts do not wake the
-   * head; that holder's own release announcement wakes it each time a master announces it
-   * (policy/local-queue.ts, watchLine).
-   */
-  heldBy: string | undefined;
-  /**
-   * Tokens whose release (or yield) was announced on this resource, the last few, with the
-   * number of announcements heard (one per master that ran it): an attempt refused by one of
-   * them reached masters that had not run that release yet, and its reply may have been read
-   * after their announcements (replies and announcements come on different connections) — then
-   * no announcement is left to wake the head (policy/local-queue.ts `refused`). Made at the
-   * first announcement (most resources are never contended).
-   */
-  heard: Map<string, number> | undefined;
-  /** The heard holder for which the head already retried at once (`refused`). */
-  retriedFor: string | undefined;
   /**
    * Ordered yields: since when (wall ms) this engine waits for the resource — the time of the
    * first refused attempt since the queue's last grant (`AttemptRequest.waitSince`).
    */
   waitSince: number | undefined;
-}
-
-/** Until when `line`'s local holder is valid (monotonic ms); -Infinity when it has none. */
-export function holderUntil(line: Line, now: number): number {
-  const holder = line.holder;
-  if (!holder) return -Infinity;
-  const s = lockState(holder);
-  if (s.released || s.lostReason || s.validUntil <= now) {
-    line.holder = undefined;
-    return -Infinity;
-  }
-  return s.validUntil;
-}
-
-/**
- * What a grant told the local queue (policy/local-queue.ts `granted`); a granted attempt's result
- * (policy/acquire-loop.ts `AttemptResult`) carries it.
- */
-export interface GrantNews {
-  /** A hand-over's grant: the release watchers the masters counted (`Grant.watchers`). */
-  readonly watchers?: number;
-  /** A hand-over's grant: the longest poll mark the masters had (ms, `Grant.polled`). */
-  readonly polled?: number;
-  /** Other engines waited in the masters' order (`Grant.othersWait`). */
-  readonly othersWait?: boolean;
-  /** Installed by another engine's yield or pass. */
-  readonly installed?: boolean;
 }
 
 /**
@@ -233,52 +162,6 @@ export function newLine(resource: string): Line {
   };
 }
 
-/** Counts an announcement of `token`'s release on `line` (the last few tokens: `Line.heard`). */
-export function countHeard(line: Line, token: string): void {
-  const tokens = (line.heard ??= new Map<string, number>());
-  const seen = tokens.get(token);
-  if (seen !== undefined) {
-    tokens.set(token, seen + 1);
-    return;
-  }
-  tokens.set(token, 1);
-  if (tokens.size > 4) tokens.delete(tokens.keys().next().value as string);
-}
-
-/**
- * Whether `ticket` may attempt now (policy/local-queue.ts): an exclusive entry when it is first in
- * the queue of each of its resources, a shared one when no exclusive entry comes before it — and
- * in both cases no local exclusive holder of those resources is still valid.
- */
-export function admitted(ticket: Ticket): boolean {
-  const now = monotonicNow();
-  for (const slot of ticket.slots) {
-    if (holderUntil(slot.line, now) > now) return false;
-    if (slot === slot.line.first) continue;
-    if (ticket.exclusive) return false;
-    for (let s = slot.prev; s; s = s.prev) if (s.ticket.exclusive) return false;
-  }
-  return true;
-}
-
-/** When the local holders keeping `ticket` back stop being valid at the latest (ms, monotonic). */
-export function holdersEnd(ticket: Ticket): number {
-  const now = monotonicNow();
-  let end = -Infinity;
-  for (const slot of ticket.slots) end = Math.max(end, holderUntil(slot.line, now));
-  return end > now ? end + 1 : Infinity;
-}
-
-/** The entries at the front of `line` that are admitted now. */
-export function front(line: Line): Ticket[] {
-  const list: Ticket[] = [];
-  for (let s = line.first; s; s = s.next) {
-    if (admitted(s.ticket)) list.push(s.ticket);
-    if (s.ticket.exclusive) break;
-  }
-  return list;
-}
-
 /**
  * Whether `ticket`'s next attempt defers to other engines' pollers (`AttemptRequest.defer`):
  * a queue of its resources let the resource go to them (policy/streak.ts), and since then
@@ -287,15 +170,6 @@ export function front(line: Line): Ticket[] {
 export function defers(ticket: Ticket): boolean {
   for (const { line } of ticket.slots) if (line.deferring) return true;
   return false;
-}
-
-/** The contention error for a queued acquire that gives up before its turn came. */
-export function contended(
-  ticket: Ticket,
-  detail: Omit<LockErrorDetail, 'votes'>,
-): LockContendedError {
-  const votes = ticket.slots.find((s) => s.line.votes.length > 0)?.line.votes ?? [];
-  return new LockContendedError(withFields(detail, { votes }));
 }
 
 /** Since when the engine waits for `ticket`'s resources (`Line.waitSince`, the earliest). */

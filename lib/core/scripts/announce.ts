@@ -24,6 +24,18 @@ export const RESERVED_SEP = ':';
 
 /**
  * Lua statement: publishes the token ARGV[1] on the channel `key` as the publish flag ARGV[2]
+ * says: '1' a release, '2' a clean-up; else nothing (the plain RELEASE_SCRIPT).
+ */
+export function releaseAnnounceLua(key: string): string {
+  return `if ARGV[2] == '1' then
+      redis.call('PUBLISH', ${key}, ARGV[1])
+    elseif ARGV[2] == '2' then
+      redis.call('PUBLISH', ${key}, '${CLEANUP_PREFIX}' .. ARGV[1])
+    end`;
+}
+
+/**
+ * Lua statement: publishes the token ARGV[1] on the channel `key` as the publish flag ARGV[2]
  * says (kinds/kind.ts `announceFlag`): '1' a release, '2' a clean-up, '3' a yield (followed by
  * the Lua string expression `yieldSuffix`, when given), '4' a pass: as a yield when
  * `yieldSuffix` names an engine (not ''), else as a release; else nothing.

@@ -34,7 +34,7 @@ if redis.call('PTTL', ${hash}) < ${keep} then redis.call('PEXPIRE', ${hash}, ${k
  * `:<token>:<counter>:<age>` (counter 0: not counted). The parked entry is used up either way.
  * `now`, `clock` (the master's TIME) and `inst` must be in scope. Used by a yield or a pass
  * that names `nx` (RELEASE_SCRIPT, INSTALL_LUA) and by an attempt that finds the key free while
- * `nx` heads the order (ACQUIRE_SCRIPT).
+ * `nx` heads the order (FAIR_ACQUIRE_SCRIPT).
  */
 export function installLua(
   key: string,
@@ -91,12 +91,12 @@ export const INSTALL_LUA = installLua(
 );
 
 /**
- * Lua (ACQUIRE_SCRIPT's granted path; `q` the order, `pk` the park, `me` this engine, `held`
+ * Lua (FAIR_ACQUIRE_SCRIPT's granted path; `q` the order, `pk` the park, `me` this engine, `held`
  * in scope): attempts install for the head. The key is free, but another engine has waited
  * longer (the order's head) and parked a token here that is still installable: it gets the key —
  * installed as a pass would install it (RELEASE_SCRIPT, a SET NX on its behalf: installLua, with
  * the marker's real age), announced as a yield that names it — and `held` is set: the attempt is
- * refused by it (ACQUIRE_SCRIPT's refused path: this engine enters the order, parks). An attempt
+ * refused by it (FAIR_ACQUIRE_SCRIPT's refused path: this engine enters the order, parks). An attempt
  * of an engine that has not waited longest no longer takes a vote from the head: with one caller
  * per process, the releasing process's next acquire (and any attempt woken by a clean-up) used to
  * take free keys on a few masters, and the next pass could install only on the others

@@ -11,8 +11,34 @@ const MARKER_SLOT = `(ARGV[4] ~= '0' and 1 or 0)`;
 /** Lua: the engine id that starts a token (token.ts). */
 const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_ID_LENGTH})`;
 
+/** Lua, the fair refused path's part: poll marks, the order and the park (see {@link refusedLua}). */
+const POLL_MARKS_LUA = `
+    -- Poll marks (KEYS[w0 + n + i], when given): this plain lock will be back within waitTtl
+    -- ms for a key that a plain lock of another engine holds (the engine id starts each token).
+    if #KEYS >= w0 + 2 * n + ${MARKER_SLOT} then
+      local me = ${ENGINE_OF('ARGV[1]')}
+      for _, i in ipairs(writers) do
+        local h = redis.call('GET', KEYS[i])
+        if h and ${ENGINE_OF('h')} ~= me then
+          redis.call('SET', KEYS[w0 + n + i], me, 'PX', waitTtl)
+          if q then
+            -- Ordered yields: this engine waits, since ARGV[10] (kept when already there), as
+            -- long as the holder may hold plus a retry interval.
+            redis.call('ZADD', q, 'NX', ARGV[10], me)
+            local keep = refused + waitTtl + 1000
+            if redis.call('PTTL', q) < keep then redis.call('PEXPIRE', q, keep) end
+            if pk then
+              -- Hand-over across processes: this engine's next token (ARGV[11]), installed by
+              -- a yield that names this engine (RELEASE_SCRIPT) until ARGV[12] ms from now.
+              ${parkLua('pk', 'ARGV[11]', 'ARGV[2]', 'ARGV[12]', 'keep')}
+            end
+          end
+        end
+      end
+    end`;
+
 /**
- * The refused path of ACQUIRE_SCRIPT (some key exists), the only place where the mutex looks at
+ * The refused path of the acquire scripts (some key exists), the only place where the mutex looks at
  * the other kinds (docs/lock-kinds.md): a semaphore or a foreign type at any key is a kind
  * mismatch, `{-1, age, pttl, kind, limit}`, and nothing is written. Shared readers' expired
  * members are pruned (a reader set without a live reader is gone, so it refuses nothing); on each
@@ -23,12 +49,13 @@ const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_I
  * flag is there — and the reply is `{0, age, pttl, holder}` of the first held key (`holder`: its
  * token when a plain lock holds it; the waiter tells one holder with a quorum from split keys).
  * When no key refuses any more, the script goes on to set them all (the granted path).
- * On each key held by a plain lock of another engine (the engine id starts each token:
- * lib/core/token.ts), the poll mark (KEYS[w0 + n + i], when given) is set to this engine's id
- * for ARGV[7] ms: the holder's process reads it in its next hand-over (policy/streak.ts). Last
- * writer wins; a poller still waiting sets it again at its next attempt.
+ * With `fair` (FAIR_ACQUIRE_SCRIPT), on each key held by a plain lock of another engine (the
+ * engine id starts each token: lib/core/token.ts), the poll mark (KEYS[w0 + n + i], when given)
+ * is set to this engine's id for ARGV[7] ms: the holder's process reads it in its next hand-over
+ * (policy/streak.ts). Last writer wins; a poller still waiting sets it again at its next attempt.
  */
-const REFUSED_LUA = `
+function refusedLua(fair: boolean): string {
+  return `
 local kinds = {}
 for i = 1, n do${kindOf('KEYS[i]')}
   if kind == 'semaphore' or kind == 'foreign' then
@@ -37,13 +64,21 @@ for i = 1, n do${kindOf('KEYS[i]')}
   end
   kinds[i] = kind
 end${NOW_LUA}
-local readers = {}
-local writers = {}
+local readers = {}${
+    fair
+      ? `
+local writers = {}`
+      : ''
+  }
 local refused = nil
 local holder = nil
 for i = 1, n do
-  if kinds[i] == 'mutex' then
-    writers[#writers + 1] = i
+  if kinds[i] == 'mutex' then${
+    fair
+      ? `
+    writers[#writers + 1] = i`
+      : ''
+  }
     if not refused then
       refused = redis.call('PTTL', KEYS[i])
       holder = redis.call('GET', KEYS[i])
@@ -69,35 +104,79 @@ if refused then
         if redis.call('PTTL', w) < fttl then redis.call('PEXPIRE', w, fttl) end
       end
     end
-    -- Poll marks (KEYS[w0 + n + i], when given): this plain lock will be back within waitTtl
-    -- ms for a key that a plain lock of another engine holds (the engine id starts each token).
-    if #KEYS >= w0 + 2 * n + ${MARKER_SLOT} then
-      local me = ${ENGINE_OF('ARGV[1]')}
-      for _, i in ipairs(writers) do
-        local h = redis.call('GET', KEYS[i])
-        if h and ${ENGINE_OF('h')} ~= me then
-          redis.call('SET', KEYS[w0 + n + i], me, 'PX', waitTtl)
-          if q then
-            -- Ordered yields: this engine waits, since ARGV[10] (kept when already there), as
-            -- long as the holder may hold plus a retry interval.
-            redis.call('ZADD', q, 'NX', ARGV[10], me)
-            local keep = refused + waitTtl + 1000
-            if redis.call('PTTL', q) < keep then redis.call('PEXPIRE', q, keep) end
-            if pk then
-              -- Hand-over across processes: this engine's next token (ARGV[11]), installed by
-              -- a yield that names this engine (RELEASE_SCRIPT) until ARGV[12] ms from now.
-              ${parkLua('pk', 'ARGV[11]', 'ARGV[2]', 'ARGV[12]', 'keep')}
-            end
-          end
-        end
-      end
-    end
-  end
+${fair ? POLL_MARKS_LUA : ''}  end
   if holder then return {0, age, refused, holder} end
   return {0, age, refused}
 end`;
+}
 
 /**
+ * Acquire (the plain lock, docs/REDLOCK.md "N masters" step 2): all-or-nothing
+ * `SET key token NX PX ttl` over several keys on one master.
+ *
+ * KEYS[1..n]    lock keys
+ * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
+ * then n writer-waiting flags (only when ARGV[7] > 0; see kinds/kind-keys.ts `waitKey`)
+ * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
+ * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
+ *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [waitTtl]
+ *
+ * Returns {1, age} on success, followed by one fencing counter per key when fencing is on;
+ * {0, age, pttl[, holder]} when some key is held (of the first held key; `holder`: its token when
+ * a plain lock holds it); {-1, age, pttl, kind, limit} when a key holds a semaphore or something
+ * foreign ({@link refusedLua}: the other kinds are looked at only once refused, so the granted
+ * path stays one `SET NX`). A plain lock is the writer (the exclusive side) of a shared lock:
+ * refused by readers, it raises their writer-waiting flag.
+ * `age` is how long ago (ms, server clock) this master's boot marker was born, -1 when not
+ * checked, -2 when the marker still holds the known old value passed in ARGV[4]. A missing
+ * marker means the data set is younger than any lock we may have taken: the marker is born now,
+ * so the master reports age 0 and stays in quarantine (see lib/core/masters/node.ts). The keys
+ * are set even on a master in quarantine: it must know about locks taken from now on.
+ *
+ * Fencing counters start, when missing, from the server time in whole seconds × 10^6, so they
+ * keep growing even after a counter key expired or a master lost its data (as long as fewer
+ * than a million locks per second were handed out for one resource). Masters whose clocks agree
+ * to the second start a new resource at the same value, so the first lock needs no write-back.
+ * The counter's TTL is set when it starts and not refreshed: one that expires restarts from
+ * the clock, which is past every token it handed out.
+ */
+export const ACQUIRE_SCRIPT = script(
+  'acquire',
+  `
+local n = tonumber(ARGV[5])
+local age = -1
+if ARGV[4] ~= '0' then${bootMarkerAge('KEYS[#KEYS]', 'ARGV[4]')}
+end
+local held = false
+if n == 1 then
+  held = not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+else
+  for i = 1, n do
+    if redis.call('EXISTS', KEYS[i]) == 1 then
+      held = true
+      break
+    end
+  end
+end
+if held then${refusedLua(false)}
+end
+-- (Held, and no key refuses any more — readers expired: the keys are set all the same.)
+if held or n > 1 then
+  for i = 1, n do
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  end
+end
+local res = {1, age}
+${FENCE_COUNTERS_LUA}
+return res
+`,
+);
+
+/**
+ * Acquire with the hand-over across processes (`fairness: 'across-processes'`;
+ * docs/handover-across-processes.md): {@link ACQUIRE_SCRIPT} with poll marks, the order of
+ * waiting engines, parks and installs, and local take-overs.
+ *
  * Acquire: all-or-nothing `SET key token NX PX ttl` over several keys on one master.
  *
  * KEYS[1..n]    lock keys
@@ -120,7 +199,7 @@ end`;
  * while another engine heads the order with an installable parked token here (and is alive),
  * gets that token installed as a pass would (scripts/install.ts `HEAD_INSTALL_LUA`), announced as
  * `^<this token>:<engine id>:<installed token>:<counter>:<age>`; this attempt is then refused by
- * it (REFUSED_LUA). A head gone (its alive channel without subscriber) is taken off the order
+ * it (refusedLua). A head gone (its alive channel without subscriber) is taken off the order
  * and the park, and the attempt goes on. A granted engine stays in the order while other
  * engines are in it (its release, a pass, takes it off): see the granted path.
  *
@@ -144,10 +223,10 @@ end`;
  * other engine's plain mark: its turn.
  *
  * {0, age, pttl[, holder]} when some key is held (of the first held key); {-1, age, pttl, kind, limit}
- * when a key holds a semaphore or something foreign (REFUSED_LUA: the other kinds are looked at
+ * when a key holds a semaphore or something foreign (refusedLua: the other kinds are looked at
  * only once refused, so the granted path stays one `SET NX`). A plain lock is the writer (the
  * exclusive side) of a shared lock: refused by readers, it raises their writer-waiting flag;
- * refused by another plain lock, it raises the key's poll mark (REFUSED_LUA) when given.
+ * refused by another plain lock, it raises the key's poll mark (refusedLua) when given.
  * `age` is how long ago (ms, server clock) this master's boot marker was born, -1 when not checked,
  * -2 when the marker still holds the known old value passed in ARGV[4].
  * A missing marker means the data set is younger than any lock we may have taken: the marker is
@@ -161,8 +240,8 @@ end`;
  * The counter's TTL is set when it starts and not refreshed: one that expires restarts from
  * the clock, which is past every token it handed out.
  */
-export const ACQUIRE_SCRIPT = script(
-  'acquire',
+export const FAIR_ACQUIRE_SCRIPT = script(
+  'fair-acquire',
   `
 local n = tonumber(ARGV[5])
 local age = -1
@@ -203,7 +282,7 @@ if ARGV[9] == '1' then
   end
 end
 -- Ordered yields (ARGV[10]: when this engine began to wait, wall ms; the order key after the
--- poll marks; one resource): see the granted path below, and REFUSED_LUA.
+-- poll marks; one resource): see the granted path below, and refusedLua.
 local q = nil
 local pk = nil
 if n == 1 and ARGV[10] then
@@ -282,7 +361,8 @@ else
     end
   end
 end
-if held then${REFUSED_LUA}
+if held then${refusedLua(true)}
+  set = true -- no key refuses any more (readers expired): the granted path sets them all
 end
 if set then
   for i = 1, n do
@@ -322,7 +402,7 @@ return res
 `,
 );
 
-export { RELEASE_SCRIPT } from './release';
+export { FAIR_RELEASE_SCRIPT, RELEASE_SCRIPT } from './release';
 
 /**
  * Extend: all-or-nothing compare-and-pexpire. Never re-creates a missing key (used when the

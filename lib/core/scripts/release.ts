@@ -1,7 +1,7 @@
-/** The mutex's release script (split from scripts/mutex.ts, which re-exports it). */
+/** The mutex's release scripts (scripts/mutex.ts re-exports them). */
 import { NOW_LUA, num } from '../kinds/lua';
 import { ENGINE_ID_LENGTH } from '../token';
-import { RESERVED_SEP, publishLua } from './announce';
+import { RESERVED_SEP, releaseAnnounceLua, publishLua } from './announce';
 import { INSTALL_LUA, parkLua } from './install';
 import { script } from './lua';
 
@@ -9,6 +9,32 @@ import { script } from './lua';
 const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_ID_LENGTH})`;
 
 /**
+ * Release (docs/REDLOCK.md "N masters", step 5): compare-and-delete over several keys; each key
+ * deleted is announced on its channel (named like the key) so that waiters can retry at once.
+ * KEYS: lock keys. ARGV: token, publish flag ('0' no, '1' a release, '2' the clean-up of a failed
+ * attempt: published as `~token`; scripts/announce.ts). Returns the number of keys deleted. A key
+ * held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's WRONGTYPE
+ * into an error table, which never equals the token — no extra command, no error.
+ */
+export const RELEASE_SCRIPT = script(
+  'release',
+  `
+local deleted = 0
+for i = 1, #KEYS do
+  if redis.pcall('GET', KEYS[i]) == ARGV[1] then
+    redis.call('DEL', KEYS[i])
+    deleted = deleted + 1
+    ${releaseAnnounceLua('KEYS[i]')}
+  end
+end
+return deleted
+`,
+);
+
+/**
+ * Release with the hand-over across processes (`fairness: 'across-processes'`,
+ * docs/handover-across-processes.md): {@link RELEASE_SCRIPT} with yields and passes.
+ *
  * Release: compare-and-delete over several keys; publishes the token on each deleted key's
  * channel (the channel is named like the key) so that waiters can retry at once.
  * KEYS: lock keys. ARGV: token, publish flag ('0' no, '1' a release, '2' the clean-up of a
@@ -18,7 +44,7 @@ const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_I
  * by their order keys (kinds/kind-keys.ts `orderKey`), and a yield ('3') of a key reserves it
  * for ARGV[4] ms for the engine that has waited longest in its order, other than the yielding
  * one: that engine leaves the order, the member `<until ms>:<engine id>` of score -1 is the
- * reservation (ACQUIRE_SCRIPT refuses other engines' retrying attempts meanwhile), and the
+ * reservation (FAIR_ACQUIRE_SCRIPT refuses other engines' retrying attempts meanwhile), and the
  * announcement names it (`^token:engineId`, scripts/announce.ts), so that only its waiters
  * attempt. With ARGV[5] (wall ms) the yielding engine joins the order (`NX`: an older entry
  * stays), its local waiters waiting from then on, and the order lives at least ARGV[6] ms more
@@ -47,8 +73,8 @@ const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_I
  * A key held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's
  * WRONGTYPE into an error table, which never equals the token — no extra command, no error.
  */
-export const RELEASE_SCRIPT = script(
-  'release',
+export const FAIR_RELEASE_SCRIPT = script(
+  'fair-release',
   `
 local n = #KEYS
 if ARGV[3] then n = tonumber(ARGV[3]) end
@@ -76,7 +102,7 @@ for i = 1, n do
       local pk = ARGV[7] and KEYS[2 * n + i]
       redis.call('ZREMRANGEBYSCORE', q, '-inf', '-1')
       local me = ${ENGINE_OF('ARGV[1]')}
-      -- (An engine granted while others waited kept its place in the order, ACQUIRE_SCRIPT:
+      -- (An engine granted while others waited kept its place in the order, FAIR_ACQUIRE_SCRIPT:
       -- it leaves it now; a yield joins it again below, behind those waiting.)
       redis.call('ZREM', q, me)
       local nx = nil

@@ -26,6 +26,7 @@ function recorded(): { rl: Redlock; seen: AttemptRequest[]; memory: InMemoryStor
     return attempt(req);
   };
   const rl = new Redlock(memory.factory(), {
+    fairness: 'across-processes',
     quarantine: false,
     handoff: false,
     requestTimeout: 1,

@@ -58,7 +58,8 @@ describe('InMemoryRedlock', () => {
     await b.release();
   });
 
-  it('hands a released lock over to the next local waiter: one holder at every moment, fencing increasing', async () => {
+  it('with fairness across processes, hands a released lock over to the next local waiter: one holder at every moment, fencing increasing', async () => {
+    engine = new InMemoryRedlock({ retryDelay: 10, retryJitter: 0, fairness: 'across-processes' });
     const first = engine.acquire('h');
     const next = engine.acquire('h');
     const a = await first;
