@@ -5,7 +5,7 @@
  */
 export * from './errors';
 export { Lock } from './lock';
-export type { ReleaseResult, LockOwner } from './lock';
+export type { ReleaseResult, LockOwner, LockedRoutine } from './lock';
 export { Redlock } from './redlock';
 export { SERIALIZED_LOCK_VERSION } from './portable';
 export type { SerializedLock } from './portable';
@@ -16,7 +16,6 @@ export { semaphoreQuorum } from './kinds/quorum-rule';
 export type {
   AcquireOptions,
   UsingOptions,
-  LockedRoutine,
   MasterHealth,
   RedlockHealth,
   RedlockFootprint,

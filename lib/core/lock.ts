@@ -18,6 +18,9 @@ export type { ReleaseResult } from './quorum/protocol';
  * {@link expire}, {@link markReleased}), the expiry timer behind its signal.
  */
 
+/** The routine run by {@link Redlock.using}. */
+export type LockedRoutine<T> = (signal: AbortSignal, lock: Lock) => Promise<T> | T;
+
 /** The engine operations a {@link Lock} delegates to. */
 export interface LockOwner {
   release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult>;
@@ -59,12 +62,12 @@ export interface LockState {
   lockAtLeastFor?: number;
   /**
    * Told once when the lock ends — released by its holder (before the release is sent) or found
-   * lost: the engine's local queue wakes the next waiter (policy/local-queue.ts).
+   * lost: the engine's local queue wakes the next waiter (fair/fair-queue.ts).
    */
   onEnd?: () => void;
   /**
    * Other engines were seen waiting for this plain lock of one resource when it was granted: its
-   * release passes it to the one that waited longest (policy/local-queue.ts `announceAs`).
+   * release passes it to the one that waited longest (fair/fair-queue.ts `announceAs`).
    */
   othersWait?: boolean;
 }

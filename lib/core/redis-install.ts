@@ -21,7 +21,7 @@
  * master only; an install that fewer than a quorum announced within the request timeout, or
  * that the announcements show can no longer reach one (`Installs.news`), on every master (and
  * taken off the park where it is still parked: install-undo.ts `unpark`); a grant with no local
- * waiter to take it (policy/installed.ts) like any lock.
+ * waiter to take it (fair/installed.ts) like any lock.
  */
 import { withFields } from './fields';
 import { monotonicNow } from './clock';

@@ -1,4 +1,4 @@
-import { RESERVE_MS } from './policy/streak';
+import { RESERVE_MS } from './fair/streak';
 import { Timeline } from './policy/timeline';
 import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';

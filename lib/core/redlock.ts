@@ -4,12 +4,12 @@ import type { RedlockObserver } from './events';
 import { HeldLocks } from './held';
 import { lockKey } from './keys';
 import { expire, lockState, ownedState } from './lock';
-import type { Lock, LockState, ReleaseResult } from './lock';
+import type { Lock, LockState, LockedRoutine, ReleaseResult } from './lock';
 import { withFields } from './fields';
 import { acquireLoop } from './policy/acquire-loop';
 import { InflightAttempts, refuseLate } from './policy/inflight';
 import { FifoQueue } from './policy/fifo-queue';
-import { LocalQueue } from './policy/local-queue';
+import { FairQueue } from './fair/fair-queue';
 import type { WaitingPolicy } from './policy/waiting';
 import { attemptOnStore, createLock, tryOnce } from './policy/attempt';
 import type { AttemptContext } from './policy/attempt';
@@ -31,7 +31,6 @@ import { MAX_TIMER_MS, checkInteger, resolveSettings } from './settings';
 import type { RedlockClient, RedlockSettings, ResolvedSettings } from './settings';
 import type {
   AcquireOptions,
-  LockedRoutine,
   RedlockFootprint,
   RedlockHealth,
   ReleaseOptions,
@@ -72,7 +71,7 @@ export class Redlock {
   private readonly draining = new AbortController();
   /**
    * Order and wake-ups of this engine's waiting acquires (policy/waiting.ts): policy/fifo-queue.ts
-   * by default, policy/local-queue.ts with `fairness: 'across-processes'`.
+   * by default, fair/fair-queue.ts with `fairness: 'across-processes'`.
    */
   private readonly queue: WaitingPolicy<unknown>;
 
@@ -108,7 +107,7 @@ export class Redlock {
       observers: this.observers,
     };
     if (this.settings.fairness === 'across-processes') {
-      const fair = new LocalQueue(this.store, this.draining.signal);
+      const fair = new FairQueue(this.store, this.draining.signal);
       this.queue = fair;
       this.releasing = withFields(this.policy, {
         held: this.held,

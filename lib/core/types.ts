@@ -1,5 +1,3 @@
-import type { Lock } from './lock';
-
 /** Public option, health and footprint types of the engine ({@link Redlock}). */
 
 /** Per-call options of {@link Redlock.acquire}. Unset fields fall back to the engine settings. */
@@ -122,6 +120,3 @@ export interface ResourceInspection {
    */
   readonly ttl: number;
 }
-
-/** The routine run by {@link Redlock.using}. */
-export type LockedRoutine<T> = (signal: AbortSignal, lock: Lock) => Promise<T> | T;

@@ -75,7 +75,7 @@ export class InMemoryStore implements LockStore {
       return { refusal: 'unavailable', votes: [vote('error', 'simulated outage')] };
     }
     const kind = req.kind ?? MUTEX_SPEC;
-    // A local hand-over (core/policy/handover.ts): the releasing holder's plain lock counts as free.
+    // A local hand-over (core/fair/handover.ts): the releasing holder's plain lock counts as free.
     const from = kind.name === 'mutex' ? req.handoverFrom : undefined;
     const answers = resources.map((r) => {
       const slot = this.live(r, now);

@@ -12,7 +12,7 @@ import { fenceKey, lockKey, markerKey } from '../../lib/core/keys';
 import { pollKey, waitKey } from '../../lib/core/kinds/kind-keys';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockSettings } from '../../lib/core/settings';
-import { MAX_LOCAL_STREAK } from '../../lib/core/policy/streak';
+import { MAX_LOCAL_STREAK } from '../../lib/core/fair/streak';
 import { SLOTS, keySlot, slotTag } from '../../lib/core/slot';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';
 import { observedStore } from '../harness/engines';

@@ -11,11 +11,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { LockAbortedError, LockContendedError } from '../../lib/core/errors';
 import type { Lock } from '../../lib/core/lock';
-import {
-  MAX_ALONE_STREAK,
-  MAX_INSTALL_STREAK,
-  MAX_LOCAL_STREAK,
-} from '../../lib/core/policy/streak';
+import { MAX_ALONE_STREAK, MAX_INSTALL_STREAK, MAX_LOCAL_STREAK } from '../../lib/core/fair/streak';
 import type { AttemptOutcome, AttemptRequest } from '../../lib/core/policy/store';
 import { Redlock } from '../../lib/core/redlock';
 import type { Fairness, RedlockSettings } from '../../lib/core/settings';
@@ -420,7 +416,7 @@ describe.each(['local', 'across-processes'] as const)('fairness: %s', (mode) => 
   });
 });
 
-// Fairness across processes (policy/local-queue.ts, docs/handover-across-processes.md).
+// Fairness across processes (fair/fair-queue.ts, docs/handover-across-processes.md).
 describe("fairness: 'across-processes' only", () => {
   beforeAll(() => {
     fairness = 'across-processes';
@@ -575,7 +571,7 @@ describe("fairness: 'across-processes' only", () => {
     it('without release announcements (handoff: false), a polling engine is not starved', async () => {
       // No pub/sub: the other engine's waiters poll. Its refused attempts leave poll marks; the
       // busy engine's hand-overs see them and let go after MAX_LOCAL_STREAK, holding its own
-      // waiters back until the pollers had their turn (policy/streak.ts).
+      // waiters back until the pollers had their turn (fair/streak.ts).
       const settings = { handoff: false, retryDelay: 10, retryJitter: 10, retryCount: 100_000 };
       const a = engine(settings);
       const b = engine(settings);

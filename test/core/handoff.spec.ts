@@ -104,7 +104,7 @@ it('wakes a waiter as soon as the holder releases, then unsubscribes once it let
   expect(Date.now() - started).toBeLessThan(5000); // the retry timer alone would take 5 s
   expect(next.attempts).toBeLessThanOrEqual(4);
   // The queue of a contended resource is kept, with its watch, while its holder holds, and
-  // LINGER_MS after (policy/local-queue.ts): then nothing is left subscribed.
+  // LINGER_MS after (fair/fair-queue.ts): then nothing is left subscribed.
   expect(await subscribers(waiter.keyOf(r))).toBe(5);
   await next.release();
   await waitUntil(async () => (await subscribers(waiter.keyOf(r))) === 0);

@@ -128,7 +128,7 @@ function holderKind(
     },
 
     release(token, keys, announce, keepFor): ScriptCall {
-      // Only plain locks yield or pass (policy/local-queue.ts); a holder set's release is announced
+      // Only plain locks yield or pass (fair/fair-queue.ts); a holder set's release is announced
       // plainly.
       const args = [
         token,

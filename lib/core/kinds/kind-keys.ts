@@ -25,7 +25,7 @@ export function waitKey(prefix: string, resource: string): string {
  * Redis key of the poll mark of a resource (same Cluster slot as its lock key): a plain lock
  * that will retry and is refused by another plain lock raises it for one retry interval, so the
  * holder's process learns that someone polls for the resource (scripts/mutex.ts, FAIR_ACQUIRE_SCRIPT;
- * policy/streak.ts). Unlike the writer-waiting flag it holds back no one: readers ignore it.
+ * fair/streak.ts). Unlike the writer-waiting flag it holds back no one: readers ignore it.
  */
 export function pollKey(prefix: string, resource: string): string {
   return `${prefix}poll:${lockKey(prefix, resource).slice(prefix.length)}`;
@@ -34,7 +34,7 @@ export function pollKey(prefix: string, resource: string): string {
 /**
  * Redis key of the order of a resource (same Cluster slot as its lock key): a sorted set of the
  * engines waiting for it, scored by when each began to wait, and the reservation a yield leaves
- * for the one that waited longest (scripts/mutex.ts; policy/streak.ts, "Ordered yields").
+ * for the one that waited longest (scripts/mutex.ts; fair/streak.ts, "Ordered yields").
  */
 export function orderKey(prefix: string, resource: string): string {
   return `${prefix}order:${lockKey(prefix, resource).slice(prefix.length)}`;

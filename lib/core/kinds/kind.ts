@@ -51,18 +51,18 @@ export interface AcquireInput {
    */
   readonly pollKeys?: readonly string[] | undefined;
   /**
-   * A local hand-over (policy/handover.ts; mutex only): the token of this process's releasing
+   * A local hand-over (fair/handover.ts; mutex only): the token of this process's releasing
    * holder — keys holding it count as free and are overwritten. Other kinds never get one.
    */
   readonly handoverFrom?: string | undefined;
   /**
-   * Defer to pollers (policy/streak.ts; mutex only, with the `pollKeys`): a free key on which
+   * Defer to pollers (fair/streak.ts; mutex only, with the `pollKeys`): a free key on which
    * another engine's poll mark is up refuses the attempt instead of being taken, and the mark
    * gets this engine's id appended (scripts/mutex.ts FAIR_ACQUIRE_SCRIPT, `defer`).
    */
   readonly defer?: boolean | undefined;
   /**
-   * Ordered yields (policy/streak.ts; mutex only, one resource, with the `pollKeys`): the order
+   * Ordered yields (fair/streak.ts; mutex only, one resource, with the `pollKeys`): the order
    * key (kind-keys.ts `orderKey`) and when this engine began to wait for the resource (wall
    * ms): a refusal by another engine's lock enters the engine there, a grant removes it, and a
    * free key reserved for another engine by a yield refuses (scripts/mutex.ts FAIR_ACQUIRE_SCRIPT).
@@ -85,7 +85,7 @@ export interface AcquireInput {
 }
 
 /**
- * Ordered yields (policy/streak.ts): the order keys of a yield's lock keys (kind-keys.ts
+ * Ordered yields (fair/streak.ts): the order keys of a yield's lock keys (kind-keys.ts
  * `orderKey`, one per lock key), how long (ms) the yield reserves them for the engine that has
  * waited longest, and since when (wall ms) the yielding engine's own waiters wait: it joins the
  * order with that score. Kinds without an order ignore it.
@@ -122,10 +122,10 @@ export interface YieldOrder {
 
 /**
  * How a release is announced to waiters (masters/handoff.ts): not, as a release, as a clean-up,
- * as a yield (a plain lock's holder lets other processes go first: policy/local-queue.ts), or
+ * as a yield (a plain lock's holder lets other processes go first: fair/fair-queue.ts), or
  * as a pass (a plain lock released while other engines wait for it goes to the one that waited
  * longest, like a yield's, without the releasing engine joining the order: a release when none
- * waits; policy/local-queue.ts `announceAs`).
+ * waits; fair/fair-queue.ts `announceAs`).
  */
 export type Announce = false | 'release' | 'cleanup' | 'yield' | 'pass';
 
@@ -152,7 +152,7 @@ export interface AcquireAnswer {
   /**
    * Granted by a local hand-over (mutex only): the most subscriber connections any of the
    * resources' release channels has on this master — this engine's own watch included
-   * (policy/local-queue.ts: whether another engine waits).
+   * (fair/fair-queue.ts: whether another engine waits).
    */
   readonly watchers?: number;
   /**
@@ -163,7 +163,7 @@ export interface AcquireAnswer {
   /**
    * Granted while other engines wait for the resource in the masters' order (mutex, one
    * resource: FAIR_ACQUIRE_SCRIPT's `{2, age, …}`): the lock's release is a pass
-   * (policy/local-queue.ts `announceAs`), not a plain release that its own process could win.
+   * (fair/fair-queue.ts `announceAs`), not a plain release that its own process could win.
    */
   readonly othersWait?: boolean;
   /**

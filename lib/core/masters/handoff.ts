@@ -40,7 +40,7 @@ interface Channel {
  * watchers are told which it was.
  *
  * The notifier only maps announcements to watchers. Who goes first is decided by the engine's
- * local queue (lib/core/policy/local-queue.ts): it keeps one watch per contended resource and
+ * local queue (lib/core/fair/fair-queue.ts): it keeps one watch per contended resource and
  * wakes the head of that resource's queue — waiters never poll while a holder is alive.
  *
  * - A channel is subscribed with its first watch and unsubscribed with its last; its entry (and
@@ -254,7 +254,7 @@ export class ReleaseNotifier {
       }
     }
     // Every master that deleted a key announces the token: listeners hear the first as news and
-    // the others as repeats (policy/local-queue.ts wakes a head refused by that holder again).
+    // the others as repeats (fair/fair-queue.ts wakes a head refused by that holder again).
     const repeat = ch.recent.includes(message);
     if (!repeat) {
       ch.recent.push(message);
@@ -289,7 +289,7 @@ export class ReleaseNotifier {
    * releases of every slot (ioredis subscribes on one node and moves on a failover). The
    * masters' subscriber count in a hand-over (PUBSUB NUMSUB, scripts/mutex.ts) is per node, so
    * on a Cluster of several nodes another engine's watch may go unseen: the local streak is then
-   * bounded by MAX_ALONE_STREAK instead of MAX_INSTALL_STREAK (policy/streak.ts) — still bounded.
+   * bounded by MAX_ALONE_STREAK instead of MAX_INSTALL_STREAK (fair/streak.ts) — still bounded.
    */
   private subscriberFor(node: MasterNode): Redis | Cluster {
     let sub = this.subscribers.get(node.index);

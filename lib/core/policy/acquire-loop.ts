@@ -10,41 +10,8 @@ import type { LockErrorDetail, NodeVote, NoQuorumError } from '../errors';
 import type { Lock } from '../lock';
 import type { CheckedAcquire } from '../request';
 import type { Grant, LockStore } from './store';
+import type { AttemptResult } from './attempt-result';
 import type { AttemptHints, WaitingPolicy } from './waiting';
-
-/**
- * What a granted attempt told of other engines waiting (fair mode, policy/queue-lines.ts
- * `othersWaited`; from `Grant`'s fields of the same names). Absent in the default mode.
- */
-export interface GrantNews {
-  /** A hand-over's grant: the release watchers the masters counted (`Grant.watchers`). */
-  readonly watchers?: number;
-  /** A hand-over's grant: the longest poll mark the masters had (ms, `Grant.polled`). */
-  readonly polled?: number;
-  /** Other engines waited in the masters' order (`Grant.othersWait`). */
-  readonly othersWait?: boolean;
-  /** Installed by another engine's yield or pass. */
-  readonly installed?: boolean;
-}
-
-/** The outcome of one attempt as the policy sees it: a lock, or the error and its clean-up. */
-export type AttemptResult =
-  | (GrantNews & {
-      readonly lock: Lock;
-      readonly cleanup?: undefined;
-      /** A hand-over's grant: every master's final vote on the take-over (`Grant.takenOver`). */
-      readonly takenOver?: Promise<readonly NodeVote[]>;
-    })
-  | {
-      readonly lock?: undefined;
-      readonly cleanup?: Promise<void>;
-      /** ShuttingDownError: granted after the engine began to drain (released at once). */
-      readonly error: LockContendedError | NoQuorumError | ShuttingDownError;
-      /** Contended by one holder with a quorum: its token (see `AttemptOutcome`). */
-      readonly heldBy?: string;
-      /** The wait start the attempt sent, when ordered (see `AttemptOutcome`). */
-      readonly waitSince?: number;
-    };
 
 /** What the acquire loop needs from the engine (`W`: the waiting policy's ticket). */
 export interface LoopContext<W = unknown> {
@@ -55,7 +22,7 @@ export interface LoopContext<W = unknown> {
   readonly draining: AbortSignal;
   /** The per-master request timeout (bounds one attempt; part of the retry budget). */
   readonly requestTimeout: number;
-  /** Hand-over across processes: a lock of an installed grant (policy/local-queue.ts). */
+  /** Hand-over across processes: a lock of an installed grant (fair/fair-queue.ts). */
   adopt(grant: Grant, attemptNo: number): Lock;
   /** Turns a grant into the caller's lock (`lockAtLeastFor`, the `acquired` event). */
   granted(lock: Lock, started: number, lockAtLeastFor: number | undefined): Lock;
@@ -142,7 +109,7 @@ export async function acquireLoop<W>(
       }
       attempts++;
       const sentAt = monotonicNow();
-      // Fair mode: a local hand-over to take, a deferral, the wait start (policy/local-queue.ts).
+      // Fair mode: a local hand-over to take, a deferral, the wait start (fair/fair-queue.ts).
       const hints = ticket !== undefined ? queue.beforeAttempt?.(ticket) : undefined;
       let result: AttemptResult | undefined;
       try {

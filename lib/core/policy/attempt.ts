@@ -8,7 +8,8 @@ import { grantState, mintLock, scheduleExpiry } from '../lock';
 import type { Lock, LockOwner, LockState } from '../lock';
 import type { CheckedAcquire } from '../request';
 import type { ResolvedSettings } from '../settings';
-import type { AttemptResult, LoopContext } from './acquire-loop';
+import type { LoopContext } from './acquire-loop';
+import type { AttemptResult } from './attempt-result';
 import type { Observers } from './observers';
 import type { AttemptOutcome, Grant, LockStore } from './store';
 import type { AttemptHints } from './waiting';
@@ -25,7 +26,7 @@ export interface AttemptContext {
 
 /**
  * One attempt on the store (with the waiting policy's `hints`, fair mode: taking the lock over
- * from this engine's releasing holder, policy/handover.ts; deferring to other engines' pollers,
+ * from this engine's releasing holder, fair/handover.ts; deferring to other engines' pollers,
  * `AttemptRequest.defer`; the wait start): a tracked lock, or the typed reason it was not
  * granted. Another kind
  * of lock at a resource rejects with {@link KindMismatchError} once the attempt's clean-up is

@@ -3,7 +3,7 @@ import { ShuttingDownError } from '../errors';
 import { lockState } from '../lock';
 import type { Lock } from '../lock';
 import type { CheckedAcquire } from '../request';
-import type { AttemptResult } from './acquire-loop';
+import type { AttemptResult } from './attempt-result';
 import { releaseLock } from './release';
 import type { ReleaseContext } from './release';
 

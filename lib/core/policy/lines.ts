@@ -2,8 +2,8 @@
  * The records of a waiting policy (policy/waiting.ts): an acquire's ticket, its slot in the line
  * of each of its resources, and the line (FIFO) of one resource — with the questions asked of
  * them: who is admitted, until when local holders keep a ticket back, who is at the front. The
- * default policy (policy/fifo-queue.ts) uses them as they are; the fair one (policy/local-queue.ts,
- * policy/queue-lines.ts) extends them.
+ * default policy (policy/fifo-queue.ts) uses them as they are; the fair one (fair/fair-queue.ts,
+ * fair/queue-lines.ts) extends them.
  */
 import { withFields } from '../fields';
 import { monotonicNow } from '../clock';

@@ -6,9 +6,8 @@ import type { Lock, LockState, ReleaseResult } from '../lock';
 import type { ResolvedSettings } from '../settings';
 import type { ReleaseOptions } from '../types';
 import { checkInteger, checkNames, checkObject } from '../validate';
-import { handoverResult, notTakenOver, takeOverVotes } from './handover';
-import type { Handover } from './handover';
 import type { Observers } from './observers';
+import type { LocalHandover } from './waiting';
 import type { Grant, LockStore } from './store';
 
 /** What a release needs from the engine. */
@@ -17,9 +16,16 @@ export interface ReleaseContext {
   readonly settings: ResolvedSettings;
   readonly observers: Observers;
   readonly held: HeldLocks;
-  /** Starts a local hand-over of `lock` (policy/handover.ts), when a local waiter may take it. */
-  readonly handover?: (lock: Lock, token: string, installedBy?: string) => Handover | undefined;
-  /** How the release of `lock`, once ended, is announced (policy/local-queue.ts `announceAs`). */
+  /**
+   * Fair mode: starts a local hand-over of `lock` (fair/handover.ts), when a local waiter may
+   * take it.
+   */
+  readonly handover?: (
+    lock: Lock,
+    token: string,
+    installedBy?: string,
+  ) => LocalHandover | undefined;
+  /** How the release of `lock`, once ended, is announced (fair/fair-queue.ts `announceAs`). */
   readonly announceAs?: (lock: Lock, s: LockState) => 'release' | 'yield' | 'pass';
 }
 
@@ -85,7 +91,7 @@ export function checkReleaseOptions(
  * compare-and-delete, announced to waiters — or, while the lock's `lockAtLeastFor` has not
  * passed since the grant, compare-and-pexpire of its keys to the remainder, not announced (the
  * resource stays locked until then; keys no longer ours are untouched). A plain lock that the
- * next local waiter may take is handed over to it instead (policy/handover.ts).
+ * next local waiter may take is handed over to it instead (fair/handover.ts).
  */
 export async function releaseLock(
   ctx: ReleaseContext,
@@ -113,18 +119,10 @@ export async function releaseLock(
   ctx.held.delete(lock);
   let result: ReleaseResult;
   if (handover) {
-    const taken = await takeOverVotes(await handover.done);
-    const rest = notTakenOver(taken);
-    if (!taken || !rest)
-      result = await ctx.store.release(grant, false); // (no hand-over with waitAll)
-    else {
-      const others =
-        rest.length > 0 ? await ctx.store.release(grant, false, undefined, rest) : undefined;
-      result = handoverResult(taken, others);
-    }
+    result = await handover.finish(ctx.store, grant); // (no hand-over with waitAll)
   } else {
     // A lock whose next local waiter yields to other processes, or that other processes waited
-    // for, goes to the one that waited longest (a yield or a pass: policy/local-queue.ts
+    // for, goes to the one that waited longest (a yield or a pass: fair/fair-queue.ts
     // `announceAs`); kept keys are not announced at all.
     const announce = keepFor === undefined ? (ctx.announceAs?.(lock, s) ?? 'release') : 'release';
     result = await ctx.store.release(grant, waitAll, keepFor, undefined, announce);

@@ -39,22 +39,22 @@ export interface Grant {
   /** The kind of lock granted; a plain lock (mutex) when absent. */
   readonly kind?: LockKindSpec;
   /**
-   * A local hand-over's grant (policy/handover.ts): the most release watchers (engines
+   * A local hand-over's grant (fair/handover.ts): the most release watchers (engines
    * subscribed to the resources' release announcements, this one's included) that a granting
    * master counted; `Infinity` when one did not say. The local queue reads from it whether
-   * other engines wait (policy/streak.ts `mustYield`). Absent for other grants.
+   * other engines wait (fair/streak.ts `mustYield`). Absent for other grants.
    */
   readonly watchers?: number;
   /**
    * A local hand-over's grant: the longest remaining poll mark a granting master had on the
    * resources (ms; 0 when none) — another engine's plain lock was refused there and will poll
-   * again within it (policy/streak.ts). Absent for other grants.
+   * again within it (fair/streak.ts). Absent for other grants.
    */
   readonly polled?: number;
   /**
    * Other engines waited for the resource when it was granted (a granting master had them in
    * its order: ordered yields, one plain resource): its release is a pass to the one that waited
-   * longest (policy/local-queue.ts `announceAs`), even for a lock taken at the first attempt.
+   * longest (fair/fair-queue.ts `announceAs`), even for a lock taken at the first attempt.
    * Absent or false otherwise, and from stores without the order.
    */
   readonly othersWait?: boolean;
@@ -62,7 +62,7 @@ export interface Grant {
    * A local hand-over's grant: every master's final vote on the take-over, once each answered
    * or its per-node timeout passed (the verdict came at a quorum, maybe before some of them).
    * The releasing holder releases its keys only where the take-over was not `ok` in the end
-   * (policy/handover.ts). Absent for other grants, and from stores that do not tell.
+   * (fair/handover.ts). Absent for other grants, and from stores that do not tell.
    */
   readonly takenOver?: Promise<readonly NodeVote[]>;
   /**
@@ -87,24 +87,24 @@ export interface AttemptRequest {
   /** A plain lock refused by shared readers keeps their writer-waiting flag up this long (ms). */
   readonly writerWait?: number;
   /**
-   * A local hand-over (policy/handover.ts; plain locks only): the token of this engine's holder
+   * A local hand-over (fair/handover.ts; plain locks only): the token of this engine's holder
    * that releases the lock to this attempt. Keys holding it count as free and are taken over.
    */
   readonly handoverFrom?: string;
   /**
    * With `handoverFrom`: the releasing holder's `Grant.installedBy`, carried on to this attempt's
-   * grant (policy/handover.ts `Handover.installedBy`). Stores without installs ignore it.
+   * grant (fair/handover.ts `Handover.installedBy`). Stores without installs ignore it.
    */
   readonly installedBy?: string;
   /**
-   * Defer to pollers (plain locks that retry; policy/streak.ts): this engine just let the
+   * Defer to pollers (plain locks that retry; fair/streak.ts): this engine just let the
    * resource go to the pollers of other engines, so a free key on which another engine's poll
    * mark is up refuses this attempt instead of being taken (and the mark then names this engine
    * too: scripts/mutex.ts ACQUIRE_SCRIPT). Stores without poll marks ignore it.
    */
   readonly defer?: boolean;
   /**
-   * Ordered yields (plain locks that retry; policy/streak.ts): since when this engine waits for
+   * Ordered yields (plain locks that retry; fair/streak.ts): since when this engine waits for
    * the resource (wall ms; the attempt's own time when absent). The masters order the waiting
    * engines by it, and a yield reserves the resource for the one that waited longest. Stores
    * without the order ignore it.
@@ -171,7 +171,7 @@ export type ExtendOutcome =
  * resource; `cleanup`, the keys of another engine's failed attempt were deleted (not a holder's
  * release); `yield`, a holder whose engine has more local waiters released it so that other
  * processes' waiters go first — they attempt in the order of how long they waited
- * (policy/streak.ts, raceDelay); `subscribed`, not a release: the watch had resolved with no
+ * (fair/streak.ts, raceDelay); `subscribed`, not a release: the watch had resolved with no
  * master's confirmation and one came now (a subscriber connection slow to be made), so a
  * release announced before it was heard by nobody — waiters should try again (token: empty).
  * Also told when a master's subscriber connection was lost and its subscriptions are confirmed
@@ -184,7 +184,7 @@ export type Announced = 'release' | 'cleanup' | 'yield' | 'subscribed';
  * keys were deleted, and `repeat` when another master already announced that token (every
  * master that deleted a key announces it; the first is not a `repeat`). `reserved`: the master
  * reserved the key, on an ordered yield, for this engine (`'own'`) or for another one
- * (`'other'`); undefined when it reserved it for nobody (policy/streak.ts `RESERVE_MS`).
+ * (`'other'`); undefined when it reserved it for nobody (fair/streak.ts `RESERVE_MS`).
  * `installed`: the yield, reserved for this engine, installed its parked token instead
  * (docs/handover-across-processes.md): the outcome comes through `LockStore.onInstalled`.
  */
@@ -270,10 +270,10 @@ export interface LockStore {
    * Compare-and-delete; `waitAll` waits for every master, not just a quorum. With `keepFor`
    * (ms, > 0: `lockAtLeastFor`), compare-and-pexpire to `keepFor` instead: keys still holding
    * the grant's token stay, with that TTL; nothing is announced to waiters. `only`: on those
-   * masters (indexes) only, the others vote `held` (after a local hand-over: policy/handover.ts).
+   * masters (indexes) only, the others vote `held` (after a local hand-over: fair/handover.ts).
    * `announce`: how the release is announced (default `'release'`; `'yield'` when the engine's
    * next local waiter lets other processes' waiters go first, `'pass'` when other engines wait
-   * for the lock: policy/local-queue.ts `announceAs`).
+   * for the lock: fair/fair-queue.ts `announceAs`).
    */
   release(
     grant: Grant,
@@ -291,7 +291,7 @@ export interface LockStore {
   health(): Promise<MasterHealth[]>;
   /**
    * Calls `onRelease` whenever a release of `resource` is announced (by this process or any
-   * other), until the watch is stopped. The engine's local queue (policy/local-queue.ts) keeps
+   * other), until the watch is stopped. The engine's local queue (fair/fair-queue.ts) keeps
    * one watch per contended resource and wakes the head of its queue. See
    * {@link AnnouncementListener}.
    * `undefined` when the store announces nothing; waiters then poll.

@@ -4,7 +4,8 @@ import type { Lock, ReleaseResult } from '../lock';
 import { checkAcquire } from '../request';
 import { describe } from '../settings';
 import type { ResolvedSettings } from '../settings';
-import type { AcquireOptions, LockedRoutine, UsingOptions } from '../types';
+import type { LockedRoutine } from '../lock';
+import type { AcquireOptions, UsingOptions } from '../types';
 import { takeLockAtLeastFor } from './release';
 import {
   USING_OPTION_NAMES,

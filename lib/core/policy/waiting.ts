@@ -1,7 +1,8 @@
 import type { LockContendedError, LockErrorDetail, NodeVote } from '../errors';
 import type { Lock, LockState } from '../lock';
-import type { AttemptResult, GrantNews } from './acquire-loop';
-import type { Grant } from './store';
+import type { AttemptResult, GrantNews } from './attempt-result';
+import type { ReleaseResult } from '../quorum/protocol';
+import type { Grant, LockStore } from './store';
 
 /**
  * The waiting seam: what the acquire loop (policy/acquire-loop.ts) asks around each attempt of
@@ -12,7 +13,7 @@ import type { Grant } from './store';
  * Two policies implement it, chosen by the `fairness` setting:
  * - `'local'` (the default, policy/fifo-queue.ts): a FIFO per resource inside the process, one
  *   attempt at a time per resource, woken by a local release or a release announcement;
- * - `'across-processes'` (policy/local-queue.ts and docs/handover-across-processes.md): the same
+ * - `'across-processes'` (fair/fair-queue.ts and docs/handover-across-processes.md): the same
  *   FIFO, plus the hand-over across processes that serves the waiters of every process in the
  *   order they began to wait.
  *
@@ -104,6 +105,9 @@ export interface AttemptHints {
 
 /** A local hand-over under way (fair mode, {@link WaitingPolicy.handover}). */
 export interface LocalHandover {
-  /** Settles with the taker's attempt, or `undefined` when it made none. */
-  readonly done: Promise<AttemptResult | undefined>;
+  /**
+   * Ends the release of `grant` once the taker's attempt ended: its keys are released where the
+   * take-over did not land (everywhere when the taker made no attempt or was refused).
+   */
+  finish(store: LockStore, grant: Grant): Promise<ReleaseResult>;
 }

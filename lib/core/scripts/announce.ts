@@ -14,7 +14,7 @@ export const CLEANUP_PREFIX = '~';
 
 /**
  * Prefix of a yield announcement (`^token`, publish flag '3'): a holder let the waiters of other
- * processes go first (policy/local-queue.ts). An ordered yield that reserved the key for an
+ * processes go first (fair/fair-queue.ts). An ordered yield that reserved the key for an
  * engine names it after {@link RESERVED_SEP}: `^token:engineId` (scripts/mutex.ts RELEASE_SCRIPT).
  */
 export const YIELD_PREFIX = '^';

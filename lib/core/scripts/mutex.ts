@@ -52,7 +52,7 @@ const POLL_MARKS_LUA = `
  * With `fair` (FAIR_ACQUIRE_SCRIPT), on each key held by a plain lock of another engine (the
  * engine id starts each token: lib/core/token.ts), the poll mark (KEYS[w0 + n + i], when given)
  * is set to this engine's id for ARGV[7] ms: the holder's process reads it in its next hand-over
- * (policy/streak.ts). Last writer wins; a poller still waiting sets it again at its next attempt.
+ * (fair/streak.ts). Last writer wins; a poller still waiting sets it again at its next attempt.
  */
 function refusedLua(fair: boolean): string {
   return `
@@ -203,7 +203,7 @@ return res
  * and the park, and the attempt goes on. A granted engine stays in the order while other
  * engines are in it (its release, a pass, takes it off): see the granted path.
  *
- * `prev` (a local hand-over, policy/handover.ts): the token of this process's holder that is
+ * `prev` (a local hand-over, fair/handover.ts): the token of this process's holder that is
  * releasing the lock to us. A key holding exactly that token counts as free and is overwritten
  * (token and ttl), so the hand-over is one round with no delete in between and no release
  * announcement; keys of any other holder refuse as usual.
@@ -213,9 +213,9 @@ return res
  * engine then stays in it until its pass) —
  * followed by one fencing counter per key when fencing is on and,
  * for a hand-over (`prev` given), by the largest subscriber count of the keys' release channels
- * (PUBSUB NUMSUB: the watchers of every engine, this one's included; policy/local-queue.ts) and
- * the longest remaining poll mark of another engine on the keys in ms (0: none; policy/streak.ts);
- * `defer` '1' (policy/streak.ts, a yield to pollers): a free key with another engine's poll mark
+ * (PUBSUB NUMSUB: the watchers of every engine, this one's included; fair/fair-queue.ts) and
+ * the longest remaining poll mark of another engine on the keys in ms (0: none; fair/streak.ts);
+ * `defer` '1' (fair/streak.ts, a yield to pollers): a free key with another engine's poll mark
  * refuses the attempt, `{0, age, pttl of the mark}`; no lock key is written, and a mark of one
  * engine id gets `+` and this engine's id appended (its TTL kept): the hand-overs of the engine
  * deferred to, which read any mark other than exactly their own id, then see this one waiting.
@@ -251,7 +251,7 @@ local prev = ARGV[8]
 if prev == '' then prev = nil end
 if ARGV[9] == '1' then
   -- Deferring (ARGV[9]): a waiter of a process that just let the resource go to another
-  -- engine's poller (policy/streak.ts) takes no free key while that engine's poll mark is up
+  -- engine's poller (fair/streak.ts) takes no free key while that engine's poll mark is up
   -- on it (the mark's first engine id): refused, with the mark's remaining time, and the lock
   -- key is not written. The poller takes it; the mark gets this engine's id appended (same
   -- TTL), so that the poller's hand-overs see this engine waiting before it is refused by them.
@@ -331,7 +331,7 @@ if n == 1 then
         local me = ${ENGINE_OF('ARGV[1]')}
         if pk then redis.call('HDEL', pk, me) end
         -- Other engines still wait in the order: the reply says so (2), and this lock's
-        -- release will be a pass (policy/local-queue.ts announceAs), even at a first attempt.
+        -- release will be a pass (fair/fair-queue.ts announceAs), even at a first attempt.
         -- This engine then keeps its place in the order until that pass takes it off
         -- (RELEASE_SCRIPT): this master's vote may not make a grant (too few others agree), and
         -- an engine taken off the order only where it got a vote would be named by the masters

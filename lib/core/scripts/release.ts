@@ -40,7 +40,7 @@ return deleted
  * KEYS: lock keys. ARGV: token, publish flag ('0' no, '1' a release, '2' the clean-up of a
  * failed attempt: published as `~token`, '3' a yield to other processes' waiters: `^token`; see
  * scripts/announce.ts). Returns the number of keys deleted.
- * Ordered yields (policy/streak.ts `RESERVE_MS`): with ARGV[3] = n, the n lock keys are followed
+ * Ordered yields (fair/streak.ts `RESERVE_MS`): with ARGV[3] = n, the n lock keys are followed
  * by their order keys (kinds/kind-keys.ts `orderKey`), and a yield ('3') of a key reserves it
  * for ARGV[4] ms for the engine that has waited longest in its order, other than the yielding
  * one: that engine leaves the order, the member `<until ms>:<engine id>` of score -1 is the
@@ -49,7 +49,7 @@ return deleted
  * attempt. With ARGV[5] (wall ms) the yielding engine joins the order (`NX`: an older entry
  * stays), its local waiters waiting from then on, and the order lives at least ARGV[6] ms more
  * (the longest a lock may be held, and a second).
- * A pass ('4', policy/local-queue.ts `announceAs`: a plain lock released while other engines
+ * A pass ('4', fair/fair-queue.ts `announceAs`: a plain lock released while other engines
  * wait) does the same with ARGV[5] '' (the releasing engine does not join the order, parks
  * nothing: ARGV[7] ''); when no other engine is in the order it is announced as a release.
  * A yield or a pass with order keys does this on a master where the key is free too (not where

@@ -11,7 +11,7 @@ import { script } from './lua';
  * other engine's next refused poll raises its mark again). KEYS: the poll mark, then
  * optionally the resource's order (kinds/kind-keys.ts `orderKey`), from which the engine is
  * taken off too: a yield would otherwise reserve the key for an engine that no longer waits,
- * and the others would stand by for it (policy/announced.ts `standBy`); then optionally the
+ * and the others would stand by for it (fair/announced.ts `standBy`); then optionally the
  * park (kinds/kind-keys.ts `parkKey`), from which the engine's entry is taken off, and the lock
  * key: where it holds one of the tokens ARGV[2..] (tokens the engine parked, which a yield may
  * have installed unheard: docs/handover-across-processes.md), it is deleted and the release

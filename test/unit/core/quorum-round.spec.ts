@@ -104,7 +104,7 @@ describe('one voting round, every pattern on 1–5 masters (majority quorum)', (
       });
   }
 
-  // lateVotes (a hand-over's take-over, policy/handover.ts): the same verdict, then every
+  // lateVotes (a hand-over's take-over, fair/handover.ts): the same verdict, then every
   // master's final vote — whether the round was decided early, by every answer or by its timer.
   for (let n = 1; n <= 4; n++) {
     const quorum = MUTEX.quorum(n, Math.floor(n / 2) + 1);

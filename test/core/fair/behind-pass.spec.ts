@@ -9,14 +9,14 @@
  * on. F's pass then names here the engine that X's pass named elsewhere.
  */
 import { describe, expect, it } from '@jest/globals';
-import { lockKey } from '../../lib/core/keys';
-import { MUTEX } from '../../lib/core/kinds/mutex';
-import { orderKey, parkKey } from '../../lib/core/kinds/kind-keys';
-import type { YieldOrder } from '../../lib/core/kinds/kind';
-import { newEngineId, newToken } from '../../lib/core/token';
-import { FAIR_DEFAULTS, useMasters } from '../harness/engines';
-import { RedisMasters } from '../harness/redis-masters';
-import { uniqueResource } from '../harness/util';
+import { lockKey } from '../../../lib/core/keys';
+import { MUTEX } from '../../../lib/core/kinds/mutex';
+import { orderKey, parkKey } from '../../../lib/core/kinds/kind-keys';
+import type { YieldOrder } from '../../../lib/core/kinds/kind';
+import { newEngineId, newToken } from '../../../lib/core/token';
+import { FAIR_DEFAULTS, useMasters } from '../../harness/engines';
+import { RedisMasters } from '../../harness/redis-masters';
+import { uniqueResource } from '../../harness/util';
 
 const PREFIX = 'lock:';
 const suite = useMasters(1, FAIR_DEFAULTS);

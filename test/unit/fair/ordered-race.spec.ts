@@ -1,5 +1,5 @@
 /**
- * Ordered races after a yield (lib/core/policy/local-queue.ts, raceDelay): two engines' local
+ * Ordered races after a yield (lib/core/fair/fair-queue.ts, raceDelay): two engines' local
  * queues over one announcement bus (a fake store: only release announcements matter here). On
  * a yield announcement the head of the queue that lost more races since its last grant is woken
  * first, whatever the order in which the engines hear it; a plain release wakes every head at
@@ -15,9 +15,9 @@ import {
   RACE_LEVELS,
   RACE_STEP_MS,
   raceDelay,
-} from '../../../lib/core/policy/streak';
-import { LocalQueue } from '../../../lib/core/policy/local-queue';
-import type { Ticket } from '../../../lib/core/policy/local-queue';
+} from '../../../lib/core/fair/streak';
+import { FairQueue } from '../../../lib/core/fair/fair-queue';
+import type { Ticket } from '../../../lib/core/fair/fair-queue';
 import type { LockStore } from '../../../lib/core/policy/store';
 import { bus, fakeClockQueues } from './announce-bus';
 
@@ -39,8 +39,8 @@ async function waiter(
   store: LockStore,
   resource: string,
   lost: number,
-): Promise<{ queue: LocalQueue; ticket: Ticket }> {
-  const queue = new LocalQueue(store, new AbortController().signal);
+): Promise<{ queue: FairQueue; ticket: Ticket }> {
+  const queue = new FairQueue(store, new AbortController().signal);
   queues.push(queue);
   const ticket = queue.join([resource], true);
   for (let i = 0; i < lost; i++) queue.refused(ticket, [], 'holder');
@@ -81,7 +81,7 @@ describe('ordered races', () => {
     const { store, announce } = bus();
     const heads = [];
     for (let i = 0; i < 2; i++) {
-      const queue = new LocalQueue(store, new AbortController().signal);
+      const queue = new FairQueue(store, new AbortController().signal);
       queues.push(queue);
       const ticket = queue.join(['r'], true);
       queue.refused(ticket, [], undefined); // no holder with a quorum: split votes
@@ -123,7 +123,7 @@ describe('ordered races', () => {
 
 describe('a refusal by a holder whose release was already announced', () => {
   // The masters ran the attempt before that release, and its replies were read after the
-  // announcements: nothing is left to wake the waiter (lib/core/policy/local-queue.ts, refused).
+  // announcements: nothing is left to wake the waiter (lib/core/fair/fair-queue.ts, refused).
   it('asks for a retry at once the first time, then for polling; other holders as before', async () => {
     const { store, announce } = bus();
     const { queue, ticket } = await waiter(store, 'r', 0);

@@ -1,21 +1,21 @@
 /**
  * What a release announcement heard from the masters (another engine's release or yield, or
- * this engine's own yield) does to the head of a resource's local queue (policy/local-queue.ts
+ * this engine's own yield) does to the head of a resource's local queue (fair/fair-queue.ts
  * `handOff`): attempt at once, after a delay, or stand by. The rules' constants and reasons:
- * policy/streak.ts. Efficiency and fairness only: the masters decide who holds a lock.
+ * fair/streak.ts. Efficiency and fairness only: the masters decide who holds a lock.
  */
 import { monotonicNow } from '../clock';
 import { installHeard } from './installed';
-import { countHeard } from './lines';
+import { countHeard } from '../policy/lines';
 import type { Line } from './queue-lines';
-import type { Announced, Reserved } from './store';
+import type { Announced, Reserved } from '../policy/store';
 import { COLLISION_SPREAD_MS, STAND_BY_MS, YIELD_MS, raceDelay } from './streak';
-import type { Timeline } from './timeline';
+import type { Timeline } from '../policy/timeline';
 
 /**
  * One master's announcement for `line`'s resource (what the release watch of the queue hears,
  * masters/handoff.ts; `heard` as an `AnnouncementListener` gets it), applied to the line: counted,
- * and the head woken through `hooks.handOff` (policy/local-queue.ts `handOff`) when it should
+ * and the head woken through `hooks.handOff` (fair/fair-queue.ts `handOff`) when it should
  * attempt; `hooks.owns` tells whether a token is this engine's (`LockStore.ownsToken`).
  */
 export function heardOn(
@@ -36,7 +36,7 @@ export function heardOn(
   if (announced !== 'cleanup') countHeard(line, token);
   if (line.deferring && announced !== 'cleanup' && hooks.owns(token) === false) {
     // Another engine's holder let the resource go: a poller took it since this queue yielded
-    // to the pollers, and the deferral is over as at a refusal by that holder (local-queue.ts
+    // to the pollers, and the deferral is over as at a refusal by that holder (fair-queue.ts
     // `refused`). Woken by such announcements, this queue's attempts ran while the key was
     // free, so no holder refused them: they kept deferring to the joined mark (scripts/mutex.ts)
     // until it expired while that engine's waiters took the key again and again — the streak
@@ -106,7 +106,7 @@ export function announcedDelay(
 
 /**
  * Ordered yields: the masters keep the resource for another engine, named by the yield, for
- * RESERVE_MS (policy/streak.ts), and the head stands by instead of attempting into that
+ * RESERVE_MS (fair/streak.ts), and the head stands by instead of attempting into that
  * reservation. An engine in the order (`Line.ordered`) will be named in turn, and every
  * announcement tells that the resource moved on, so the head is woken only when none came for
  * STAND_BY_MS — the named engine never took the key (gone, or its attempt failed). An engine

@@ -1,12 +1,12 @@
 /**
- * Hand-over across processes, the local queue's part (lib/core/policy/local-queue.ts
+ * Hand-over across processes, the local queue's part (lib/core/fair/fair-queue.ts
  * `installed`): a grant installed for this engine goes to the head of its resource's queue —
  * taken by its next turn of the acquire loop — only when that head is a plain, single-resource
  * request of the grant's ttl; otherwise (no queue, another ttl) the grant is released at once.
  * A failed install wakes the head, which attempts as usual. Pure logic: a fake store.
  */
 import { describe, expect, it, jest } from '@jest/globals';
-import { LocalQueue } from '../../../lib/core/policy/local-queue';
+import { FairQueue } from '../../../lib/core/fair/fair-queue';
 import type { Grant, LockStore } from '../../../lib/core/policy/store';
 
 function fakeStore() {
@@ -38,7 +38,7 @@ const grantOf = (resource: string, ttl: number): Grant => ({
 describe('installed grants in the local queue', () => {
   it('the sleeping head of the queue takes a grant of its ttl', async () => {
     const { store, release, install } = fakeStore();
-    const queue = new LocalQueue(store, new AbortController().signal);
+    const queue = new FairQueue(store, new AbortController().signal);
     const ticket = queue.join(['r'], true, 5000);
     const slept = queue.sleep(ticket, Infinity, undefined);
     const grant = grantOf('r', 5000);
@@ -51,7 +51,7 @@ describe('installed grants in the local queue', () => {
 
   it('a grant nobody here can take is released at once', () => {
     const { store, release, install } = fakeStore();
-    const queue = new LocalQueue(store, new AbortController().signal);
+    const queue = new FairQueue(store, new AbortController().signal);
     const ticket = queue.join(['r'], true, 5000);
     void queue.sleep(ticket, Infinity, undefined);
     const otherTtl = grantOf('r', 6000);
@@ -75,7 +75,7 @@ describe('installed grants in the local queue', () => {
     const { store } = fakeStore();
     const unmark = jest.fn();
     Object.assign(store, { hasParked: () => true, unmarkPolling: unmark });
-    const queue = new LocalQueue(store, new AbortController().signal);
+    const queue = new FairQueue(store, new AbortController().signal);
     const ticket = queue.join(['r'], true, 5000);
     queue.leave(ticket);
     expect(unmark).toHaveBeenCalledWith('r');
@@ -84,7 +84,7 @@ describe('installed grants in the local queue', () => {
 
   it('a failed install wakes the head, which attempts', async () => {
     const { store, install } = fakeStore();
-    const queue = new LocalQueue(store, new AbortController().signal);
+    const queue = new FairQueue(store, new AbortController().signal);
     const ticket = queue.join(['r'], true, 5000);
     const slept = queue.sleep(ticket, Infinity, undefined);
     install('r', undefined);

@@ -1,9 +1,7 @@
 import type { NodeVote } from '../errors';
 import type { ReleaseResult } from '../quorum/protocol';
-import type { Lock } from '../lock';
-import type { AttemptResult } from './acquire-loop';
-import type { Line } from './queue-lines';
-import { mustYield } from './streak';
+import type { AttemptResult } from '../policy/attempt-result';
+import type { Grant, LockStore } from '../policy/store';
 
 /**
  * A local hand-over (issue 13, "fair hand-off"): a plain lock released while the next local
@@ -27,8 +25,8 @@ import { mustYield } from './streak';
  * every master when the taker made no attempt (it gave up or aborted) or was not granted.
  *
  * Fairness across processes is unchanged: the local queue hands over at most a streak's bound
- * (policy/streak.ts `mustYield`) times in a row while other processes may wait
- * (policy/local-queue.ts); then the lock is released and announced.
+ * (fair/streak.ts `mustYield`) times in a row while other processes may wait
+ * (fair/fair-queue.ts); then the lock is released and announced.
  */
 export interface Handover {
   /** The releasing holder's token. */
@@ -44,6 +42,8 @@ export interface Handover {
   readonly done: Promise<AttemptResult | undefined>;
   /** Settles {@link done} (later calls are ignored). */
   settle(result: AttemptResult | undefined): void;
+  /** The rest of the holder's release (policy/waiting.ts `LocalHandover`). */
+  finish(store: LockStore, grant: Grant): Promise<ReleaseResult>;
 }
 
 /** What the taker's attempt sends of a hand-over (policy/attempt.ts `attemptOnStore`). */
@@ -63,6 +63,7 @@ export function newHandover(token: string, installedBy?: string): Handover {
       settled = true;
       resolve(result);
     },
+    finish: (store, grant) => finishRelease(done, store, grant),
   };
 }
 
@@ -117,31 +118,18 @@ export function handoverResult(
 }
 
 /**
- * Hands `lock` (a plain lock being released with `token`) to the next local waiter of `lines`
- * (the local queue's, policy/local-queue.ts): one that asks for exactly its resources as a
- * plain lock, sleeps, comes first in each of their queues, within the streak's bound
- * (streak.ts `mustYield`). It is woken to take the lock over in its next attempt. `undefined`
- * when none may (the release goes on as usual).
+ * The releasing holder's side once the taker's attempt (`done`) ended: its keys are released
+ * where the take-over did not land ({@link notTakenOver}), on every master when no attempt was
+ * made or it was not granted; the result says `ok` where the taker took over.
  */
-export function handoverTo(
-  lines: ReadonlyMap<string, Line>,
-  lock: Lock,
-  token: string,
-  installedBy?: string,
-): Handover | undefined {
-  const t = lines.get(lock.resources[0])?.first?.ticket;
-  if (!t?.wake || !t.exclusive || t.takeover || t.slots.length !== lock.resources.length) {
-    return undefined;
-  }
-  for (const { line } of t.slots) {
-    if (line.first?.ticket !== t || !lock.resources.includes(line.resource)) return undefined;
-    if (line.holder && line.holder !== lock) return undefined;
-    if (mustYield(line)) return undefined;
-  }
-  const handover = newHandover(token, installedBy);
-  for (const { line } of t.slots) line.holder = undefined;
-  t.takeover = handover;
-  t.local = true;
-  t.wake();
-  return handover;
+async function finishRelease(
+  done: Promise<AttemptResult | undefined>,
+  store: LockStore,
+  grant: Grant,
+): Promise<ReleaseResult> {
+  const taken = await takeOverVotes(await done);
+  const rest = notTakenOver(taken);
+  if (!taken || !rest) return store.release(grant, false);
+  const others = rest.length > 0 ? await store.release(grant, false, undefined, rest) : undefined;
+  return handoverResult(taken, others);
 }

@@ -1,5 +1,5 @@
 /**
- * The local queue's rules across processes (policy/local-queue.ts, "Fair across processes" and
+ * The local queue's rules across processes (fair/fair-queue.ts, "Fair across processes" and
  * "Ordered races"): how long a process may keep handing a resource to its own waiters, and in
  * which order the heads of the processes that wait attempt after it lets go. Efficiency and
  * fairness only: the masters decide who holds a lock.
@@ -23,7 +23,7 @@ export const MAX_LOCAL_STREAK = 8;
 /**
  * The same while another engine watches the resource (`Grant.watchers`, learnt from the last
  * hand-over: the masters count the subscribers of its release channel): the yield is ordered
- * (policy/local-queue.ts `announceAs`) and, for a lock of one resource, installs the token of
+ * (fair/fair-queue.ts `announceAs`) and, for a lock of one resource, installs the token of
  * the engine that waited longest (docs/handover-across-processes.md), so a turn between
  * processes takes no acquire round: 1.2–1.9 ms. 4 processes × 4 callers in the benchmark, 10 ms
  * retries (bench/README.md, session 13): streak 4 with installs 408–434 locks/s and p99 wait 64
@@ -63,7 +63,7 @@ export const RACE_STEP_MS = 2;
 
 /**
  * How far (ms) the heads woken by the clean-up of another engine's failed attempt spread their
- * next attempts (policy/announced.ts: uniformly random in `[0, COLLISION_SPREAD_MS)`): Redlock's
+ * next attempts (fair/announced.ts: uniformly random in `[0, COLLISION_SPREAD_MS)`): Redlock's
  * random delay after a failed attempt (docs/REDLOCK.md, "N masters": contenders desynchronize).
  * Heads refused by split votes wake on each other's clean-ups; attempting at once, they split
  * the votes again. (The 50–120 ms storms of this kind seen with 4 processes × 1 caller were fed
@@ -91,7 +91,7 @@ export const RESERVE_MS = 25;
 
 /**
  * Ordered yields: how long (ms) the heads of the engines that a yield did not name stand by
- * before they attempt (policy/announced.ts `standBy`), unless another announcement came
+ * before they attempt (fair/announced.ts `standBy`), unless another announcement came
  * first. Past the reservation ({@link RESERVE_MS}) with room for a named engine that took the
  * key late: it only matters when that engine never took it, and a turn of a streak usually
  * ends (with the next announcement) sooner.
@@ -99,7 +99,7 @@ export const RESERVE_MS = 25;
 export const STAND_BY_MS = 2 * RESERVE_MS;
 
 /**
- * Whether the next local waiter of `line` must yield to other processes (policy/local-queue.ts):
+ * Whether the next local waiter of `line` must yield to other processes (fair/fair-queue.ts):
  * after {@link MAX_INSTALL_STREAK} hand-offs while another engine watches the resource,
  * {@link MAX_ALONE_STREAK} while none was seen; without announcements, {@link MAX_LOCAL_STREAK}
  * once a poll mark told of another engine.
@@ -109,7 +109,7 @@ export const STAND_BY_MS = 2 * RESERVE_MS;
  * their polls would never find it free. Their refused attempts leave poll marks on the masters
  * (kinds/kind-keys.ts `pollKey`, raised for one of their retry intervals), which the hand-overs
  * read (`Line.polled`). With a mark seen, the streak is bounded by {@link MAX_LOCAL_STREAK} here
- * too, and after the yield the local waiters defer to the pollers (local-queue.ts `handOff`,
+ * too, and after the yield the local waiters defer to the pollers (fair-queue.ts `handOff`,
  * `Line.deferring`): their attempts take no free key on which another engine's mark is up
  * (scripts/mutex.ts ACQUIRE_SCRIPT, `defer`), so the poller that left it takes the key at its
  * next poll; the deferred attempt appends our id to its mark, and a waiter of ours refused by it

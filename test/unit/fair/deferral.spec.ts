@@ -1,24 +1,24 @@
 /**
- * Deferring to other engines' pollers (lib/core/policy/local-queue.ts, policy/streak.ts): after
+ * Deferring to other engines' pollers (lib/core/fair/fair-queue.ts, fair/streak.ts): after
  * a yield to pollers a queue's attempts defer (`AttemptRequest.defer`) until a holder of another
  * engine refuses them or they are granted; a queue that another engine's holder refused marked
  * the resource for its engine, and takes the mark down when it ends (also with a live release
  * watch). A fake store: only the token owner test and the take-down matter here.
  */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
-import { LocalQueue } from '../../../lib/core/policy/local-queue';
-import { defers } from '../../../lib/core/policy/queue-lines';
-import type { Line } from '../../../lib/core/policy/queue-lines';
+import { FairQueue } from '../../../lib/core/fair/fair-queue';
+import { defers } from '../../../lib/core/fair/queue-lines';
+import type { Line } from '../../../lib/core/fair/queue-lines';
 import type { Announced, AnnouncementListener, LockStore } from '../../../lib/core/policy/store';
 
-const queues: LocalQueue[] = [];
+const queues: FairQueue[] = [];
 afterEach(() => {
   for (const q of queues.splice(0)) q.close();
 });
 
 /** A queue over a store without announcements whose engine's tokens start with `me:`. */
 function setup(): {
-  queue: LocalQueue;
+  queue: FairQueue;
   unmark: jest.Mock<(resource: string) => void>;
   announce: (announced: Announced, token: string) => void;
 } {
@@ -33,7 +33,7 @@ function setup(): {
     ownsToken: (token: string) => token.startsWith('me:'),
     unmarkPolling: unmark,
   } as unknown as LockStore;
-  const queue = new LocalQueue(store, new AbortController().signal);
+  const queue = new FairQueue(store, new AbortController().signal);
   queues.push(queue);
   const announce = (announced: Announced, token: string): void => {
     for (const on of listeners) on(announced, token, false, undefined, false);
@@ -42,7 +42,7 @@ function setup(): {
 }
 
 /** The queue's line of `resource` (internal state, to start from a yield to pollers). */
-function lineOf(queue: LocalQueue, resource: string): Line {
+function lineOf(queue: FairQueue, resource: string): Line {
   return (queue as unknown as { lines: Map<string, Line> }).lines.get(resource) as Line;
 }
 

@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, jest } from '@jest/globals';
 import { performance } from 'node:perf_hooks';
-import type { LocalQueue } from '../../../lib/core/policy/local-queue';
+import type { FairQueue } from '../../../lib/core/fair/fair-queue';
 import type {
   Announced,
   AnnouncementListener,
@@ -45,8 +45,8 @@ export function bus(foreignTokens = false): {
  * (lib/core/clock.ts reads perf_hooks) made to follow it; the queues pushed on the returned list
  * are closed after each test.
  */
-export function fakeClockQueues(): LocalQueue[] {
-  const queues: LocalQueue[] = [];
+export function fakeClockQueues(): FairQueue[] {
+  const queues: FairQueue[] = [];
   beforeEach(() => {
     jest.useFakeTimers();
     jest.spyOn(performance, 'now').mockImplementation(() => Date.now());

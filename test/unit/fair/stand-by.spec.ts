@@ -1,5 +1,5 @@
 /**
- * Named yields (lib/core/policy/announced.ts `standBy`, policy/streak.ts `STAND_BY_MS`): an
+ * Named yields (lib/core/fair/announced.ts `standBy`, fair/streak.ts `STAND_BY_MS`): an
  * ordered yield's announcement names the engine the masters keep the key for. That engine's
  * head attempts at once; the other engines' heads stand by instead of attempting into the
  * reservation — an engine in the order until the next announcement (or STAND_BY_MS without one),
@@ -8,11 +8,11 @@
  * only announcements and refusals matter), with Jest's fake clock.
  */
 import { describe, expect, it, jest } from '@jest/globals';
-import { LocalQueue } from '../../../lib/core/policy/local-queue';
-import type { Ticket } from '../../../lib/core/policy/local-queue';
+import { FairQueue } from '../../../lib/core/fair/fair-queue';
+import type { Ticket } from '../../../lib/core/fair/fair-queue';
 import type { LockStore } from '../../../lib/core/policy/store';
 import { bus, fakeClockQueues } from './announce-bus';
-import { RACE_LEVELS, STAND_BY_MS, raceDelay } from '../../../lib/core/policy/streak';
+import { RACE_LEVELS, STAND_BY_MS, raceDelay } from '../../../lib/core/fair/streak';
 
 const queues = fakeClockQueues();
 
@@ -21,7 +21,7 @@ const queues = fakeClockQueues();
  * was refused by another engine's lock (the masters entered it in the order).
  */
 async function waiter(store: LockStore, ordered: boolean) {
-  const queue = new LocalQueue(store, new AbortController().signal);
+  const queue = new FairQueue(store, new AbortController().signal);
   queues.push(queue);
   const ticket: Ticket = queue.join(['r'], true);
   queue.refused(ticket, [], ordered ? 'holder' : undefined);

@@ -4,7 +4,7 @@ import { lockState } from '../lock';
 import type { Lock, LockState } from '../lock';
 import { onAbort } from '../wake';
 import { announcedDelay, heardOn } from './announced';
-import { decline, handoverTo } from './handover';
+import { decline, newHandover } from './handover';
 import { installed, unused } from './installed';
 import { afterHolder, dropLine, keepOrDrop } from './kept-lines';
 import type { LineTable } from './kept-lines';
@@ -18,15 +18,15 @@ import {
   promote,
   releasedBefore,
   unlink,
-} from './lines';
+} from '../policy/lines';
 import { defers, newLine, newTicket, othersWaited, waitingSince } from './queue-lines';
 import type { Line, Slot, Ticket } from './queue-lines';
-import type { GrantNews } from './acquire-loop';
+import type { GrantNews } from '../policy/attempt-result';
 import type { LockContendedError, LockErrorDetail } from '../errors';
-import type { Announced, Grant, LockStore, ReleaseWatch, Reserved } from './store';
-import type { AttemptHints, WaitingPolicy } from './waiting';
+import type { Announced, Grant, LockStore, ReleaseWatch, Reserved } from '../policy/store';
+import type { AttemptHints, WaitingPolicy } from '../policy/waiting';
 import { mustYield } from './streak';
-import { Timeline } from './timeline';
+import { Timeline } from '../policy/timeline';
 
 /**
  * The engine's local queue: fairness and bounded work among the acquires of one process. It is
@@ -51,24 +51,24 @@ import { Timeline } from './timeline';
  *   Releases by other processes arrive through the store's release announcements
  *   ({@link LockStore.watchReleases}: one watch per contended resource, not per waiter) and wake
  *   the head the same way; a head busy with an attempt meanwhile is "handed" it (no lost wake-up).
- * - **Fair across processes, ordered races** (the rules and why: policy/streak.ts). A process
+ * - **Fair across processes, ordered races** (the rules and why: fair/streak.ts). A process
  *   hands a resource to its own waiters at most MAX_INSTALL_STREAK times in a row while another
  *   engine watches it, MAX_LOCAL_STREAK while one polls for it (`mustYield`), then lets the
  *   others go first: told by a poll mark, by deferring to it; otherwise the yield is announced
  *   and the masters keep the resource for the engine that has waited longest (`RESERVE_MS`:
  *   ordered yields; each head waits `raceDelay` when the yield names nobody). The announcement
- *   names that engine: the other engines' heads do not attempt (policy/announced.ts `standBy`),
+ *   names that engine: the other engines' heads do not attempt (fair/announced.ts `standBy`),
  *   their turns will be named. With installs (docs/handover-across-processes.md), the named
- *   engine is granted by the yield itself: the grant goes to its head (policy/installed.ts).
+ *   engine is granted by the yield itself: the grant goes to its head (fair/installed.ts).
  * - **Passes** (`announceAs`; docs/handover-across-processes.md, "Passes"). A plain lock of one
  *   resource granted while other engines waited for it is released as a pass: like a yield, the
  *   masters give it to the engine that waited longest, but this engine does not join the order.
- * - **Kept queues** (policy/kept-lines.ts). The queue of a contended resource is kept while the
+ * - **Kept queues** (fair/kept-lines.ts). The queue of a contended resource is kept while the
  *   exclusive holder it granted holds, so that the process's next acquire queues behind that
  *   holder and the streak counts on; and LINGER_MS after a lock that others waited for ended.
  *
  * Shared locks and semaphores join with `exclusive: false`: admitted when every entry before
- * them is non-exclusive. Hand-overs of plain locks: policy/handover.ts.
+ * them is non-exclusive. Hand-overs of plain locks: fair/handover.ts.
  */
 
 export type { Ticket } from './queue-lines';
@@ -77,7 +77,7 @@ export type { Ticket } from './queue-lines';
 const INSTALLED: GrantNews = { installed: true };
 
 /** See the file comment. One per engine (`fairness: 'across-processes'`). */
-export class LocalQueue implements LineTable, WaitingPolicy<Ticket> {
+export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
   readonly lines = new Map<string, Line>();
   private readonly tickets = new Set<Ticket>();
   readonly timeline = new Timeline();
@@ -88,7 +88,7 @@ export class LocalQueue implements LineTable, WaitingPolicy<Ticket> {
     private readonly draining: AbortSignal,
   ) {
     onAbort(draining, () => this.wakeAll());
-    // Hand-over across processes: an install's outcome (policy/installed.ts).
+    // Hand-over across processes: an install's outcome (fair/installed.ts).
     store.onInstalled?.((r, grant) =>
       installed(this.lines.get(r), grant, draining.aborted, store, this.wakeStandingBy),
     );
@@ -129,7 +129,7 @@ export class LocalQueue implements LineTable, WaitingPolicy<Ticket> {
     return contended(ticket, detail);
   }
 
-  /** A grant installed for `ticket` (policy/installed.ts), taken once; released when not usable. */
+  /** A grant installed for `ticket` (fair/installed.ts), taken once; released when not usable. */
   takeGranted(ticket: Ticket, usable: boolean): Grant | undefined {
     const grant = ticket.installed;
     if (!grant) return undefined;
@@ -141,8 +141,8 @@ export class LocalQueue implements LineTable, WaitingPolicy<Ticket> {
 
   /**
    * What `ticket`'s next attempt carries: a lock handed over by a local holder, taken over by it
-   * (policy/handover.ts); after a yield to other engines' pollers, no free key they marked
-   * (policy/streak.ts); ordered yields: since when this engine waits for the resource.
+   * (fair/handover.ts); after a yield to other engines' pollers, no free key they marked
+   * (fair/streak.ts); ordered yields: since when this engine waits for the resource.
    */
   beforeAttempt(ticket: Ticket): AttemptHints | undefined {
     const handover = ticket.takeover;
@@ -308,7 +308,7 @@ export class LocalQueue implements LineTable, WaitingPolicy<Ticket> {
       const line = slot.line;
       unlink(slot);
       if (line.first) promote(line);
-      else keepOrDrop(this, line); // (policy/kept-lines.ts)
+      else keepOrDrop(this, line); // (fair/kept-lines.ts)
     }
   }
 
@@ -336,7 +336,7 @@ export class LocalQueue implements LineTable, WaitingPolicy<Ticket> {
    * How the release of `lock` (its end was just reported: {@link ended}) is announced: `yield`
    * when its next local waiter yields to the waiters of other engines (the masters give the
    * resource to the one that waited longest; heads attempt in order when it names nobody:
-   * policy/streak.ts `raceDelay`); `pass` when other engines waited for it when it was granted
+   * fair/streak.ts `raceDelay`); `pass` when other engines waited for it when it was granted
    * (`LockState.othersWait`: the same without this engine joining the order); otherwise a plain
    * `release`. An ordered yield (one resource: redis-store.ts) also enters this engine in the
    * order as far as its queue knows (`Line.ordered`), and marks the queue to take its entry off
@@ -356,7 +356,7 @@ export class LocalQueue implements LineTable, WaitingPolicy<Ticket> {
   /** Wakes every sleeper (the engine drains or closes) and stops the timer. */
   close(): void {
     this.wakeAll();
-    // Kept queues (policy/kept-lines.ts): their marks, parks and watches go now.
+    // Kept queues (fair/kept-lines.ts): their marks, parks and watches go now.
     for (const line of [...this.lines.values()]) if (!line.first) dropLine(this, line);
     this.timeline.clear();
   }
@@ -366,7 +366,7 @@ export class LocalQueue implements LineTable, WaitingPolicy<Ticket> {
 
   /**
    * Wakes the admitted entries at the front of `line` after a release: a local one at once, an
-   * announced one as policy/announced.ts says (`heard`: what was announced; `reserved`: the
+   * announced one as fair/announced.ts says (`heard`: what was announced; `reserved`: the
    * yield named the engine the masters keep the key for).
    */
   private handOff(line: Line, local: boolean, heard: Announced, reserved?: Reserved): void {
@@ -393,7 +393,7 @@ export class LocalQueue implements LineTable, WaitingPolicy<Ticket> {
     }
     if (!local) {
       const delay = announcedDelay(line, heard, reserved, this.timeline, this.wakeStandingBy);
-      if (delay === undefined) return; // standing by (policy/announced.ts)
+      if (delay === undefined) return; // standing by (fair/announced.ts)
       if (delay > 0) {
         this.timeline.add(monotonicNow() + delay, () => this.wakeFront(line, false));
         return;
@@ -402,7 +402,7 @@ export class LocalQueue implements LineTable, WaitingPolicy<Ticket> {
     this.wakeFront(line, local);
   }
 
-  /** Wakes the front of `line` once it stood by long enough (policy/announced.ts). */
+  /** Wakes the front of `line` once it stood by long enough (fair/announced.ts). */
   private readonly wakeStandingBy = (line: Line): void => this.wakeFront(line, false);
 
   private wakeFront(line: Line, local: boolean): void {
@@ -419,3 +419,33 @@ export class LocalQueue implements LineTable, WaitingPolicy<Ticket> {
 }
 
 function noop(): void {}
+
+/**
+ * Hands `lock` (a plain lock being released with `token`) to the next local waiter of `lines`
+ * (the queue's): one that asks for exactly its resources as a
+ * plain lock, sleeps, comes first in each of their queues, within the streak's bound
+ * (streak.ts `mustYield`). It is woken to take the lock over in its next attempt. `undefined`
+ * when none may (the release goes on as usual).
+ */
+function handoverTo(
+  lines: ReadonlyMap<string, Line>,
+  lock: Lock,
+  token: string,
+  installedBy?: string,
+): Handover | undefined {
+  const t = lines.get(lock.resources[0])?.first?.ticket;
+  if (!t?.wake || !t.exclusive || t.takeover || t.slots.length !== lock.resources.length) {
+    return undefined;
+  }
+  for (const { line } of t.slots) {
+    if (line.first?.ticket !== t || !lock.resources.includes(line.resource)) return undefined;
+    if (line.holder && line.holder !== lock) return undefined;
+    if (mustYield(line)) return undefined;
+  }
+  const handover = newHandover(token, installedBy);
+  for (const { line } of t.slots) line.holder = undefined;
+  t.takeover = handover;
+  t.local = true;
+  t.wake();
+  return handover;
+}

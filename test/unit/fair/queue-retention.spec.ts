@@ -5,12 +5,12 @@
  * minute. The signal's one abort listener (lib/core/wake.ts) was made in the scope of the first
  * waiter's call and kept its wake-up closure, that closure kept the waiter's queue entry, and
  * every entry that left the queue kept a link to the one queued after it
- * (lib/core/policy/local-queue.ts): one chain of every entry ever queued behind it.
+ * (lib/core/fair/fair-queue.ts): one chain of every entry ever queued behind it.
  */
 import { describe, expect, it } from '@jest/globals';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { LocalQueue } from '../../../lib/core/policy/local-queue';
+import { FairQueue } from '../../../lib/core/fair/fair-queue';
 import type { LockStore } from '../../../lib/core/policy/store';
 import { onAbort } from '../../../lib/core/wake';
 
@@ -62,9 +62,9 @@ describe('the local queue', () => {
   const store = { watchReleases: () => Promise.resolve(undefined) } as unknown as LockStore;
 
   it('an entry that left keeps no link to the entries queued after it', async () => {
-    const queue = new LocalQueue(store, new AbortController().signal);
+    const queue = new FairQueue(store, new AbortController().signal);
     const first = queue.join(['r'], true);
-    let second: ReturnType<LocalQueue['join']> | undefined = queue.join(['r'], true);
+    let second: ReturnType<FairQueue['join']> | undefined = queue.join(['r'], true);
     const ref = new WeakRef(second);
     const third = queue.join(['r'], true);
     queue.leave(first);

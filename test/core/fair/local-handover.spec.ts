@@ -1,5 +1,5 @@
 /**
- * Local hand-over (issue 13, lib/core/policy/handover.ts): a plain lock released while the next
+ * Local hand-over (issue 13, lib/core/fair/handover.ts): a plain lock released while the next
  * local waiter of exactly its resources sleeps goes to that waiter in one round — the acquire
  * script takes over keys holding the releasing holder's token — with no delete, no release
  * announcement, a new token and a greater fencing token. Fallbacks: a waiter that aborts when
@@ -8,15 +8,15 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { LockAbortedError } from '../../lib/core/errors';
-import { lockKey } from '../../lib/core/keys';
-import type { Lock, ReleaseResult } from '../../lib/core/lock';
-import type { Redlock } from '../../lib/core/redlock';
-import type { AcquireOptions } from '../../lib/core/types';
-import { FAIR_ACQUIRE_SCRIPT } from '../../lib/core/scripts/mutex';
-import { FAIR_DEFAULTS, useMasters } from '../harness/engines';
-import { acquireLayout, key, run } from '../harness/kind-scripts';
-import { uniqueResource, valuesOn, waitUntil } from '../harness/util';
+import { LockAbortedError } from '../../../lib/core/errors';
+import { lockKey } from '../../../lib/core/keys';
+import type { Lock, ReleaseResult } from '../../../lib/core/lock';
+import type { Redlock } from '../../../lib/core/redlock';
+import type { AcquireOptions } from '../../../lib/core/types';
+import { FAIR_ACQUIRE_SCRIPT } from '../../../lib/core/scripts/mutex';
+import { FAIR_DEFAULTS, useMasters } from '../../harness/engines';
+import { acquireLayout, key, run } from '../../harness/kind-scripts';
+import { uniqueResource, valuesOn, waitUntil } from '../../harness/util';
 
 const suite = useMasters(3, { ...FAIR_DEFAULTS, keyPrefix: 'ho:' });
 

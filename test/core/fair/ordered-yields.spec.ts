@@ -1,6 +1,6 @@
 /**
  * Ordered yields (scripts/mutex.ts FAIR_ACQUIRE_SCRIPT and FAIR_RELEASE_SCRIPT, kinds/kind-keys.ts
- * `orderKey`, policy/streak.ts `RESERVE_MS`), against real redis-server masters: a plain lock
+ * `orderKey`, fair/streak.ts `RESERVE_MS`), against real redis-server masters: a plain lock
  * refused by another engine's lock enters its engine in the resource's order, scored by when it
  * began to wait (the first score kept); a yield reserves the free key for the engine that has
  * waited longest (not the yielding one) for RESERVE_MS, during which every other attempt is
@@ -8,14 +8,14 @@
  * reservation that nobody used expires; a plain release reserves nothing.
  */
 import { describe, expect, it } from '@jest/globals';
-import { orderKey, parkKey, pollKey, waitKey } from '../../lib/core/kinds/kind-keys';
-import type { AttemptRequest, Grant } from '../../lib/core/policy/store';
-import { RESERVE_MS } from '../../lib/core/policy/streak';
-import { FAIR_ACQUIRE_SCRIPT, FAIR_RELEASE_SCRIPT } from '../../lib/core/scripts/mutex';
-import { FAIR_DEFAULTS, enginesOver, useMasters } from '../harness/engines';
-import { RedisMasters } from '../harness/redis-masters';
-import type { EngineSet } from '../harness/engines';
-import { uniqueResource, waitUntil } from '../harness/util';
+import { orderKey, parkKey, pollKey, waitKey } from '../../../lib/core/kinds/kind-keys';
+import type { AttemptRequest, Grant } from '../../../lib/core/policy/store';
+import { RESERVE_MS } from '../../../lib/core/fair/streak';
+import { FAIR_ACQUIRE_SCRIPT, FAIR_RELEASE_SCRIPT } from '../../../lib/core/scripts/mutex';
+import { FAIR_DEFAULTS, enginesOver, useMasters } from '../../harness/engines';
+import { RedisMasters } from '../../harness/redis-masters';
+import type { EngineSet } from '../../harness/engines';
+import { uniqueResource, waitUntil } from '../../harness/util';
 
 const PREFIX = 'lock:'; // the default keyPrefix
 const suite = useMasters(3, FAIR_DEFAULTS);

@@ -1,13 +1,13 @@
 /**
- * Clean-up announcements (lib/core/policy/local-queue.ts): the clean-up of a failed attempt or
+ * Clean-up announcements (lib/core/fair/fair-queue.ts): the clean-up of a failed attempt or
  * install does not wake a head that one holder refused on a quorum — that holder still holds —
  * unless the clean-up is that holder's own: a failed attempt or install that had a quorum of
  * masters but no validity left, whose keys are gone now. Woken, the head attempts after the
  * clean-up's random spread. A local queue over a fake announcement bus, with Jest's fake clock.
  */
 import { describe, expect, it, jest } from '@jest/globals';
-import { LocalQueue } from '../../../lib/core/policy/local-queue';
-import { COLLISION_SPREAD_MS } from '../../../lib/core/policy/streak';
+import { FairQueue } from '../../../lib/core/fair/fair-queue';
+import { COLLISION_SPREAD_MS } from '../../../lib/core/fair/streak';
 import { bus, fakeClockQueues } from './announce-bus';
 
 const queues = fakeClockQueues();
@@ -19,7 +19,7 @@ const settle = async (): Promise<void> => {
 describe('clean-up announcements', () => {
   it("wake a head refused by one holder only when they are that holder's", async () => {
     const { store, announce } = bus(true);
-    const queue = new LocalQueue(store, new AbortController().signal);
+    const queue = new FairQueue(store, new AbortController().signal);
     queues.push(queue);
     const ticket = queue.join(['r'], true);
     queue.refused(ticket, [], 'holder-token'); // refused by that holder on a quorum

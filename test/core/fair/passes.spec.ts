@@ -1,5 +1,5 @@
 /**
- * Passes and kept queues (lib/core/policy/local-queue.ts `announceAs`, `keep`; scripts/release.ts;
+ * Passes and kept queues (lib/core/fair/fair-queue.ts `announceAs`, `keep`; scripts/release.ts;
  * docs/handover-across-processes.md "Passes"), against real redis-server masters: a plain lock
  * released while other engines wait goes to the engine that waited longest (its parked token
  * installed, or the key reserved for it), without the releasing engine joining the order, and
@@ -9,15 +9,15 @@
  * has only one or two callers.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { aliveChannel, orderKey, parkKey } from '../../lib/core/kinds/kind-keys';
-import type { Lock } from '../../lib/core/lock';
-import { MAX_INSTALL_STREAK } from '../../lib/core/policy/streak';
-import type { Announced, AttemptRequest, Grant, Reserved } from '../../lib/core/policy/store';
-import { Redlock } from '../../lib/core/redlock';
-import type { RedisStore } from '../../lib/core/redis-store';
-import type { RedlockSettings } from '../../lib/core/settings';
-import { FAIR_DEFAULTS, enginesOver, storeWith, useMasters } from '../harness/engines';
-import { sleep, uniqueResource, waitUntil } from '../harness/util';
+import { aliveChannel, orderKey, parkKey } from '../../../lib/core/kinds/kind-keys';
+import type { Lock } from '../../../lib/core/lock';
+import { MAX_INSTALL_STREAK } from '../../../lib/core/fair/streak';
+import type { Announced, AttemptRequest, Grant, Reserved } from '../../../lib/core/policy/store';
+import { Redlock } from '../../../lib/core/redlock';
+import type { RedisStore } from '../../../lib/core/redis-store';
+import type { RedlockSettings } from '../../../lib/core/settings';
+import { FAIR_DEFAULTS, enginesOver, storeWith, useMasters } from '../../harness/engines';
+import { sleep, uniqueResource, waitUntil } from '../../harness/util';
 
 const PREFIX = 'lock:'; // the default keyPrefix
 const suite = useMasters(3, FAIR_DEFAULTS);

@@ -1,13 +1,13 @@
 /**
- * The fair queue's records (policy/local-queue.ts): the records of policy/lines.ts with what the
+ * The fair queue's records (fair/fair-queue.ts): the records of policy/lines.ts with what the
  * hand-over across processes keeps of them (streaks, yields, deferrals, the masters' order,
  * installs) — with their constructors and the questions asked of them without the queue's
  * state: whether it defers, since when it waits, whether others waited.
  */
-import type { GrantNews } from './acquire-loop';
+import type { GrantNews } from '../policy/attempt-result';
 import type { Handover } from './handover';
-import type { Line as BaseLine, Slot as BaseSlot, Ticket as BaseTicket } from './lines';
-import type { Grant } from './store';
+import type { Line as BaseLine, Slot as BaseSlot, Ticket as BaseTicket } from '../policy/lines';
+import type { Grant } from '../policy/store';
 
 /** An acquire's place in the fair queue. */
 export interface Ticket extends BaseTicket {
@@ -16,7 +16,7 @@ export interface Ticket extends BaseTicket {
   readonly slots: Slot[];
   /** Its last wake-up was a local hand-off (counts toward the streak: streak.ts `mustYield`). */
   local: boolean;
-  /** A lock handed over to it, taken over by its next attempt (policy/handover.ts). */
+  /** A lock handed over to it, taken over by its next attempt (fair/handover.ts). */
   takeover: Handover | undefined;
   /** Hand-over across processes: a grant installed for it, taken by its next loop turn. */
   installed: Grant | undefined;
@@ -33,13 +33,13 @@ export interface Slot extends BaseSlot {
 /**
  * The queue of one resource. Exists while it has entries; when that resource was contended (it
  * has a release watch), also while the exclusive holder it granted last holds, and LINGER_MS
- * after a lock that other engines waited for ended (policy/kept-lines.ts).
+ * after a lock that other engines waited for ended (fair/kept-lines.ts).
  */
 export interface Line extends BaseLine {
   first: Slot | undefined;
   last: Slot | undefined;
   /**
-   * Kept (policy/kept-lines.ts `afterHolder`) after a lock that other engines waited for: a lock
+   * Kept (fair/kept-lines.ts `afterHolder`) after a lock that other engines waited for: a lock
    * granted from it before it is dropped is passed on too (`othersWaited`), even when granted at
    * its first attempt — the others may still wait.
    */
@@ -49,13 +49,13 @@ export interface Line extends BaseLine {
   /**
    * Release watchers of the resource (engines waiting for it, this one included) as the last
    * grant learnt (`Grant.watchers`; `Infinity` when it did not tell): more than one sets the
-   * streak's bound and makes a yield ordered (policy/local-queue.ts).
+   * streak's bound and makes a yield ordered (fair/fair-queue.ts).
    */
   watchers: number;
   /**
    * The longest poll mark the last hand-over's grant saw (`Grant.polled`, ms; 0: none): another
    * engine polls for the resource — announcements or not, the streak is bounded, and the yield
-   * makes the local waiters defer to the pollers (`deferring`; policy/streak.ts).
+   * makes the local waiters defer to the pollers (`deferring`; fair/streak.ts).
    */
   polled: number;
   /**
@@ -80,7 +80,7 @@ export interface Line extends BaseLine {
    * a refusal of this queue's single-resource plain attempt by another engine's lock entered
    * it, and so did this queue's own ordered yield; a grant or a reservation for it took it off.
    * A yield that names another engine then lets the head stand by until the next announcement
-   * (policy/announced.ts `standBy`): its turn will be named.
+   * (fair/announced.ts `standBy`): its turn will be named.
    */
   ordered: boolean;
   /** Announcements from other engines (or this one's own, heard) that woke this queue so far. */
@@ -96,7 +96,7 @@ export interface Line extends BaseLine {
 
 /**
  * Whether other engines waited for the plain lock of one resource that `ticket` was just granted
- * (`LockState.othersWait`: its release is a pass, policy/local-queue.ts `announceAs`): it was
+ * (`LockState.othersWait`: its release is a pass, fair/fair-queue.ts `announceAs`): it was
  * installed by another engine's yield or pass, the masters had other engines in the order
  * (`othersWait`, even at a first attempt), a hand-over's grant counted another engine's watch
  * (`watchers` > 1) or poll mark, or this acquire was refused by another engine's plain lock, or
@@ -164,7 +164,7 @@ export function newLine(resource: string): Line {
 
 /**
  * Whether `ticket`'s next attempt defers to other engines' pollers (`AttemptRequest.defer`):
- * a queue of its resources let the resource go to them (policy/streak.ts), and since then
+ * a queue of its resources let the resource go to them (fair/streak.ts), and since then
  * neither was it granted nor did another engine's holder refuse it.
  */
 export function defers(ticket: Ticket): boolean {

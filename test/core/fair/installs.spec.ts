@@ -9,16 +9,16 @@
  * parks is deleted where it was set; an engine whose queue ended deletes its installed token.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { monotonicNow } from '../../lib/core/clock';
-import { orderKey, parkKey } from '../../lib/core/kinds/kind-keys';
-import type { AttemptRequest, Grant, ReleaseWatch } from '../../lib/core/policy/store';
-import { Redlock } from '../../lib/core/redlock';
-import { PARK_LIFE_MS } from '../../lib/core/redis-install';
-import type { RedisStore } from '../../lib/core/redis-store';
-import type { RedlockSettings } from '../../lib/core/settings';
-import { FAIR_DEFAULTS, enginesOver, useMasters } from '../harness/engines';
-import type { EngineSet } from '../harness/engines';
-import { sleep, uniqueResource, waitUntil } from '../harness/util';
+import { monotonicNow } from '../../../lib/core/clock';
+import { orderKey, parkKey } from '../../../lib/core/kinds/kind-keys';
+import type { AttemptRequest, Grant, ReleaseWatch } from '../../../lib/core/policy/store';
+import { Redlock } from '../../../lib/core/redlock';
+import { PARK_LIFE_MS } from '../../../lib/core/redis-install';
+import type { RedisStore } from '../../../lib/core/redis-store';
+import type { RedlockSettings } from '../../../lib/core/settings';
+import { FAIR_DEFAULTS, enginesOver, useMasters } from '../../harness/engines';
+import type { EngineSet } from '../../harness/engines';
+import { sleep, uniqueResource, waitUntil } from '../../harness/util';
 
 const PREFIX = 'lock:'; // the default keyPrefix
 const suite = useMasters(3, FAIR_DEFAULTS);
@@ -151,7 +151,7 @@ describe('hand-over across processes', () => {
       const grant = got[0] as Grant;
       expect(grant.token).toBe(token);
       // Installed by a's yield on every master: its release sends a's token along
-      // (scripts/release.ts ARGV[14]; test/core/behind-pass.spec.ts).
+      // (scripts/release.ts ARGV[14]; test/core/fair/behind-pass.spec.ts).
       expect(grant.installedBy).toBe(held.token);
       expect(grant.resources).toEqual([r]);
       expect(grant.ttl).toBe(TTL);

@@ -1,5 +1,5 @@
 /**
- * Poll marks (kinds/kind-keys.ts `pollKey`, scripts/mutex.ts ACQUIRE_SCRIPT, policy/streak.ts):
+ * Poll marks (kinds/kind-keys.ts `pollKey`, scripts/mutex.ts ACQUIRE_SCRIPT, fair/streak.ts):
  * a plain lock that will retry and is refused by another plain lock raises the resource's poll
  * mark for one retry interval on the masters that refused it; a single attempt raises none;
  * shared readers ignore the mark (it holds no one back); and the holder's process reads it in
@@ -7,14 +7,14 @@
  * announcements is in fair-queue.spec ("a polling engine is not starved").
  */
 import { describe, expect, it } from '@jest/globals';
-import { pollKey, waitKey } from '../../lib/core/kinds/kind-keys';
-import type { Line } from '../../lib/core/policy/queue-lines';
-import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK, mustYield } from '../../lib/core/policy/streak';
-import { Redlock } from '../../lib/core/redlock';
-import type { RedisStore } from '../../lib/core/redis-store';
-import { ENGINE_ID_LENGTH } from '../../lib/core/token';
-import { FAIR_DEFAULTS, observedStore, storeWith, useMasters } from '../harness/engines';
-import { uniqueResource, waitUntil } from '../harness/util';
+import { pollKey, waitKey } from '../../../lib/core/kinds/kind-keys';
+import type { Line } from '../../../lib/core/fair/queue-lines';
+import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK, mustYield } from '../../../lib/core/fair/streak';
+import { Redlock } from '../../../lib/core/redlock';
+import type { RedisStore } from '../../../lib/core/redis-store';
+import { ENGINE_ID_LENGTH } from '../../../lib/core/token';
+import { FAIR_DEFAULTS, observedStore, storeWith, useMasters } from '../../harness/engines';
+import { uniqueResource, waitUntil } from '../../harness/util';
 
 const noop = (): void => undefined;
 

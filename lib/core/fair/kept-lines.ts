@@ -1,19 +1,19 @@
 /**
- * Kept queues (policy/local-queue.ts): how long the queue of a resource outlives its last entry.
+ * Kept queues (fair/fair-queue.ts): how long the queue of a resource outlives its last entry.
  * A queue without entries used to be dropped at once — with its release watch — also while the
  * exclusive holder it had just granted held. With one or two callers per process the queue
  * empties between grants, so the process's next acquire of the resource made a new queue: it
  * attempted against its own holder's keys instead of waiting behind it, and every streak
- * (policy/streak.ts) started from zero — the process never yielded to the others.
+ * (fair/streak.ts) started from zero — the process never yielded to the others.
  * Efficiency and fairness only: the masters decide who holds a lock.
  */
 import { monotonicNow } from '../clock';
 import { lockState } from '../lock';
 import type { Lock } from '../lock';
-import { holderUntil } from './lines';
+import { holderUntil } from '../policy/lines';
 import type { Line } from './queue-lines';
-import type { LockStore } from './store';
-import type { Timeline } from './timeline';
+import type { LockStore } from '../policy/store';
+import type { Timeline } from '../policy/timeline';
 
 /**
  * How long (ms) the queue of a resource that other engines wait for is kept, with its release
