@@ -6,7 +6,7 @@ import {
   ShuttingDownError,
   WaitTimeoutError,
 } from '../errors';
-import type { LockErrorDetail, NodeVote, NoQuorumError } from '../errors';
+import type { LockErrorDetail, NoQuorumError } from '../errors';
 import type { Lock } from '../lock';
 import type { CheckedAcquire } from '../request';
 import type { Grant, LockStore } from './store';
