@@ -268,9 +268,10 @@ function expireDisconnectTimerAtOnce(client: Redis): void {
 }
 
 /**
- * Waits (at most `ms`) until the client has no command in flight. The engine resolves a release
- * once a majority answered; the remaining masters' requests — including a script re-sent with
- * EVAL after a NOSCRIPT reply, which a QUIT sent earlier would cut off — still finish first.
+ * Waits (at most `ms`) until the client has no command in flight. A request the engine stopped
+ * waiting for (its timeout passed, or its round was decided at a quorum) may still be on its way
+ * — including a script re-sent with EVAL after a NOSCRIPT reply, which a QUIT sent earlier would
+ * cut off: it finishes first.
  * The queue must stay empty across a timer tick, since a re-sent script is queued only after
  * the promise callbacks of the first reply have run.
  */

@@ -59,7 +59,7 @@ export interface ReleasedEvent {
   readonly lock: Lock;
   /** Milliseconds between grant and release. */
   readonly holdTime: number;
-  /** Milliseconds the release took (until a majority answered, or all when closing). */
+  /** Milliseconds the release took (until every master answered or its request timed out). */
   readonly duration: number;
   /** What each master did. */
   readonly result: ReleaseResult;

@@ -230,8 +230,9 @@ export class Redlock {
 
   /**
    * Releases a lock: compare-and-delete on **every** master, each bounded by the request timeout.
-   * Resolves as soon as a majority answered (the lock is then free for others; the remaining
-   * masters' deletes are already on their way, `pending` in the votes). Never throws because
+   * Resolves once every master answered or its request timed out (a majority's deletes free the
+   * lock for others as they land; the result says whether every master deleted its key:
+   * `complete`). Never throws because
    * the lock expired. While the lock's `lockAtLeastFor` (or `options.lockAtLeastFor`, which
    * overrides it) has not passed since the grant, the keys are kept until then instead
    * (compare-and-pexpire to the remainder, no hand-off announcement); the lock is released on

@@ -129,7 +129,7 @@ async function finishRelease(
 ): Promise<ReleaseResult> {
   const taken = await takeOverVotes(await done);
   const rest = notTakenOver(taken);
-  if (!taken || !rest) return store.release(grant, false);
-  const others = rest.length > 0 ? await store.release(grant, false, undefined, rest) : undefined;
+  if (!taken || !rest) return store.release(grant, true);
+  const others = rest.length > 0 ? await store.release(grant, true, undefined, rest) : undefined;
   return handoverResult(taken, others);
 }

@@ -125,7 +125,9 @@ export async function releaseLock(
     // for, goes to the one that waited longest (a yield or a pass: fair/fair-queue.ts
     // `announceAs`); kept keys are not announced at all.
     const announce = keepFor === undefined ? (ctx.announceAs?.(lock, s) ?? 'release') : 'release';
-    result = await ctx.store.release(grant, waitAll, keepFor, undefined, announce);
+    // Every master's answer (or its timeout), not a quorum's: the result — and the `released`
+    // event, and what callers log from it — says whether every master deleted its key.
+    result = await ctx.store.release(grant, true, keepFor, undefined, announce);
   }
   if (ctx.observers.active) {
     const end = monotonicNow();

@@ -116,7 +116,11 @@ export interface ReleaseResult {
    * next holder took them over).
    */
   readonly deleted: number;
-  /** `true` when every master answered (deleted or had nothing of ours to delete). */
+  /**
+   * `true` when every master answered in time and deleted its key or had nothing of ours to
+   * delete (expired, never set); `false` when a master failed or did not answer within the
+   * request timeout (its key, if any, expires with its ttl).
+   */
   readonly complete: boolean;
   /** Per-master outcomes: `ok` = deleted, `held` = nothing of ours there (expired or never set). */
   readonly votes: readonly NodeVote[];
