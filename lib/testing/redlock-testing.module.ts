@@ -26,7 +26,11 @@ export type RedlockTestingModuleOptions = Omit<
   RedlockModuleOptions,
   'clients' | 'clientOptions' | 'quorum' | 'quarantine' | 'handoff' | 'requestTimeout'
 > & {
-  /** Register the module globally, like `RedlockModule.forRoot({ isGlobal })`. Default `false`. */
+  /**
+   * Register the module globally, so that every feature module of the test resolves
+   * `RedlockService` (as with `RedlockModule.forRoot({ isGlobal: true })`, the usual set-up it
+   * stands in for). Default `true`; `false` scopes it to the modules that import it.
+   */
   isGlobal?: boolean;
   /** Register the lock error filter, like `RedlockModule.forRoot({ exceptionFilter })`. Default `true`. */
   exceptionFilter?: boolean;
@@ -45,7 +49,7 @@ export type RedlockTestingModuleOptions = Omit<
  * @example
  * ```ts
  * const moduleRef = await Test.createTestingModule({
- *   imports: [RedlockTestingModule.forRoot({ isGlobal: true }), OrdersModule],
+ *   imports: [RedlockTestingModule.forRoot(), OrdersModule],
  * }).compile();
  * // or swap the app's lock module; Nest matches overrides by reference, so keep the object:
  * //   export const LOCKS = RedlockModule.forRoot({ clients: [...] });   // imported by AppModule
@@ -60,7 +64,7 @@ export class RedlockTestingModule {
     const { isGlobal, exceptionFilter, ...rest } = options;
     return {
       module: RedlockTestingModule,
-      global: isGlobal === true,
+      global: isGlobal !== false,
       imports: [DiscoveryModule],
       providers: [
         {
