@@ -53,7 +53,8 @@ export function classifyLockError(error: unknown): LockFailure | undefined {
     };
   }
   if (cause instanceof NoQuorumError) {
-    return { code: 'NO_QUORUM', resources: cause.resources, retryAfter: 1, error: error as Error };
+    const retryAfter = noQuorumRetryAfter(cause);
+    return { code: 'NO_QUORUM', resources: cause.resources, retryAfter, error: error as Error };
   }
   if (error instanceof WaitTimeoutError) {
     return { code: 'NO_QUORUM', resources: error.resources, retryAfter: 1, error };
@@ -73,6 +74,21 @@ export function classifyLockError(error: unknown): LockFailure | undefined {
     return { code: 'KIND_MISMATCH', resources: error.resources, error };
   }
   return undefined;
+}
+
+/**
+ * When trying again after a {@link NoQuorumError} can succeed, in whole seconds (≥ 1): the time
+ * until `quorum` masters can vote, a master in restart quarantine counting from the end of its
+ * quarantine and any other master (down, slow, busy) from now, since it may be back at any
+ * moment. While fresh masters are in quarantine this is the remaining quarantine of the
+ * quorum-th soonest master, not a second.
+ */
+export function noQuorumRetryAfter(error: NoQuorumError): number {
+  const usableIn = error.votes
+    .map((v) => (v.outcome === 'quarantined' ? (v.quarantineRemaining ?? 0) : 0))
+    .sort((a, b) => a - b);
+  const wait = error.quorum >= 1 ? (usableIn[error.quorum - 1] ?? 0) : 0;
+  return Math.max(1, Math.ceil(wait / 1000));
 }
 
 /** The message sent to clients (engine details such as votes stay in the server's logs). */
