@@ -17,6 +17,7 @@ import {
   RESOURCE_LOCKED_MESSAGE,
   SHUTTING_DOWN_MESSAGE,
 } from '../redlock.messages';
+import { UnresolvedResourceError } from '../locked/resolve-resources';
 import { LockUnavailableException } from './lock-unavailable.error';
 import { ResourceLockedException } from './resource-locked.error';
 import type { LockErrorCode, LockErrorPayload } from './transport.error';
@@ -101,7 +102,9 @@ export function lockFailureMessage(failure: LockFailure): string {
     case 'SHUTTING_DOWN':
       return SHUTTING_DOWN_MESSAGE;
     case 'INVALID_ARGUMENT':
-      return failure.error.message;
+      return failure.error instanceof UnresolvedResourceError
+        ? failure.error.clientMessage
+        : failure.error.message;
     case 'KIND_MISMATCH':
       return KIND_MISMATCH_MESSAGE;
     default:
@@ -150,7 +153,7 @@ export function httpLockAnswer(
     }
     case 'INVALID_ARGUMENT':
       return {
-        exception: new BadRequestException(failure.error.message, { cause: failure.error }),
+        exception: new BadRequestException(lockFailureMessage(failure), { cause: failure.error }),
         headers: {},
       };
     case 'KIND_MISMATCH':
