@@ -46,6 +46,11 @@ export type RedlockTestingModuleOptions = Omit<
  * Locks are per module instance: two apps in one test do not see each other's locks (use real
  * masters for multi-instance tests).
  *
+ * A `@Locked()` handler called directly in a unit test (no HTTP) locks too: its `{params.id}`,
+ * `{query.x}`, `{body.x}`, `{data.x}` placeholders are read from the arguments that `@Param()`,
+ * `@Query()`, `@Body()`, `@Req()`, `@Payload()` / `@MessageBody()` map (see
+ * docs/testing-locked-methods.md).
+ *
  * @example
  * ```ts
  * const moduleRef = await Test.createTestingModule({
