@@ -111,13 +111,14 @@ export function argumentFields(
       if (field !== undefined) object(root)[field] = value;
       else if (isRecord(value)) Object.assign(object(root), value);
     } else if (field !== undefined) {
+      // A copy: the caller's argument object is never written to.
       const whole = out[root];
-      const target = isRecord(whole)
-        ? whole
-        : (out[root] = Object.create(null) as Record<string, unknown>);
-      target[field] = value;
-    } else if (isRecord(out[root]) && isRecord(value)) {
-      out[root] = Object.assign(Object.create(null) as Record<string, unknown>, value, out[root]);
+      const copy = Object.assign(
+        Object.create(null) as Record<string, unknown>,
+        isRecord(whole) ? whole : undefined,
+      );
+      copy[field] = value;
+      out[root] = copy;
     } else {
       out[root] = value;
     }
