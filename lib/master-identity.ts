@@ -6,8 +6,8 @@ import { isClientInstance, normalizeRedisUrl } from './clients';
 
 /*
  * Checks that the `clients` option lists independent Redis masters, each once: Redlock's safety
- * rests on a majority of independent masters (docs/architecture.md; /work/shared/REDLOCK.md), and
- * one server listed N times makes every lock contend with itself.
+ * rests on a majority of independent masters (docs/REDLOCK.md), and one server listed N times
+ * makes every lock contend with itself.
  */
 
 /** What the `clients` option accepts, for error messages. */
