@@ -1,6 +1,6 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import type { OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { ApplicationConfig, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { InvalidConfigurationError } from './core';
 import {
   bindLockedClass,
@@ -11,7 +11,8 @@ import {
 import type { LockedMetadata } from './interfaces';
 import { checkLockedOptions } from './options';
 import { LOCKED_METADATA, REDLOCK_LOGGER_CONTEXT } from './redlock.constants';
-import { nonStaticProviderMessage } from './redlock.messages';
+import { missingRouteParamMessage, nonStaticProviderMessage } from './redlock.messages';
+import { missingRouteParams, outerRoutePaths } from './locked/route-params';
 import { LockedRunner } from './locked/locked-runner';
 import { RedlockService } from './redlock.service';
 
@@ -38,6 +39,8 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
     private readonly scanner: MetadataScanner,
     private readonly redlock: RedlockService,
     private readonly runner: LockedRunner,
+    /** The application's settings (its global prefix), when Nest provides them. */
+    @Optional() private readonly appConfig?: ApplicationConfig,
   ) {}
 
   /**
@@ -76,6 +79,8 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
             this.redlock.options,
             (field, problem) => new InvalidConfigurationError(field, problem),
           );
+          if (controllers.has(wrapper))
+            this.checkRouteParams(wrapper, metadata, fn, className, name);
         }
       }
       if (wrapper.isDependencyTreeStatic()) {
@@ -90,6 +95,26 @@ export class LockedExplorer implements OnModuleInit, OnModuleDestroy {
           }
         }
       }
+    }
+  }
+
+  /**
+   * Warns (once, at startup) about a `{params.x}` placeholder of an HTTP handler whose route has
+   * no parameter `x`: every request would answer 400. A warning, not a refusal: an interceptor
+   * subclass may fill `params` from elsewhere (`LockedInterceptor.createCallContext`).
+   */
+  private checkRouteParams(
+    wrapper: { host?: { metatype?: unknown } },
+    metadata: LockedMetadata,
+    handler: object,
+    className: string,
+    method: string,
+  ): void {
+    const outer = outerRoutePaths(this.appConfig?.getGlobalPrefix(), wrapper.host?.metatype);
+    const cls = (wrapper as { metatype?: unknown }).metatype;
+    if (typeof cls !== 'function') return;
+    for (const missing of missingRouteParams(metadata.resources, cls, handler, outer)) {
+      this.logger.warn(missingRouteParamMessage(`${className}.${method}`, missing));
     }
   }
 

@@ -12,6 +12,7 @@ import { checkRetryWait, checkTtl } from './core/validate';
 import { MAX_LIMIT } from './core/request';
 import type { TtlLimits } from './core/validate';
 import { isClientInstance, normalizeRedisUrl, redactUrl } from './clients';
+import { ACCEPTED_CLIENTS, checkDistinctAddresses, foreignClient } from './master-identity';
 import { checkTelemetryOptions } from './telemetry/opentelemetry';
 import type {
   ContentionStatus,
@@ -190,6 +191,13 @@ function checkClients(clients: unknown): RedlockClientOption[] {
         `must be a URL, ioredis options or an ioredis instance, got ${describe(c)}`,
       );
     }
+    const foreign = foreignClient(c);
+    if (foreign !== undefined) {
+      throw fail(
+        field,
+        `is ${foreign}, which is not supported: pass ${ACCEPTED_CLIENTS} (ioredis is a peer dependency)`,
+      );
+    }
     if (isClientInstance(c)) {
       if (seen.has(c)) throw fail(field, 'the same client instance is listed twice');
       seen.add(c);
@@ -197,6 +205,7 @@ function checkClients(clients: unknown): RedlockClientOption[] {
       throw fail(field, 'is a Promise; resolve it (forRootAsync) before passing it');
     }
   });
+  checkDistinctAddresses(clients);
   return [...(clients as RedlockClientOption[])];
 }
 

@@ -33,6 +33,25 @@ export const unboundMethodMessage = (method: string): string =>
   '(an instance created with `new`, a request-scoped provider, or a call made before the ' +
   'application finished its init phase); refusing to run it without its lock';
 
+/**
+ * Startup warning: a `@Locked()` template of an HTTP handler names a route parameter that the
+ * route does not have.
+ */
+export const missingRouteParamMessage = (
+  method: string,
+  missing: { template: string; placeholder: string; routeParams: readonly string[] },
+): string =>
+  `@Locked('${missing.template}') on ${method}: placeholder {${missing.placeholder}} names a ` +
+  `route parameter the route does not have (its parameters: ${missing.routeParams.length > 0 ? missing.routeParams.join(', ') : 'none'}); ` +
+  'every request to it will answer 400 until the template or the route is fixed';
+
+/**
+ * Server log line (once per method and placeholder) when a `@Locked()` resource cannot be
+ * resolved for a call; the client gets a 400 without the template or method names.
+ */
+export const unresolvedResourceMessage = (detail: string): string =>
+  `${detail}: the call was refused (over HTTP: 400); logged once per method and placeholder`;
+
 /** Log line for `@Locked()` on a provider whose scope is not static. */
 export const nonStaticProviderMessage = (method: string): string =>
   `@Locked() on ${method} is ignored by the explorer: the provider is request-scoped or transient ` +

@@ -25,6 +25,7 @@ import {
   REDLOCK_MODULE_OPTIONS,
 } from './redlock.constants';
 import { startupUnreachableMessage } from './redlock.messages';
+import { checkDistinctRunIds } from './master-identity';
 
 /**
  * Distributed locks for Nest applications: the engine of the module (injected, see
@@ -144,6 +145,8 @@ export class RedlockService
    * clients' `connectTimeout`), so that locks taken right after bootstrap (e.g. by scheduled
    * jobs) do not fail merely because the connections were still opening. Masters that are down
    * do not fail the bootstrap: they are reported, and locks work as soon as a quorum is reachable.
+   * One server listed twice under different names (same `run_id`) fails it with an
+   * `InvalidConfigurationError` naming the positions.
    */
   async onModuleInit(): Promise<void> {
     await loadTransportExceptions();
@@ -156,6 +159,12 @@ export class RedlockService
     const down = this.backend.names.filter((_, i) => i < clients.length && !ready[i]);
     if (down.length > 0) {
       this.logger.warn(startupUnreachableMessage(down, clients.length, this.engine.quorum));
+    }
+    const duplicate = await checkDistinctRunIds(clients, this.backend.names, timeout);
+    if (duplicate) {
+      // The bootstrap fails: close what the module opened (Nest will not, for a failed init).
+      await this.onApplicationShutdown();
+      throw duplicate;
     }
   }
 

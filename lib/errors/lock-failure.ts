@@ -17,6 +17,7 @@ import {
   RESOURCE_LOCKED_MESSAGE,
   SHUTTING_DOWN_MESSAGE,
 } from '../redlock.messages';
+import { UnresolvedResourceError } from '../locked/resolve-resources';
 import { LockUnavailableException } from './lock-unavailable.error';
 import { ResourceLockedException } from './resource-locked.error';
 import type { LockErrorCode, LockErrorPayload } from './transport.error';
@@ -53,7 +54,8 @@ export function classifyLockError(error: unknown): LockFailure | undefined {
     };
   }
   if (cause instanceof NoQuorumError) {
-    return { code: 'NO_QUORUM', resources: cause.resources, retryAfter: 1, error: error as Error };
+    const retryAfter = noQuorumRetryAfter(cause);
+    return { code: 'NO_QUORUM', resources: cause.resources, retryAfter, error: error as Error };
   }
   if (error instanceof WaitTimeoutError) {
     return { code: 'NO_QUORUM', resources: error.resources, retryAfter: 1, error };
@@ -75,6 +77,21 @@ export function classifyLockError(error: unknown): LockFailure | undefined {
   return undefined;
 }
 
+/**
+ * When trying again after a {@link NoQuorumError} can succeed, in whole seconds (≥ 1): the time
+ * until `quorum` masters can vote, a master in restart quarantine counting from the end of its
+ * quarantine and any other master (down, slow, busy) from now, since it may be back at any
+ * moment. While fresh masters are in quarantine this is the remaining quarantine of the
+ * quorum-th soonest master, not a second.
+ */
+export function noQuorumRetryAfter(error: NoQuorumError): number {
+  const usableIn = error.votes
+    .map((v) => (v.outcome === 'quarantined' ? (v.quarantineRemaining ?? 0) : 0))
+    .sort((a, b) => a - b);
+  const wait = error.quorum >= 1 ? (usableIn[error.quorum - 1] ?? 0) : 0;
+  return Math.max(1, Math.ceil(wait / 1000));
+}
+
 /** The message sent to clients (engine details such as votes stay in the server's logs). */
 export function lockFailureMessage(failure: LockFailure): string {
   switch (failure.code) {
@@ -85,7 +102,9 @@ export function lockFailureMessage(failure: LockFailure): string {
     case 'SHUTTING_DOWN':
       return SHUTTING_DOWN_MESSAGE;
     case 'INVALID_ARGUMENT':
-      return failure.error.message;
+      return failure.error instanceof UnresolvedResourceError
+        ? failure.error.clientMessage
+        : failure.error.message;
     case 'KIND_MISMATCH':
       return KIND_MISMATCH_MESSAGE;
     default:
@@ -134,7 +153,7 @@ export function httpLockAnswer(
     }
     case 'INVALID_ARGUMENT':
       return {
-        exception: new BadRequestException(failure.error.message, { cause: failure.error }),
+        exception: new BadRequestException(lockFailureMessage(failure), { cause: failure.error }),
         headers: {},
       };
     case 'KIND_MISMATCH':

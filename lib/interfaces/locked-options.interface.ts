@@ -22,13 +22,19 @@ export interface LockedCallContext {
   readonly method: string;
   /** The Nest execution context, when the call goes through the interceptor (handlers). */
   readonly context?: ExecutionContext;
-  /** HTTP route params (handlers over HTTP). */
+  /**
+   * HTTP route params (handlers over HTTP; on a direct call of a handler, from its `@Param()`
+   * and `@Req()` arguments).
+   */
   readonly params?: Record<string, unknown>;
-  /** HTTP query (handlers over HTTP). */
+  /** HTTP query (handlers over HTTP; on a direct call, from `@Query()` / `@Req()` arguments). */
   readonly query?: Record<string, unknown>;
-  /** HTTP body (handlers over HTTP). */
+  /** HTTP body (handlers over HTTP; on a direct call, from `@Body()` / `@Req()` arguments). */
   readonly body?: unknown;
-  /** RPC / WebSocket payload, GraphQL args. */
+  /**
+   * RPC / WebSocket payload, GraphQL args (on a direct call of a message handler, from its
+   * `@Payload()` / `@MessageBody()` argument).
+   */
   readonly data?: unknown;
 }
 

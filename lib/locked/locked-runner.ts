@@ -30,6 +30,7 @@ import { LockContextView, findContext, framesOf, lockStorage } from './lock-cont
 import type { LockFrame } from './lock-context';
 import type { AnyMethod, LockedMethodRunner } from './locked-method';
 import { resolveResources } from './resolve-resources';
+import { argumentFields } from './call-arguments';
 
 /** One `@Locked()` call in progress: what the interceptor and the method wrappers get. */
 export interface LockedEntry {
@@ -195,7 +196,13 @@ export class LockedRunner implements LockedMethodRunner {
     args: unknown[],
   ): Promise<unknown> {
     const metadata = Reflect.getMetadata(LOCKED_METADATA, wrapper) as LockedMetadata;
-    const call: LockedCallContext = { args, target: instance.constructor, method: wrapper.name };
+    const target = instance.constructor;
+    // A direct call (no interceptor): `params` / `query` / `body` / `data` from the arguments
+    // that Nest's parameter decorators map (lib/locked/call-arguments.ts).
+    const call: LockedCallContext = Object.assign(
+      { args, target, method: wrapper.name },
+      argumentFields(target, wrapper.name, wrapper, args),
+    );
     const entry = await this.enterLocked(
       resolveResources(metadata.resources, call),
       metadata.options,

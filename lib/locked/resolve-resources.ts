@@ -1,4 +1,7 @@
+import { Logger } from '@nestjs/common';
 import { InvalidArgumentError, InvalidConfigurationError } from '../core';
+import { REDLOCK_LOGGER_CONTEXT } from '../redlock.constants';
+import { INVALID_LOCK_RESOURCE_MESSAGE, unresolvedResourceMessage } from '../redlock.messages';
 import { MAX_RESOURCE_LENGTH } from '../core/request';
 import { checkResourceName, describe, isWellFormed } from '../core/validate';
 import type { LockedCallContext, LockedResources } from '../interfaces';
@@ -7,6 +10,43 @@ import type { LockedCallContext, LockedResources } from '../interfaces';
 export const PLACEHOLDER_ROOTS = ['args', 'params', 'query', 'body', 'data'] as const;
 
 const PLACEHOLDER = /\{([^{}]*)\}/g;
+
+/**
+ * A `@Locked()` resource that could not be computed for one call (an {@link InvalidArgumentError},
+ * field `resources`). Its message names the template, placeholder and method, for the server's
+ * log and the callers of provider methods; {@link clientMessage} is what an HTTP / RPC / WS client
+ * is told: only the request value at fault, not the application's internal names.
+ */
+export class UnresolvedResourceError extends InvalidArgumentError {
+  /** The message for clients of a handler. */
+  readonly clientMessage: string;
+
+  /** `problem`: the full description; `clientMessage`: the client's view. */
+  constructor(problem: string, clientMessage: string) {
+    super('resources', problem);
+    this.clientMessage = clientMessage;
+  }
+}
+
+const logger = new Logger(REDLOCK_LOGGER_CONTEXT);
+/** Methods and placeholders whose failure was logged already (a bounded set: one per template). */
+const logged = new Set<string>();
+
+/**
+ * Logs an unresolved-resource error once per `key` — as a warning when it is the application's
+ * mistake (`mistake`), else at debug level (a request without the value: the client's) — then
+ * throws it.
+ */
+function unresolved(key: string, problem: string, clientMessage: string, mistake: boolean): never {
+  const error = new UnresolvedResourceError(problem, clientMessage);
+  if (!logged.has(key)) {
+    logged.add(key);
+    const line = unresolvedResourceMessage(error.message);
+    if (mistake) logger.warn(line);
+    else logger.debug(line);
+  }
+  throw error;
+}
 
 /**
  * Checks the resources written in `@Locked()` at decoration time, so that a typo such as
@@ -68,9 +108,11 @@ export function resolveResources(resources: LockedResources, call: LockedCallCon
     const result: unknown = resources(call);
     const list = typeof result === 'string' ? [result] : result;
     if (!Array.isArray(list) || list.length === 0) {
-      throw new InvalidArgumentError(
-        'resources',
+      unresolved(
+        `${callName(call)}()`,
         `the resource function of ${callName(call)} must return a non-empty string or array of strings, got ${describe(result)}`,
+        INVALID_LOCK_RESOURCE_MESSAGE,
+        true,
       );
     }
     // An indexed loop, not map: a hole in the returned array is an error too.
@@ -83,9 +125,11 @@ export function resolveResources(resources: LockedResources, call: LockedCallCon
           MAX_RESOURCE_LENGTH,
           (_f, problem) => {
             const got = describe((list as unknown[])[i]);
-            return new InvalidArgumentError(
-              'resources',
+            return unresolved(
+              `${callName(call)}()`,
               `the resource function of ${callName(call)} returned ${got} at index ${i}: ${problem}`,
+              INVALID_LOCK_RESOURCE_MESSAGE,
+              true,
             );
           },
         ),
@@ -100,12 +144,27 @@ export function resolveResources(resources: LockedResources, call: LockedCallCon
       if (typeof value === 'string' && value.length > 0) return value;
       if (typeof value === 'number' && Number.isFinite(value)) return String(value);
       if (typeof value === 'bigint' || typeof value === 'boolean') return String(value);
-      throw new InvalidArgumentError(
-        'resources',
-        `placeholder {${path}} of "${template}" in ${callName(call)} resolved to ${describe(value)}`,
+      // A route parameter the route does not have is the application's mistake: the client is
+      // told nothing about the template.
+      const hint = paramsHint(call, path);
+      return unresolved(
+        `${callName(call)} {${path}}`,
+        `placeholder {${path}} of "${template}" in ${callName(call)} resolved to ${describe(value)}${hint}`,
+        hint
+          ? INVALID_LOCK_RESOURCE_MESSAGE
+          : `${INVALID_LOCK_RESOURCE_MESSAGE}: {${path}} is missing, empty or not a string or number`,
+        hint !== '',
       );
     }),
   );
+}
+
+/** For a `{params.x}` that is not a parameter of the request: the parameters it has. */
+function paramsHint(call: LockedCallContext, path: string): string {
+  const [root, name] = path.split('.');
+  if (root !== 'params' || name === undefined || !call.params || name in call.params) return '';
+  const names = Object.keys(call.params);
+  return ` (the route has no parameter ${name}; its parameters: ${names.length > 0 ? names.join(', ') : 'none'})`;
 }
 
 function lookup(call: LockedCallContext, segments: readonly string[]): unknown {

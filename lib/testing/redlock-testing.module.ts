@@ -26,7 +26,11 @@ export type RedlockTestingModuleOptions = Omit<
   RedlockModuleOptions,
   'clients' | 'clientOptions' | 'quorum' | 'quarantine' | 'handoff' | 'requestTimeout'
 > & {
-  /** Register the module globally, like `RedlockModule.forRoot({ isGlobal })`. Default `false`. */
+  /**
+   * Register the module globally, so that every feature module of the test resolves
+   * `RedlockService` (as with `RedlockModule.forRoot({ isGlobal: true })`, the usual set-up it
+   * stands in for). Default `true`; `false` scopes it to the modules that import it.
+   */
   isGlobal?: boolean;
   /** Register the lock error filter, like `RedlockModule.forRoot({ exceptionFilter })`. Default `true`. */
   exceptionFilter?: boolean;
@@ -42,10 +46,15 @@ export type RedlockTestingModuleOptions = Omit<
  * Locks are per module instance: two apps in one test do not see each other's locks (use real
  * masters for multi-instance tests).
  *
+ * A `@Locked()` handler called directly in a unit test (no HTTP) locks too: its `{params.id}`,
+ * `{query.x}`, `{body.x}`, `{data.x}` placeholders are read from the arguments that `@Param()`,
+ * `@Query()`, `@Body()`, `@Req()`, `@Payload()` / `@MessageBody()` map (see
+ * docs/testing-locked-methods.md).
+ *
  * @example
  * ```ts
  * const moduleRef = await Test.createTestingModule({
- *   imports: [RedlockTestingModule.forRoot({ isGlobal: true }), OrdersModule],
+ *   imports: [RedlockTestingModule.forRoot(), OrdersModule],
  * }).compile();
  * // or swap the app's lock module; Nest matches overrides by reference, so keep the object:
  * //   export const LOCKS = RedlockModule.forRoot({ clients: [...] });   // imported by AppModule
@@ -60,7 +69,7 @@ export class RedlockTestingModule {
     const { isGlobal, exceptionFilter, ...rest } = options;
     return {
       module: RedlockTestingModule,
-      global: isGlobal === true,
+      global: isGlobal !== false,
       imports: [DiscoveryModule],
       providers: [
         {

@@ -80,6 +80,12 @@ export class MasterNode {
     { promise: Promise<void>; resolve(): void; reject(err: Error): void } | undefined;
   private warned = false;
   /**
+   * The last error the client reported while (re)connecting (ECONNREFUSED, WRONGPASS, NOAUTH,
+   * ...), redacted; cleared when it is ready. Requests that fail while it is not connected report
+   * it instead of ioredis's "Stream isn't writeable ..." (see {@link request}).
+   */
+  private connectionError: string | undefined;
+  /**
    * After every (re)connect: the post-connect check (restart quarantine), which loads the
    * engine's scripts too, or — when there is none — just the scripts (scripts/lua.ts,
    * loadScripts). Written at once, before any command the engine sends on the new connection.
@@ -130,7 +136,12 @@ export class MasterNode {
    */
   private static readonly listeners = new WeakMap<
     RedlockClient,
-    { nodes: Set<MasterNode>; ready: () => void; close: () => void }
+    {
+      nodes: Set<MasterNode>;
+      ready: () => void;
+      close: () => void;
+      error: (err: unknown) => void;
+    }
   >();
 
   private static listen(client: RedlockClient, node: MasterNode): void {
@@ -139,11 +150,23 @@ export class MasterNode {
       const nodes = new Set<MasterNode>();
       l = {
         nodes,
-        ready: () => nodes.forEach((n) => n.onReady()),
+        ready: () =>
+          nodes.forEach((n) => {
+            n.connectionError = undefined;
+            n.onReady();
+          }),
         close: () => nodes.forEach((n) => n.quarantine.enabled && n.onClose()),
+        error: (err: unknown) => {
+          nodes.forEach((n) => (n.connectionError = n.redact(errorMessage(err))));
+          // Listening must not hide errors: with no listener of its owner, ioredis prints them.
+          if (client.listenerCount('error') === 1 && err instanceof Error) {
+            console.error('[ioredis] Unhandled error event:', err.stack);
+          }
+        },
       };
       client.on('ready', l.ready);
       client.on('close', l.close);
+      client.on('error', l.error);
       MasterNode.listeners.set(client, l);
     }
     l.nodes.add(node);
@@ -154,6 +177,7 @@ export class MasterNode {
     if (!l?.nodes.delete(node) || l.nodes.size > 0) return;
     client.off('ready', l.ready);
     client.off('close', l.close);
+    client.off('error', l.error);
     MasterNode.listeners.delete(client);
   }
 
@@ -357,6 +381,18 @@ export class MasterNode {
   }
 
   /**
+   * The redacted text of a request's error; while the client is not connected, the last error it
+   * saw connecting (the cause), not the error of the command it could not send.
+   */
+  private failureOf(err: unknown): string {
+    const message = this.redact(errorMessage(err));
+    if (this.cluster || this.client.status === 'ready' || this.connectionError === undefined) {
+      return message;
+    }
+    return `not connected: ${this.connectionError}`;
+  }
+
+  /**
    * Runs `task` bounded by `timeoutMs` (health checks, subscriptions; lock operations time
    * whole rounds instead). Never rejects; a late answer after the timeout is ignored.
    */
@@ -376,11 +412,7 @@ export class MasterNode {
         },
         (err: unknown) => {
           clearTimeout(timer);
-          resolve({
-            kind: 'error',
-            error: this.redact(errorMessage(err)),
-            latency: monotonicNow() - start,
-          });
+          resolve({ kind: 'error', error: this.failureOf(err), latency: monotonicNow() - start });
         },
       );
     });

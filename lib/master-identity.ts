@@ -1,0 +1,135 @@
+import type { Redis, RedisOptions } from 'ioredis';
+import { InvalidConfigurationError } from './core';
+import type { RedlockClient } from './core';
+import { isCluster } from './core/masters/node';
+import { isClientInstance, normalizeRedisUrl } from './clients';
+
+/*
+ * Checks that the `clients` option lists independent Redis masters, each once: Redlock's safety
+ * rests on a majority of independent masters (docs/REDLOCK.md), and one server listed N times
+ * makes every lock contend with itself.
+ */
+
+/** What the `clients` option accepts, for error messages. */
+export const ACCEPTED_CLIENTS =
+  'an ioredis Redis or Cluster instance, a redis:// or rediss:// URL, or ioredis connection options';
+
+/**
+ * When `value` is the client object of another Redis library (which would otherwise be read as
+ * ioredis connection options and silently connect to localhost:6379), what it is; otherwise
+ * `undefined`. Plain ioredis options never have a `sendCommand` or `connect` method.
+ */
+export function foreignClient(value: object): string | undefined {
+  if (isClientInstance(value)) return undefined;
+  const v = value as { sendCommand?: unknown; isOpen?: unknown; connect?: unknown };
+  if (typeof v.sendCommand === 'function' && typeof v.isOpen === 'boolean') {
+    return 'a node-redis client (createClient() / createCluster() of the redis package)';
+  }
+  if (typeof v.sendCommand === 'function' || typeof v.connect === 'function') {
+    const name = (Object.getPrototypeOf(value) as { constructor?: { name?: unknown } } | null)
+      ?.constructor?.name;
+    return `a client of another library (${typeof name === 'string' && name ? `an instance of ${name}` : 'an object with connect() / sendCommand()'})`;
+  }
+  return undefined;
+}
+
+/**
+ * The server address an entry of `clients` connects to — `host:port` (host lower-cased, port
+ * 6379 when not given) or `unix:path` — or `undefined` where it cannot be told from the options
+ * (Cluster instances, Sentinel set-ups, unparsable input: other checks report those).
+ */
+export function masterAddress(option: unknown): string | undefined {
+  if (typeof option === 'string') {
+    try {
+      const url = new URL(normalizeRedisUrl(option));
+      return `${url.hostname.toLowerCase()}:${url.port || '6379'}`;
+    } catch {
+      return undefined;
+    }
+  }
+  if (option === null || typeof option !== 'object') return undefined;
+  let o: RedisOptions;
+  if (isClientInstance(option)) {
+    if (isCluster(option)) return undefined;
+    o = (option as Redis).options;
+  } else {
+    o = option as RedisOptions;
+  }
+  if (!o || (o as { sentinels?: unknown }).sentinels !== undefined) return undefined;
+  if (typeof o.path === 'string' && o.path) return `unix:${o.path}`;
+  const host = typeof o.host === 'string' && o.host ? o.host.toLowerCase() : 'localhost';
+  return `${host}:${typeof o.port === 'number' ? o.port : 6379}`;
+}
+
+/**
+ * Refuses two entries of `clients` with the same server address, naming both positions (the
+ * same server under two names is found once connected: {@link checkDistinctRunIds}).
+ */
+export function checkDistinctAddresses(clients: readonly unknown[]): void {
+  const seen = new Map<string, number>();
+  clients.forEach((option, i) => {
+    const address = masterAddress(option);
+    if (address === undefined) return;
+    const first = seen.get(address);
+    if (first !== undefined) {
+      throw new InvalidConfigurationError(
+        `clients[${i}]`,
+        `connects to ${address} like clients[${first}]: the same master listed twice; Redlock needs independent masters, list each once`,
+      );
+    }
+    seen.set(address, i);
+  });
+}
+
+/**
+ * Connected masters that are one server under different names (`localhost` and `127.0.0.1`, a
+ * DNS alias, another database number): compares each ready standalone client's `run_id`
+ * (`INFO server`, bounded by `timeout` ms; masters that do not answer are skipped). Returns an
+ * {@link InvalidConfigurationError} naming the positions and (redacted) names, or `undefined`.
+ */
+export async function checkDistinctRunIds(
+  clients: readonly RedlockClient[],
+  names: readonly string[],
+  timeout: number,
+): Promise<InvalidConfigurationError | undefined> {
+  const ids = await Promise.all(
+    clients.map((client) =>
+      client.status !== 'ready' || isCluster(client) ? undefined : runId(client, timeout),
+    ),
+  );
+  const seen = new Map<string, number>();
+  const groups = new Map<number, number[]>();
+  ids.forEach((id, i) => {
+    if (id === undefined) return;
+    const first = seen.get(id);
+    if (first === undefined) {
+      seen.set(id, i);
+      return;
+    }
+    groups.set(first, [...(groups.get(first) ?? [first]), i]);
+  });
+  if (groups.size === 0) return undefined;
+  const parts = [...groups.values()].map(
+    (positions) =>
+      `${positions.map((i) => `clients[${i}] (${names[i] ?? '?'})`).join(', ')} are one server (run_id ${ids[positions[0]]})`,
+  );
+  return new InvalidConfigurationError(
+    'clients',
+    `the same master is listed more than once: ${parts.join('; ')}; Redlock needs independent masters, list each once`,
+  );
+}
+
+async function runId(client: RedlockClient, timeout: number): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const info = await Promise.race([
+      (client as Redis).info('server'),
+      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeout))),
+    ]);
+    return typeof info === 'string' ? /run_id:([0-9a-f]+)/.exec(info)?.[1] : undefined;
+  } catch {
+    return undefined; // unreachable or refused: nothing to compare
+  } finally {
+    clearTimeout(timer);
+  }
+}
