@@ -5,7 +5,7 @@
 import { monotonicNow } from './clock';
 import type { YieldOrder } from './kinds/kind';
 import { aliveChannel, parkKey } from './kinds/kind-keys';
-import type { RedisStore } from './redis-store';
+import type { RedisContext } from './redis-context';
 
 /**
  * What a yield of `resource` by `store`'s engine sends for the hand-over across processes: the
@@ -14,7 +14,7 @@ import type { RedisStore } from './redis-store';
  * the boot marker when the quarantine is checked: not on a Cluster).
  */
 export function installOrder(
-  store: RedisStore,
+  store: RedisContext,
   resource: string,
   ttl: number | undefined,
   after: string | undefined,
@@ -43,6 +43,6 @@ export function installOrder(
  * gone (kinds/kind-keys.ts `aliveChannel`); '' on a Cluster, whose subscriber may sit on another
  * node than the key (not checked there).
  */
-export function aliveArg(store: RedisStore): string {
+export function aliveArg(store: RedisContext): string {
   return store.nodes.some((n) => n.cluster) ? '' : aliveChannel(store.settings.keyPrefix, '');
 }

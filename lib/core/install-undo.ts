@@ -4,7 +4,7 @@
  * awaited, a master that does not answer keeps what it has until it expires.
  */
 import { parkKey } from './kinds/kind-keys';
-import type { RedisStore } from './redis-store';
+import type { RedisContext } from './redis-context';
 import { RELEASE_SCRIPT } from './scripts/release';
 import { UNPARK_SCRIPT } from './scripts/unpark';
 
@@ -12,7 +12,7 @@ import { UNPARK_SCRIPT } from './scripts/unpark';
  * Compare-and-delete of `token` at `key` on master `node` only, announced as a release: an
  * install the engine cannot use.
  */
-export function releaseKeyOn(store: RedisStore, node: number, key: string, token: string): void {
+export function releaseKeyOn(store: RedisContext, node: number, key: string, token: string): void {
   const master = store.nodes[node];
   if (!master) return;
   master.evalScript(RELEASE_SCRIPT, [key], [token, '1']).catch(() => undefined);
@@ -26,7 +26,7 @@ export function releaseKeyOn(store: RedisStore, node: number, key: string, token
  * on that master. Sent before anything the engine sends for the resource afterwards, so a newer
  * token parked later is never taken off.
  */
-export function unpark(store: RedisStore, resource: string, token: string): void {
+export function unpark(store: RedisContext, resource: string, token: string): void {
   const keys = [parkKey(store.settings.keyPrefix, resource)];
   const args = [store.engineId, token];
   for (const node of store.nodes) {

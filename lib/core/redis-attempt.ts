@@ -21,7 +21,7 @@ import {
   validUntil,
   validityAfter,
 } from './quorum/protocol';
-import type { RedisStore } from './redis-store';
+import type { RedisContext } from './redis-context';
 import { withFields } from './fields';
 import { newToken } from './token';
 import { FENCE_RAISE_SCRIPT } from './scripts/fencing';
@@ -31,7 +31,7 @@ import { FENCE_RAISE_SCRIPT } from './scripts/fencing';
  * was not granted, with the clean-up of a failed attempt already sent.
  */
 export async function attemptOnMasters(
-  store: RedisStore,
+  store: RedisContext,
   req: AttemptRequest,
 ): Promise<AttemptOutcome> {
   const { resources, ttl } = req;
@@ -202,7 +202,7 @@ export async function attemptOnMasters(
 
 /** The park of an attempt (AcquireInput.park). */
 function parkInput(
-  store: RedisStore,
+  store: RedisContext,
   resource: string,
   ttl: number,
   start: number,
@@ -295,7 +295,7 @@ function withBirth(full: ScriptCall, node: MasterNode): ScriptCall {
 
 /** Raises the fencing counters (set-if-greater) where `needs(i)`; resolves with the confirmations. */
 export async function raiseFences(
-  store: RedisStore,
+  store: RedisContext,
   resources: readonly string[],
   tokens: readonly number[],
   needs: (i: number) => boolean,

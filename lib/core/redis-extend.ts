@@ -3,7 +3,7 @@ import type { ExtendAnswer } from './kinds/kind';
 import type { ExtendOutcome, Grant } from './policy/store';
 import { extendVerdict, validityAfter } from './quorum/protocol';
 import type { Tally } from './quorum/round';
-import type { RedisStore } from './redis-store';
+import type { RedisContext } from './redis-context';
 import { ledgerOf, repairVote } from './repair';
 import type { RepairLedger } from './repair';
 
@@ -14,7 +14,7 @@ import type { RepairLedger } from './repair';
  * such masters do not count toward the quorum). Never re-creates the key of a lock that ended.
  */
 export async function extendOnMasters(
-  store: RedisStore,
+  store: RedisContext,
   grant: Grant,
   ttl: number,
   deadline: number,
@@ -56,7 +56,7 @@ export async function extendOnMasters(
 }
 
 function plainRound(
-  store: RedisStore,
+  store: RedisContext,
   grant: Grant,
   ttl: number,
   timeout: number,
@@ -87,7 +87,7 @@ function plainRound(
  * the lock was last confirmed, and are out of restart quarantine vote `ok`.
  */
 async function repairingRound(
-  store: RedisStore,
+  store: RedisContext,
   grant: Grant,
   ledger: RepairLedger,
   ttl: number,
@@ -140,7 +140,7 @@ async function repairingRound(
  * validity it was given; such keys expire within their ttl or go with the holder's release.
  */
 async function undoRepairs(
-  store: RedisStore,
+  store: RedisContext,
   grant: Grant,
   tally: Tally<ExtendAnswer>,
 ): Promise<void> {

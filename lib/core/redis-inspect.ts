@@ -3,7 +3,7 @@ import { decodeInspect } from './kinds/kind-replies';
 import type { InspectOutcome } from './policy/store';
 import { agreedState } from './quorum/agreement';
 import type { HolderReport } from './quorum/agreement';
-import type { RedisStore } from './redis-store';
+import type { RedisContext } from './redis-context';
 import { INSPECT_READ_SCRIPT } from './scripts/inspect';
 
 /** One master's inspect answer. */
@@ -30,7 +30,7 @@ interface InspectAnswer extends HolderReport {
  * Cluster: one key, so one call; the Cluster client routes it to the key's slot.
  */
 export async function inspectOnMasters(
-  store: RedisStore,
+  store: RedisContext,
   resource: string,
 ): Promise<InspectOutcome> {
   const { settings } = store;

@@ -29,7 +29,7 @@ import type { NodeVote } from './errors';
 import type { Grant } from './policy/store';
 import { fencingTokensOf } from './quorum/fencing-tokens';
 import { validUntil, validityAfter } from './quorum/protocol';
-import type { RedisStore } from './redis-store';
+import type { RedisContext } from './redis-context';
 import { raiseFences } from './redis-attempt';
 import { newToken } from './token';
 import { releaseKeyOn, unpark } from './install-undo';
@@ -56,7 +56,7 @@ export class Installs {
   private handler: ((resource: string, grant: Grant | undefined) => void) | undefined;
   private closed = false;
 
-  constructor(private readonly store: RedisStore) {}
+  constructor(private readonly store: RedisContext) {}
 
   /** Where the outcome of each install goes (the engine's local queue). */
   onResult(handler: (resource: string, grant: Grant | undefined) => void): void {

@@ -1,8 +1,8 @@
 import { RESERVE_MS } from './fair/streak';
-import { Timeline } from './policy/timeline';
+import { Timeline } from './timeline';
 import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
-import type { Announce, LockKind } from './kinds/kind';
+import type { LockKind } from './kinds/kind';
 import { aliveChannel, orderKey, parkKey, pollKey } from './kinds/kind-keys';
 import { installOrder } from './install-order';
 import { Installs } from './redis-install';
@@ -29,10 +29,11 @@ import { releaseSummary } from './quorum/protocol';
 import { newEngineId } from './token';
 import type { ReleaseResult } from './quorum/protocol';
 import { runRound } from './quorum/round';
-import type { RoundSpec, Tally } from './quorum/round';
+import type { Tally } from './quorum/round';
 import { clientSecrets, redactorFor } from './redact';
 import type { Redactor } from './redact';
 import { attemptOnMasters } from './redis-attempt';
+import type { ReleaseKeysOptions, RedisContext, RoundRequest } from './redis-context';
 import { extendOnMasters } from './redis-extend';
 import { inspectOnMasters } from './redis-inspect';
 import { MARKER_AGE_SCRIPT } from './scripts/marker';
@@ -47,7 +48,7 @@ import type { MasterHealth } from './types';
  * {@link Dispatch} (readiness gate, Cluster slot groups, script fallback). It holds no lock state:
  * grants go to the policy (lib/core/redlock.ts).
  */
-export class RedisStore implements LockStore {
+export class RedisStore implements LockStore, RedisContext {
   readonly quorum: number;
   readonly nodes: readonly MasterNode[];
   readonly dispatch: Dispatch;
@@ -66,7 +67,7 @@ export class RedisStore implements LockStore {
   private readonly notifier: ReleaseNotifier;
   /** Hand-over across processes: this engine's parked tokens and their installs. */
   readonly installs: Installs;
-  /** The voting rounds' timeouts: one timer, kept armed between rounds (policy/timeline.ts). */
+  /** The voting rounds' timeouts: one timer, kept armed between rounds (timeline.ts). */
   private readonly deadlines = new Timeline(true);
 
   /** Rejects anything that is not a non-empty list of distinct ioredis clients. */
@@ -174,11 +175,7 @@ export class RedisStore implements LockStore {
   }
 
   /** Runs one voting round over every master (quorum/round.ts); `quorum` defaults to the store's. */
-  round<T>(
-    spec: Omit<RoundSpec<MasterNode, T>, 'masters' | 'quorum' | 'describeError'> & {
-      readonly quorum?: number;
-    },
-  ): Promise<Tally<T>> {
+  round<T>(spec: RoundRequest<T>): Promise<Tally<T>> {
     // Spelled out (no spread): one object shape for every round keeps runRound monomorphic.
     return runRound({
       masters: this.nodes,
@@ -253,18 +250,7 @@ export class RedisStore implements LockStore {
   async releaseKeys(
     resources: readonly string[],
     token: string,
-    options: {
-      only?: readonly MasterNode[];
-      waitAll?: boolean;
-      announce: Announce;
-      kind?: LockKindSpec;
-      /** lockAtLeastFor: keep the keys for this many ms instead of deleting them. */
-      keepFor?: number;
-      /** A yield: the ttl of the yielding engine's next token (parked with it). */
-      ttl?: number;
-      /** A yield or a pass: Grant.installedBy. */
-      after?: string;
-    },
+    options: ReleaseKeysOptions,
   ): Promise<ReleaseResult> {
     const { only, waitAll = false, keepFor, after } = options;
     const kind = this.kindOf(options.kind);

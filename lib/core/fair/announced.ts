@@ -10,7 +10,7 @@ import { countHeard } from '../policy/lines';
 import type { Line } from './queue-lines';
 import type { Announced, Reserved } from '../policy/store';
 import { COLLISION_SPREAD_MS, STAND_BY_MS, YIELD_MS, raceDelay } from './streak';
-import type { Timeline } from '../policy/timeline';
+import type { Timeline } from '../timeline';
 
 /**
  * One master's announcement for `line`'s resource (what the release watch of the queue hears,

@@ -26,7 +26,7 @@ import type { LockContendedError, LockErrorDetail } from '../errors';
 import type { Announced, Grant, LockStore, ReleaseWatch, Reserved } from '../policy/store';
 import type { AttemptHints, WaitingPolicy } from '../policy/waiting';
 import { mustYield } from './streak';
-import { Timeline } from '../policy/timeline';
+import { Timeline } from '../timeline';
 
 /**
  * The engine's local queue: fairness and bounded work among the acquires of one process. It is

@@ -13,7 +13,7 @@ import type { Lock } from '../lock';
 import { holderUntil } from '../policy/lines';
 import type { Line } from './queue-lines';
 import type { LockStore } from '../policy/store';
-import type { Timeline } from '../policy/timeline';
+import type { Timeline } from '../timeline';
 
 /**
  * How long (ms) the queue of a resource that other engines wait for is kept, with its release

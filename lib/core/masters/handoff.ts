@@ -2,7 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { monotonicNow } from '../clock';
 import type { MasterNode } from './node';
 import { errorMessage } from './node';
-import type { Announced, AnnouncementListener, ReleaseWatch, Reserved } from '../policy/store';
+import type { Announced, AnnouncementListener, ReleaseWatch, Reserved } from '../announcements';
 import { CLEANUP_PREFIX, RESERVED_SEP, YIELD_PREFIX } from '../scripts/announce';
 import type { RedlockLogger } from '../settings';
 

@@ -16,7 +16,7 @@ import {
 } from './lines';
 import type { Line, Slot, Ticket } from './lines';
 import type { Announced, LockStore, ReleaseWatch } from './store';
-import { Timeline } from './timeline';
+import { Timeline } from '../timeline';
 import type { WaitingPolicy } from './waiting';
 import { monotonicNow } from '../clock';
 

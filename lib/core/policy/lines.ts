@@ -11,7 +11,7 @@ import { LockContendedError } from '../errors';
 import type { LockErrorDetail, NodeVote } from '../errors';
 import { lockState } from '../lock';
 import type { Lock } from '../lock';
-import type { TimelineEntry } from './timeline';
+import type { TimelineEntry } from '../timeline';
 import type { ReleaseWatch } from './store';
 
 /** An acquire's place in the lines of its resources. */

@@ -3,6 +3,9 @@ import type { LockKindSpec } from '../kinds/kind-spec';
 import type { ReleaseResult } from '../quorum/protocol';
 import type { ResolvedSettings } from '../settings';
 import type { MasterHealth } from '../types';
+import type { AnnouncementListener, ReleaseWatch } from '../announcements';
+
+export type { Announced, AnnouncementListener, Reserved, ReleaseWatch } from '../announcements';
 
 /**
  * The store seam: what the policy (acquire loop, keep-alive, observers, the lock's life — see
@@ -165,65 +168,6 @@ export type ExtendOutcome =
        */
       readonly afterLoss?: () => Promise<void>;
     };
-
-/**
- * What a release announcement says (masters/handoff.ts): `release`, a holder released the
- * resource; `cleanup`, the keys of another engine's failed attempt were deleted (not a holder's
- * release); `yield`, a holder whose engine has more local waiters released it so that other
- * processes' waiters go first — they attempt in the order of how long they waited
- * (fair/streak.ts, raceDelay); `subscribed`, not a release: the watch had resolved with no
- * master's confirmation and one came now (a subscriber connection slow to be made), so a
- * release announced before it was heard by nobody — waiters should try again (token: empty).
- * Also told when a master's subscriber connection was lost and its subscriptions are confirmed
- * again: a release announced on that master in between was heard by nobody.
- */
-export type Announced = 'release' | 'cleanup' | 'yield' | 'subscribed';
-
-/**
- * Called for each release announcement of a watched resource: what it says, the token whose
- * keys were deleted, and `repeat` when another master already announced that token (every
- * master that deleted a key announces it; the first is not a `repeat`). `reserved`: the master
- * reserved the key, on an ordered yield, for this engine (`'own'`) or for another one
- * (`'other'`); undefined when it reserved it for nobody (fair/streak.ts `RESERVE_MS`).
- * `installed`: the yield, reserved for this engine, installed its parked token instead
- * (docs/handover-across-processes.md): the outcome comes through `LockStore.onInstalled`.
- */
-export type AnnouncementListener = (
-  announced: Announced,
-  token: string,
-  repeat: boolean,
-  reserved?: Reserved,
-  installed?: boolean,
-) => void;
-
-/**
- * For whom an ordered yield reserved the key (scripts/announce.ts `RESERVED_SEP`): this engine or
- * another one.
- */
-export type Reserved = 'own' | 'other';
-
-/**
- * A registration for the release announcements of one resource (hand-off), see
- * {@link LockStore.watchReleases}.
- */
-export interface ReleaseWatch {
-  /**
-   * Monotonic ms from which announcements reach this process: the latest master's subscription
-   * confirmation before the watch resolved, or the first after it when none came before, or the
-   * latest re-confirmation after a subscriber connection was lost (-Infinity until then, or when
-   * nothing can be missed). A release announced before it may have been missed: a waiter whose
-   * attempt was sent before it retries at once.
-   */
-  readonly activeSince: number;
-  /**
-   * Announcements reach this process (at least one master confirmed the subscription; read it
-   * when needed, it may become true later). When `false`, waiters must poll: nothing would wake
-   * them before the holder's expiry.
-   */
-  readonly live: boolean;
-  /** Ends the registration. Idempotent. */
-  stop(): void;
-}
 
 // --- inspect and lockAtLeastFor (issue 14, items 3 and 4) ------------------------------------
 

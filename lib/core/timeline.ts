@@ -1,5 +1,5 @@
-import { monotonicNow } from '../clock';
-import { MAX_TIMER_MS } from '../settings';
+import { monotonicNow } from './clock';
+import { MAX_TIMER_MS } from './settings';
 
 /** A scheduled call on a {@link Timeline}. */
 export interface TimelineEntry {

@@ -1,0 +1,90 @@
+import type { Announce, LockKind } from './kinds/kind';
+import type { LockKindSpec } from './kinds/kind-spec';
+import type { Dispatch } from './masters/dispatch';
+import type { MasterNode } from './masters/node';
+import type { Grant } from './policy/store';
+import type { ReleaseResult } from './quorum/protocol';
+import type { RoundSpec, Tally } from './quorum/round';
+import type { ResolvedSettings } from './settings';
+
+/**
+ * What the Redis operations — one attempt (redis-attempt.ts), an extension (redis-extend.ts), an
+ * inspection (redis-inspect.ts) and the installs of the hand-over across processes
+ * (redis-install.ts, install-*.ts) — need of the masters: the masters and how to send to them,
+ * the keys, the settings, one voting round, and the releases a failed attempt sends. The Redis
+ * store (redis-store.ts) provides it; the operations never see the store itself.
+ */
+export interface RedisContext {
+  readonly settings: ResolvedSettings;
+  /** The masters, in the order of the clients. */
+  readonly nodes: readonly MasterNode[];
+  /** Per-master sending: readiness gate, Cluster slot groups, script fallback. */
+  readonly dispatch: Dispatch;
+  /** Votes needed for a decision (the configured quorum). */
+  readonly quorum: number;
+  /** The boot marker's key (restart quarantine). */
+  readonly markerKey: string;
+  /** This engine's id, the first characters of each of its tokens (token.ts). */
+  readonly engineId: string;
+  /** Hand-over across processes: this engine's parked tokens (redis-install.ts `Installs`). */
+  readonly installs: ParkedTokens;
+  /** The lock key of `resource`. */
+  keyOf(resource: string): string;
+  /** The fencing counter's key of `resource`. */
+  fenceKeyOf(resource: string): string;
+  /** The lock kind of a request or grant (the mutex by default). */
+  kindOf(spec: LockKindSpec | undefined): LockKind;
+  /** Votes a lock of `spec`'s kind needs. */
+  quorumFor(spec: LockKindSpec | undefined): number;
+  /** One voting round over every master (quorum/round.ts); `quorum` defaults to {@link quorum}. */
+  round<T>(spec: RoundRequest<T>): Promise<Tally<T>>;
+  /** A master answered with a fully checked boot-marker age (masters/node.ts `knownBirth`). */
+  noteMarkerAge(node: MasterNode): void;
+  /** Annotates a round's `quarantined` votes and tells the logger (once per master). */
+  noteQuarantined(tally: Tally<{ readonly markerAge: number | undefined }>): void;
+  /** Compare-and-delete of `token` (redis-store.ts `releaseKeys`). */
+  releaseKeys(
+    resources: readonly string[],
+    token: string,
+    options: ReleaseKeysOptions,
+  ): Promise<ReleaseResult>;
+  /** Releases a grant on the masters (policy/store.ts `LockStore.release`). */
+  release(grant: Grant, waitAll: boolean): Promise<ReleaseResult>;
+  /** The clean-up of an own failed attempt wakes other engines' waiters, not this engine's. */
+  ignoreOwn(resources: readonly string[], token: string, cleanup: boolean): void;
+  /** Whether this engine hears the release announcements of the lock key `key` now. */
+  hears(key: string): boolean;
+}
+
+/** A voting round's request, without what the store fills in. */
+export type RoundRequest<T> = Omit<
+  RoundSpec<MasterNode, T>,
+  'masters' | 'quorum' | 'describeError'
+> & {
+  readonly quorum?: number;
+};
+
+/** Options of {@link RedisContext.releaseKeys}. */
+export interface ReleaseKeysOptions {
+  /** On these masters only. */
+  readonly only?: readonly MasterNode[];
+  /** Wait for every master, not a quorum. */
+  readonly waitAll?: boolean;
+  /** How the deletion is announced to waiters (kinds/kind.ts `Announce`). */
+  readonly announce: Announce;
+  readonly kind?: LockKindSpec;
+  /** lockAtLeastFor: keep the keys for this many ms instead of deleting them. */
+  readonly keepFor?: number;
+  /** A yield: the ttl of the yielding engine's next token (parked with it). */
+  readonly ttl?: number;
+  /** A yield or a pass: Grant.installedBy. */
+  readonly after?: string;
+}
+
+/** What an attempt asks of the installs (redis-install.ts `Installs`). */
+export interface ParkedTokens {
+  /** The token to park for `resource`, and for how long a master keeps it installable. */
+  park(resource: string, ttl: number, start: number, wall: number): { token: string; life: number };
+  /** `token` was granted by this engine's own attempt: it is not parked any more. */
+  retire(token: string): void;
+}
