@@ -159,8 +159,13 @@ export class MasterNode {
         error: (err: unknown) => {
           nodes.forEach((n) => (n.connectionError = n.redact(errorMessage(err))));
           // Listening must not hide errors: with no listener of its owner, ioredis prints them.
-          if (client.listenerCount('error') === 1 && err instanceof Error) {
-            console.error('[ioredis] Unhandled error event:', err.stack);
+          // (Redacted: the text is ours to print now.)
+          const [first] = nodes;
+          if (client.listenerCount('error') === 1 && err instanceof Error && first) {
+            console.error(
+              '[ioredis] Unhandled error event:',
+              first.redact(err.stack ?? err.message),
+            );
           }
         },
       };
