@@ -4,6 +4,7 @@ import { FENCE_COUNTERS_LUA } from './fencing';
 import { ENGINE_ID_LENGTH } from '../token';
 import { bootMarkerAge, script } from './lua';
 import { HEAD_INSTALL_LUA, parkLua } from './install';
+import { WRITER_GRANTED_LUA } from '../kinds/writer-flag';
 
 /** Lua: 1 when the boot marker is the last key (ARGV[4] ~= '0'), else 0. */
 const MARKER_SLOT = `(ARGV[4] ~= '0' and 1 or 0)`;
@@ -283,7 +284,7 @@ else
   end
 end
 if held then${REFUSED_LUA}
-end
+end${WRITER_GRANTED_LUA}
 if set then
   for i = 1, n do
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
