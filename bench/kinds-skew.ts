@@ -42,6 +42,8 @@ export interface SkewRow {
   readonly errors: ReadonlyMap<string, number>;
   /** Script calls (EVALSHA, EVAL) on all masters per grant: attempts, clean-ups, releases. */
   readonly scriptsPerGrant: number;
+  /** Node CPU of the bench process (contenders and delay proxies) over the row, % of one core. */
+  readonly cpu: number;
 }
 
 async function scriptCalls(clients: readonly Redis[]): Promise<number> {
@@ -63,6 +65,7 @@ async function drive(
   masters: readonly Redis[],
 ): Promise<SkewRow> {
   const before = await scriptCalls(masters);
+  const cpu = process.cpuUsage();
   const resource = `bench-kinds-skew:${name}:${randomBytes(4).toString('hex')}`;
   const held: { from: number; to: number }[] = [];
   const took: number[] = [];
@@ -89,10 +92,12 @@ async function drive(
       }
     }),
   );
+  const used = process.cpuUsage(cpu);
   took.sort((a, b) => a - b);
   const scripts = (await scriptCalls(masters)) - before;
   return {
     scriptsPerGrant: scripts / Math.max(1, held.length),
+    cpu: (used.user + used.system) / 10 / ms,
     name,
     grants: held.length,
     perSecond: (held.length * 1000) / ms,
@@ -189,11 +194,11 @@ export function skewTable(rows: readonly SkewRow[], ms: number, masters: number)
   const plain = rows[rows.length - 1];
   return [
     `\nSemaphore under latency skew: ${masters} masters, ${CONTENDERS} contenders (0–15 ms one way per link), limit ${LIMIT}, holds 5–40 ms, waitTimeout ${WAIT_TIMEOUT} ms, ${fmt(ms / 1000, 0)} s per row.\n`,
-    '| semaphore | grants/s | vs plain | acquire p50 ms | scripts/grant | most at once | errors (not contention) |',
-    '| --- | --- | --- | --- | --- | --- | --- |',
+    '| semaphore | grants/s | vs plain | acquire p50 ms | scripts/grant | Node CPU % | most at once | errors (not contention) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.name} | ${fmt(r.perSecond, 1)} | ${fmt(r.perSecond / plain.perSecond, 2)}× | ${fmt(r.p50, 1)} | ${fmt(r.scriptsPerGrant, 1)} | ${r.mostAtOnce} | ${
+        `| ${r.name} | ${fmt(r.perSecond, 1)} | ${fmt(r.perSecond / plain.perSecond, 2)}× | ${fmt(r.p50, 1)} | ${fmt(r.scriptsPerGrant, 1)} | ${fmt(r.cpu)} | ${r.mostAtOnce} | ${
           r.errors.size ? [...r.errors].map(([k, v]) => `${k} ${v}`).join(', ') : '0'
         } |`,
     ),
