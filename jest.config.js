@@ -42,6 +42,7 @@ module.exports = {
         '<rootDir>/test/core/quarantine.spec.ts',
         '<rootDir>/test/core/handoff.spec.ts',
         '<rootDir>/test/core/protocols.spec.ts',
+        '<rootDir>/test/core/kinds-replies.spec.ts',
       ],
     },
     // npm pack + install into a fresh app + compile + boot (about a minute).

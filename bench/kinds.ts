@@ -2,9 +2,10 @@
  * What shared locks and semaphores cost next to a mutex, on our engine with the same settings
  * (the bench defaults: fencing, restart quarantine and hand-off on): acquire + release of a
  * distinct resource, one caller, then 16 callers. Per op: wall-clock µs, Node CPU µs, Redis
- * commands and Redis command µs over all masters (`INFO commandstats`).
+ * commands and Redis command µs over all masters (`INFO commandstats`). Then the semaphore's
+ * grant rate under per-link latency skew next to a plain pigeonhole semaphore (bench/kinds-skew.ts).
  *
- *   npx ts-node --transpile-only bench/kinds.ts [--quick] [--masters 5]
+ *   npx ts-node --transpile-only bench/kinds.ts [--quick] [--masters 5] [--skew-only]
  *
  * Starts its own masters on 127.0.0.1; prints a markdown table. Not part of `npm run bench`.
  */
@@ -14,6 +15,7 @@ import type { AcquireOptions } from '../lib/core/types';
 import { RedisMasters } from '../test/harness/redis-masters';
 import { BENCH_SETTINGS, quickFromEnv } from './config';
 import { fmt } from './stats';
+import { semaphoreUnderSkew, skewTable } from './kinds-skew';
 
 interface Row {
   kind: string;
@@ -80,10 +82,16 @@ async function main(): Promise<void> {
   const at = process.argv.indexOf('--masters');
   const n = at > 0 ? Number(process.argv[at + 1]) : 5;
   const ops = quick ? 300 : 3000;
+  const skewMs = quick ? 3000 : 15_000;
   const masters = await RedisMasters.start(n);
   const clients = masters.createClients();
   try {
     await RedisMasters.ready(clients);
+    if (process.argv.includes('--skew-only')) {
+      const ports = masters.masters.map((m) => m.port);
+      process.stdout.write(skewTable(await semaphoreUnderSkew(ports, skewMs), skewMs, n));
+      return;
+    }
     const rl = new Redlock(clients, {
       ttl: BENCH_SETTINGS.ttl,
       // fresh masters: nothing can predate them, wait out no quarantine
@@ -112,6 +120,8 @@ async function main(): Promise<void> {
         '',
       ].join('\n'),
     );
+    const ports = masters.masters.map((m) => m.port);
+    process.stdout.write(skewTable(await semaphoreUnderSkew(ports, skewMs), skewMs, n));
   } finally {
     await masters.stop();
   }

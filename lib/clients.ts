@@ -87,6 +87,47 @@ export function urlCredentials(url: string): { username: string; password: strin
     : { username: decode(userinfo.slice(0, colon)), password: decode(userinfo.slice(colon + 1)) };
 }
 
+/** Characters that end a URL's user info where a URL parser reads it (RFC 3986, WHATWG URL). */
+const USERINFO_ENDS = ['/', '?', '#'] as const;
+
+/** How each of {@link USERINFO_ENDS} is written inside a user name or password. */
+const ENCODED: Readonly<Record<(typeof USERINFO_ENDS)[number], string>> = {
+  '/': '%2F',
+  '?': '%3F',
+  '#': '%23',
+};
+
+/**
+ * What is wrong with a `redis://` URL whose user name or password holds an unencoded `/`, `?` or
+ * `#`, or `undefined` when nothing is. A URL parser ends the user info at the first of them, so
+ * such a URL does not mean what it says: `redis://user:SEC#RET@host:6379` is the host `user`
+ * with the rest as a fragment (or a port, or a path), and no two clients agree on what to do with
+ * it. The text names the character and the part (user name or password), never their content.
+ * The user info is, as in {@link urlCredentials}, everything between `//` and the last `@`.
+ */
+export function urlUserInfoProblem(url: string): string | undefined {
+  const scheme = SCHEME.exec(url);
+  if (!scheme) return undefined;
+  const rest = url.slice(scheme[0].length);
+  const at = rest.lastIndexOf('@');
+  if (at < 0) return undefined;
+  const userinfo = rest.slice(0, at);
+  let first = -1;
+  for (const c of USERINFO_ENDS) {
+    const i = userinfo.indexOf(c);
+    if (i >= 0 && (first < 0 || i < first)) first = i;
+  }
+  if (first < 0) return undefined;
+  const char = userinfo[first] as (typeof USERINFO_ENDS)[number];
+  const colon = userinfo.indexOf(':');
+  const part = colon >= 0 && first > colon ? 'password' : 'user name';
+  return (
+    `the ${part} of the URL ${redactUrl(url)} holds an unencoded "${char}", where a URL ends ` +
+    `its user info: the URL does not mean what it says (another host, port or path). ` +
+    `Percent-encode the ${part} (encodeURIComponent: "${char}" is ${ENCODED[char]})`
+  );
+}
+
 /**
  * A `redis://` URL whose user info is percent-encoded, so that a password holding `#`, `/`, `?`,
  * `@`, `:`, spaces or non-ASCII characters reaches the server as written instead of being cut by

@@ -11,7 +11,7 @@ import {
 import { checkRetryWait, checkTtl } from './core/validate';
 import { MAX_LIMIT } from './core/request';
 import type { TtlLimits } from './core/validate';
-import { isClientInstance, normalizeRedisUrl, redactUrl } from './clients';
+import { isClientInstance, normalizeRedisUrl, redactUrl, urlUserInfoProblem } from './clients';
 import { ACCEPTED_CLIENTS, checkDistinctAddresses, foreignClient } from './master-identity';
 import { checkTelemetryOptions } from './telemetry/opentelemetry';
 import type {
@@ -174,6 +174,8 @@ function checkClients(clients: unknown): RedlockClientOption[] {
   clients.forEach((c: unknown, i) => {
     const field = `clients[${i}]`;
     if (typeof c === 'string') {
+      const problem = urlUserInfoProblem(c);
+      if (problem) throw fail(field, problem);
       let url: URL | undefined;
       try {
         url = new URL(normalizeRedisUrl(c));

@@ -175,6 +175,7 @@ export async function attemptOnMasters(
         found.tokens,
         (i) => !found.atMax(counters[i]),
         deadline,
+        quorum,
       );
       if (confirmed < quorum && !exhausted()) return fail('unavailable');
       fencingTokens = found.tokens;
@@ -293,19 +294,25 @@ function withBirth(full: ScriptCall, node: MasterNode): ScriptCall {
   return { script: full.script, keys: full.keys, args, birthArg: full.birthArg };
 }
 
-/** Raises the fencing counters (set-if-greater) where `needs(i)`; resolves with the confirmations. */
+/**
+ * Raises the fencing counters (set-if-greater) where `needs(i)`; resolves with the confirmations.
+ * `quorum`: the confirmations the lock's kind needs (a semaphore's may exceed the store's); the
+ * round ends early only once that many confirmed.
+ */
 export async function raiseFences(
   store: RedisContext,
   resources: readonly string[],
   tokens: readonly number[],
   needs: (i: number) => boolean,
   deadline: number,
+  quorum = store.quorum,
 ): Promise<number> {
   const left = deadline - monotonicNow();
   if (left <= 0) return 0;
   const ttl = String(store.settings.fencingKeyTtl);
   const tokenOf = new Map(resources.map((r, j) => [r, tokens[j]]));
   const raised = await store.round<unknown>({
+    quorum,
     timeout: Math.min(store.settings.requestTimeout, left),
     send: (node) =>
       needs(node.index)

@@ -38,6 +38,7 @@ import { extendOnMasters } from './redis-extend';
 import { inspectOnMasters } from './redis-inspect';
 import { MARKER_AGE_SCRIPT } from './scripts/marker';
 import { UNMARK_SCRIPT } from './scripts/unmark';
+import { endWriterWait } from './redis-writer-flag';
 import { describe } from './settings';
 import type { RedlockClient, ResolvedSettings } from './settings';
 import type { MasterHealth } from './types';
@@ -345,6 +346,10 @@ export class RedisStore implements LockStore, RedisContext {
 
   hasParked(resource: string): boolean {
     return this.installs.hasParked(resource);
+  }
+
+  writerGaveUp(resources: readonly string[]): void {
+    endWriterWait(this, resources); // (redis-writer-flag.ts)
   }
 
   unmarkPolling(resource: string): void {

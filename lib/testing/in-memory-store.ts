@@ -121,6 +121,8 @@ export class InMemoryStore implements LockStore {
     for (const r of resources) {
       const slot = this.entries.get(r) ?? { kind, holders: new Map(), writerWaitUntil: 0 };
       if (from !== undefined) slot.holders.delete(from);
+      // A writer granted: its writer-waiting flag ends (core/kinds/writer-flag.ts).
+      if (kind.name === 'mutex' && (req.writerWait ?? 0) > 0) slot.writerWaitUntil = 0;
       if (slot.holders.size === 0) slot.kind = kind;
       slot.holders.set(token, { token, expiresAt: now + ttl, grant });
       this.entries.set(r, slot);
@@ -229,6 +231,14 @@ export class InMemoryStore implements LockStore {
 
   describe(err: unknown): string {
     return errorMessage(err);
+  }
+
+  /** A waiting writer gave up: its writer-waiting flags end (core/kinds/writer-flag.ts). */
+  writerGaveUp(resources: readonly string[]): void {
+    for (const r of resources) {
+      const slot = this.entries.get(r);
+      if (slot) slot.writerWaitUntil = 0;
+    }
   }
 
   /** The engine wakes and refuses its waiting acquires itself (it drains first). */

@@ -266,9 +266,13 @@ describe('item 3: passwords never leak', () => {
     }
   });
 
-  /** Awkward passwords for the real server: each separator at least once. */
-  const table = SEPARATORS.filter((s) => s !== '\n').map((sep, i) =>
-    awkward(100 + i, [sep, i % 2 ? ' ' : '#']),
+  /**
+   * Awkward passwords for the real server: each separator at least once — except `#`, `/` and
+   * `?` unencoded, which end a URL's user info: such a URL is a configuration error
+   * (client-url-password.spec.ts).
+   */
+  const table = SEPARATORS.filter((s) => s !== '\n' && !/[#/?]/.test(s)).map((sep, i) =>
+    awkward(100 + i, [sep, i % 2 ? ' ' : '@']),
   );
   /** What the server must accept for a URL password (valid percent-escapes are decoded). */
   const serverPassword = (p: string): string => {

@@ -7,6 +7,7 @@ import {
   decodeKindAcquire,
   decodeKindExtend,
   decodeKindRelease,
+  markerAgeOf,
 } from '../../lib/core/kinds/kind-replies';
 
 describe('decodeKindAcquire', () => {
@@ -43,6 +44,23 @@ describe('decodeKindAcquire', () => {
     });
   });
 
+  it('decodes every boot marker age: unchecked (-1), known old (-2), checked (≥ 0, or a clock set back)', () => {
+    expect(decodeKindAcquire([-1, -2, 4997, 'semaphore', 3], 0)).toEqual({
+      status: 'mismatch',
+      markerAge: -2,
+      holderTtl: 4997,
+      found: { kind: 'semaphore', limit: 3 },
+    });
+    expect(decodeKindAcquire([1, -2, 7], 1)).toMatchObject({ status: 'granted', markerAge: -2 });
+    expect(decodeKindAcquire([0, -2, 5, 'tok'], 0)).toMatchObject({ status: 'held' });
+    expect(decodeKindAcquire([0, -30, 5], 0)).toMatchObject({ markerAge: -30 });
+    expect(markerAgeOf(-1)).toBeUndefined();
+    expect(markerAgeOf(-2)).toBeUndefined();
+    expect(markerAgeOf(-30)).toBe(0); // a marker born after the server's clock: young
+    expect(markerAgeOf(0)).toBe(0);
+    expect(markerAgeOf(61_000)).toBe(61_000);
+  });
+
   it.each([
     [null, 0],
     ['OK', 0],
@@ -50,7 +68,6 @@ describe('decodeKindAcquire', () => {
     [[1, -1], 1], // a fencing counter is missing
     [[1, -1, 5], 0], // an unexpected counter
     [[1, -1, 0], 1], // counters are positive
-    [[1, -2], 0], // marker age below -1
     [[1, 1.5], 0],
     [[0, -1], 0],
     [[0, -1, -5], 0],

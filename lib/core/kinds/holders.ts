@@ -11,7 +11,12 @@ import type {
 } from './kind';
 import { ReplyFormatError, announceFlag } from './kind';
 import { MUTEX } from './mutex';
-import { decodeKindAcquire, decodeKindExtend, decodeKindRelease } from './kind-replies';
+import {
+  decodeKindAcquire,
+  decodeKindExtend,
+  decodeKindRelease,
+  markerAgeOf,
+} from './kind-replies';
 import { semaphoreQuorum } from './quorum-rule';
 import { withFields } from '../fields';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from './semaphore-scripts';
@@ -76,12 +81,13 @@ function holderKind(
         input.token,
         String(input.ttl),
         fenceKeys ? '1' : '0',
-        marker ? '1' : '0',
+        // The marker value known to be old, compared without a clock read (kinds/lua.ts).
+        marker ? (input.markerBirth ?? '1') : '0',
         String(keys.length),
         String(input.fenceTtl),
       ];
       if (!shared) args.push(String(limit));
-      return { script: acquireScript, keys: all, args };
+      return { script: acquireScript, keys: all, args, birthArg: marker ? 3 : undefined };
     },
 
     readAcquire(groups: readonly GroupReply[], resources: readonly string[]): AcquireAnswer {
@@ -95,9 +101,8 @@ function holderKind(
         const counters =
           Array.isArray(v) && v[0] === 1 && v.length > 2 ? group.resources.length : 0;
         const d = decodeKindAcquire(v, counters);
-        if (d.markerAge >= 0 && (markerAge === undefined || d.markerAge < markerAge)) {
-          markerAge = d.markerAge;
-        }
+        const age = markerAgeOf(d.markerAge);
+        if (age !== undefined && (markerAge === undefined || age < markerAge)) markerAge = age;
         if (d.status === 'granted') {
           group.resources.forEach((r, i) => {
             if (i < d.fencing.length) counted.set(r, d.fencing[i]);

@@ -57,6 +57,25 @@ function isInt(x: unknown, min: number): x is number {
   return typeof x === 'number' && Number.isSafeInteger(x) && x >= min;
 }
 
+/** `markerAge` of an acquire reply when the boot marker was not checked. */
+export const MARKER_UNCHECKED = -1;
+/**
+ * `markerAge` of an acquire reply when the boot marker still held the value the engine knows to
+ * be older than the quarantine (bootMarkerAge's one-GET path, lib/core/scripts/lua.ts).
+ */
+export const MARKER_KNOWN_OLD = -2;
+
+/**
+ * The boot marker's age (ms) an acquire reply reports, as the quarantine reads it: `undefined`
+ * when it was not checked ({@link MARKER_UNCHECKED}) or is known to be old
+ * ({@link MARKER_KNOWN_OLD}) — neither holds the vote back; any other negative value is a marker
+ * born after the server's clock (the clock was set back), read as 0: a young data set.
+ */
+export function markerAgeOf(raw: number): number | undefined {
+  if (raw === MARKER_UNCHECKED || raw === MARKER_KNOWN_OLD) return undefined;
+  return raw < 0 ? 0 : raw;
+}
+
 function parseKind(name: unknown, limit: unknown): FoundKind | undefined {
   if (typeof name !== 'string' || !isInt(limit, 0)) return undefined;
   if (name === 'none' || name === 'mutex' || name === 'shared') {
@@ -71,13 +90,14 @@ function parseKind(name: unknown, limit: unknown): FoundKind | undefined {
 
 /**
  * Decodes an acquire reply. `fencingCounters`: how many counters a granted reply carries (the
- * number of resources when fencing is on, else 0).
+ * number of resources when fencing is on, else 0). `markerAge` is the script's raw value, any
+ * integer: {@link markerAgeOf} reads it.
  */
 export function decodeKindAcquire(reply: unknown, fencingCounters: number): KindAcquireReply {
   const bad = (): Error => malformed('acquire', reply);
   if (!Array.isArray(reply) || reply.length < 2) throw bad();
   const [status, markerAge] = reply as unknown[];
-  if (!isInt(markerAge, -1)) throw bad();
+  if (!isInt(markerAge, Number.MIN_SAFE_INTEGER)) throw bad();
   if (status === 1) {
     const fencing = reply.slice(2) as unknown[];
     if (fencing.length !== fencingCounters || !fencing.every((v) => isInt(v, 1))) throw bad();

@@ -91,12 +91,14 @@ end`;
 /**
  * The boot marker and fencing parts of an acquire script: the same Lua as ACQUIRE_SCRIPT
  * (lib/core/scripts/mutex.ts), with the same argument positions (ARGV[3] fencing flag, ARGV[4]
- * marker flag, ARGV[5] n, ARGV[6] fencing key TTL; fencing counters at KEYS[n+1..2n], the marker
- * at KEYS[#KEYS]). `MARKER_LUA` defines `age`; `FENCING_LUA` appends the counters to `res`.
+ * marker: '0' not checked, '1' checked, else the marker value known to be old; ARGV[5] n,
+ * ARGV[6] fencing key TTL; fencing counters at KEYS[n+1..2n], the marker at KEYS[#KEYS]).
+ * `MARKER_LUA` defines `age` (-1 not checked, -2 known old, else the age in ms: bootMarkerAge);
+ * `FENCING_LUA` appends the counters to `res`.
  */
 export const MARKER_LUA = `
 local age = -1
-if ARGV[4] == '1' then${bootMarkerAge('KEYS[#KEYS]')}
+if ARGV[4] ~= '0' then${bootMarkerAge('KEYS[#KEYS]', 'ARGV[4]')}
 end
 `;
 

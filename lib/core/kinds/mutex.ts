@@ -16,7 +16,7 @@ import type {
   ScriptCall,
 } from './kind';
 import { ReplyFormatError, announceFlag } from './kind';
-import { decodeKindAcquire } from './kind-replies';
+import { decodeKindAcquire, markerAgeOf } from './kind-replies';
 import { withFields } from '../fields';
 
 /**
@@ -66,7 +66,7 @@ export const MUTEX: LockKind = {
     if (groups.length === 1 && groups[0].resources === resources) {
       // The hot path: a standalone master, one reply for every resource.
       const v = checked(groups[0].value);
-      const age = v[1] >= 0 ? v[1] : undefined;
+      const age = markerAgeOf(v[1]);
       if (v[0] === -1) return mismatchAnswer(v, age);
       if (v[0] === 0) {
         const ttl = typeof v[2] === 'number' && v[2] >= 0 ? v[2] : undefined;
@@ -97,7 +97,8 @@ export const MUTEX: LockKind = {
     const counted = new Map<string, number>();
     for (const group of groups) {
       const v = checked(group.value);
-      if (v[1] >= 0 && (markerAge === undefined || v[1] < markerAge)) markerAge = v[1];
+      const age = markerAgeOf(v[1]);
+      if (age !== undefined && (markerAge === undefined || age < markerAge)) markerAge = age;
       if (v[0] === -1) {
         mismatch ??= mismatchAnswer(v, undefined).mismatch;
         granted = false;
@@ -150,9 +151,8 @@ export const MUTEX: LockKind = {
     for (const { value: v } of groups) {
       if (!Array.isArray(v)) throw new ReplyFormatError('extend-repair', v);
       const code = Number(v[0]);
-      if (typeof v[1] === 'number' && v[1] >= 0 && (markerAge === undefined || v[1] < markerAge)) {
-        markerAge = v[1];
-      }
+      const age = typeof v[1] === 'number' ? markerAgeOf(v[1]) : undefined;
+      if (age !== undefined && (markerAge === undefined || age < markerAge)) markerAge = age;
       if (code !== 1 && code !== 2) status = 'held';
       else if (code === 2 && status === 'kept') status = 'repaired';
     }

@@ -9,12 +9,11 @@
  * `waitTtl` ms (scripts/mutex.ts, REFUSED_LUA). While it exists, new readers
  * are refused (readers already in keep extending and leave when done), so the readers drain and
  * a writer gets in. The flag is refreshed by every refused writer attempt and is never shortened;
- * it is not deleted when a writer wins (the engine's tokens change per attempt, so a winner
- * cannot tell its own flag from another waiting writer's): it expires by itself. Writers ignore
- * the flag — it holds back readers, not other writers; writer against writer is ordinary mutex
- * contention. `waitTtl` should cover the writers' retry interval (retryDelay + retryJitter, a few
- * request timeouts), so a writer that slept until the readers expired still finds its flag up,
- * and a writer that gave up blocks new readers for at most the readers' ttl plus `waitTtl`.
+ * it ends with its writer (writer-flag.ts): deleted where the writer is granted, taken down by
+ * its engine when the writer gives up, else it expires by itself. Writers ignore the flag — it
+ * holds back readers, not other writers; writer against writer is ordinary mutex contention.
+ * `waitTtl` should cover the writers' retry interval (retryDelay + retryJitter, a few request
+ * timeouts), so a writer that slept until the readers expired still finds its flag up.
  */
 import { ACQUIRE_SCRIPT } from '../scripts/mutex';
 import {

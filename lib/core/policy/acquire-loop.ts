@@ -151,6 +151,7 @@ export async function acquireLoop<W>(
       await queue.sleep(ticket as W, Math.min(until, now + wait), req.signal);
     }
   } catch (err) {
+    if (req.writerWait > 0) ctx.store.writerGaveUp?.(req.resources); // its writer flags end
     ctx.failed(req.resources, err, start);
     throw err;
   } finally {

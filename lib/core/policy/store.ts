@@ -260,6 +260,11 @@ export interface LockStore {
    */
   unmarkPolling?(resource: string): void;
   /**
+   * A retrying plain acquire of `resources` ended without a lock: the writer-waiting flags this
+   * engine raised for it are taken down (kinds/writer-flag.ts; best effort, not awaited).
+   */
+  writerGaveUp?(resources: readonly string[]): void;
+  /**
    * Hand-over across processes: whether this engine parked a token for `resource` that a yield
    * may still install; its queue's end then takes it back ({@link unmarkPolling}).
    */

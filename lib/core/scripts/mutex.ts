@@ -4,6 +4,7 @@ import { FENCE_COUNTERS_LUA } from './fencing';
 import { ENGINE_ID_LENGTH } from '../token';
 import { bootMarkerAge, script } from './lua';
 import { HEAD_INSTALL_LUA, parkLua } from './install';
+import { WRITER_GRANTED_LUA } from '../kinds/writer-flag';
 
 /** Lua: 1 when the boot marker is the last key (ARGV[4] ~= '0'), else 0. */
 const MARKER_SLOT = `(ARGV[4] ~= '0' and 1 or 0)`;
@@ -159,7 +160,7 @@ else
   end
 end
 if held then${refusedLua(false)}
-end
+end${WRITER_GRANTED_LUA}
 -- (Held, and no key refuses any more — readers expired: the keys are set all the same.)
 if held or n > 1 then
   for i = 1, n do
@@ -363,7 +364,7 @@ else
 end
 if held then${refusedLua(true)}
   set = true -- no key refuses any more (readers expired): the granted path sets them all
-end
+end${WRITER_GRANTED_LUA}
 if set then
   for i = 1, n do
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])

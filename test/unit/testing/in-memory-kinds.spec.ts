@@ -39,6 +39,24 @@ describe('InMemoryRedlock: shared locks and semaphores', () => {
     await w.release();
   });
 
+  it('the writer-waiting flag ends with its writer: granted, or given up', async () => {
+    const reader = await engine.acquire('doc', { shared: true, ttl: 5000 });
+    // Gives up while the reader holds: readers come in again at once.
+    await expect(engine.acquire('doc', { waitTimeout: 50 })).rejects.toThrow();
+    const second = await engine.tryAcquire('doc', { shared: true });
+    expect(second).not.toBeNull();
+    await second?.release();
+    // Granted once the reader left, held and released: readers come in at once.
+    const writer = engine.acquire('doc', { retryCount: 1000, waitTimeout: 3000 });
+    await new Promise((r) => setTimeout(r, 30)); // the writer was refused at least once
+    await reader.release();
+    const w = await writer;
+    await w.release();
+    const third = await engine.tryAcquire('doc', { shared: true });
+    expect(third).not.toBeNull();
+    await third?.release();
+  });
+
   it('a semaphore admits `limit` holders; the next waits for a slot', async () => {
     const a = await engine.acquire('exports', { limit: 2 });
     const b = await engine.acquire('exports', { limit: 2 });

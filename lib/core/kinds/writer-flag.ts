@@ -1,0 +1,51 @@
+/**
+ * The end of a writer-waiting flag (kind-keys.ts `waitKey`, docs/lock-kinds.md "Writer
+ * starvation policy"). A plain lock refused by shared readers raises the flag
+ * (scripts/mutex.ts REFUSED_LUA); it ends when its writer is granted ({@link WRITER_GRANTED_LUA},
+ * in ACQUIRE_SCRIPT's granted path) or gives up ({@link WRITER_GAVE_UP_SCRIPT}, sent by the
+ * store when a retrying plain acquire ends without a lock: redis-writer-flag.ts) — not when the
+ * readers it waited for would have expired, which kept new readers out for up to their whole ttl
+ * after the writer had come and gone.
+ */
+import { ENGINE_ID_LENGTH } from '../token';
+import { script } from './lua';
+
+/**
+ * Lua for ACQUIRE_SCRIPT's granted path (the locals `n` and the arguments of that script): a plain
+ * lock that raises flags (ARGV[7] = waitTtl > 0; the flags are then KEYS[w0 + 1 .. w0 + n]) deletes
+ * them where it is granted. Its flag, or another writer's: this master now holds the resource as a
+ * plain lock, which refuses new readers by itself, and a writer still waiting raises its flag
+ * again at its next refusal by readers. Its release announcement then wakes the readers, which
+ * find no flag left. A master where it was refused keeps its flag until it expires or the writer
+ * gives up.
+ */
+export const WRITER_GRANTED_LUA = `
+if (tonumber(ARGV[7]) or 0) > 0 then
+  local w0 = n
+  if ARGV[3] == '1' then w0 = 2 * n end
+  redis.call('DEL', unpack(KEYS, w0 + 1, w0 + n))
+end`;
+
+/**
+ * A retrying plain acquire ended without a lock (it timed out, ran out of retries, was aborted):
+ * takes down each writer-waiting flag that its engine raised (the flag holds the token of the
+ * writer attempt that raised it; tokens start with the engine id: lib/core/token.ts). A flag
+ * another engine raised is left alone; one this engine raised and another writer lengthened is
+ * taken down too, and that writer raises it again at its next refusal by readers.
+ *
+ * KEYS: the flags. ARGV[1]: the engine id. Returns how many flags were deleted.
+ */
+export const WRITER_GAVE_UP_SCRIPT = script(
+  'writer-gave-up',
+  `
+local deleted = 0
+for i = 1, #KEYS do
+  local v = redis.pcall('GET', KEYS[i])
+  if type(v) == 'string' and string.sub(v, 1, ${ENGINE_ID_LENGTH}) == ARGV[1] then
+    redis.call('DEL', KEYS[i])
+    deleted = deleted + 1
+  end
+end
+return deleted
+`,
+);
