@@ -23,7 +23,10 @@ export const WRITER_GRANTED_LUA = `
 if (tonumber(ARGV[7]) or 0) > 0 then
   local w0 = n
   if ARGV[3] == '1' then w0 = 2 * n end
-  redis.call('DEL', unpack(KEYS, w0 + 1, w0 + n))
+  -- (Read first: nothing is written where no flag is up, the common case.)
+  if redis.call('EXISTS', unpack(KEYS, w0 + 1, w0 + n)) > 0 then
+    redis.call('DEL', unpack(KEYS, w0 + 1, w0 + n))
+  end
 end`;
 
 /**

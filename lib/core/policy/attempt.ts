@@ -39,11 +39,18 @@ export function attemptOnStore(
   startedAt: number,
   hints?: AttemptHints,
 ): Promise<AttemptResult> {
+  // The default mode's first attempt of a plain lock raises no writer-waiting flag (and, granted,
+  // takes none down): only a writer that was refused once waits for readers
+  // (docs/lock-kinds.md). An uncontended acquire stays a SET NX with no flag key.
+  const sent =
+    attemptNo === 1 && req.writerWait > 0 && ctx.settings.fairness === 'local'
+      ? withFields(req, { writerWait: 0 })
+      : req;
   return ctx.store
     .attempt(
       hints === undefined
-        ? req
-        : withFields(req, {
+        ? sent
+        : withFields(sent, {
             handoverFrom: hints.handover?.from,
             installedBy: hints.handover?.installedBy,
             defer: hints.defer ? true : undefined,

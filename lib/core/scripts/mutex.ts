@@ -364,7 +364,9 @@ else
 end
 if held then${refusedLua(true)}
   set = true -- no key refuses any more (readers expired): the granted path sets them all
-end${WRITER_GRANTED_LUA}
+end
+if not prev then${WRITER_GRANTED_LUA}
+end
 if set then
   for i = 1, n do
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
