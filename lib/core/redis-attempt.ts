@@ -56,6 +56,7 @@ export async function attemptOnMasters(
     fenceTtl: store.settings.fencingKeyTtl,
     waitKeys: wait.waitKeys,
     waitTtl: wait.waitTtl,
+    clearFlags: req.clearWriterFlags === true,
     pollKeys: wait.pollKeys,
     handoverFrom: kind.name === 'mutex' ? req.handoverFrom : undefined,
     defer: req.defer === true,

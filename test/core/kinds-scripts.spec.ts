@@ -52,13 +52,19 @@ async function reader(resources: string[], call: AcquireCall): Promise<KindAcqui
   );
 }
 
+/** A writer's attempt; `retry`: not its first (its grant takes the flags down: ARGV[8]). */
 async function writer(
   resources: string[],
   call: AcquireCall,
   waitTtl: number,
+  retry = false,
 ): Promise<KindAcquireReply> {
   const { keys, args } = acquireLayout(resources, call, true);
-  const reply = await run(c, WRITE_ACQUIRE_SCRIPT, keys, [...args, String(waitTtl)]);
+  const reply = await run(c, WRITE_ACQUIRE_SCRIPT, keys, [
+    ...args,
+    String(waitTtl),
+    retry ? '1' : '0',
+  ]);
   return decodeKindAcquire(reply, fencesOf(resources, call));
 }
 
@@ -211,7 +217,9 @@ describe('shared locks: readers against the writer (mutex) string', () => {
     }
     // the reader inside leaves; the writer's next attempt (a new token) gets in
     await c.zrem(key(r), r1);
-    expect((await writer([r], { token: tok('w1b'), ttl: 10_000 }, 5_000)).status).toBe('granted');
+    expect((await writer([r], { token: tok('w1b'), ttl: 10_000 }, 5_000, true)).status).toBe(
+      'granted',
+    );
     // the winner ends the flag where it holds the key (kinds/writer-flag.ts): the key refuses new
     // readers by itself, and its release announcement lets them in
     expect(await c.exists(wkey(r))).toBe(0);

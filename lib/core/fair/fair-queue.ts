@@ -11,16 +11,18 @@ import type { LineTable } from './kept-lines';
 import type { Handover } from './handover';
 import {
   admitted,
-  append,
   contended,
+  enqueue,
   front,
   holdersEnd,
   promote,
   releasedBefore,
+  sleepOn,
   unlink,
+  watchAll,
 } from '../policy/lines';
 import { defers, newLine, newTicket, othersWaited, waitingSince } from './queue-lines';
-import type { Line, Slot, Ticket } from './queue-lines';
+import type { Line, Ticket } from './queue-lines';
 import type { GrantNews } from '../policy/attempt-result';
 import type { LockContendedError, LockErrorDetail } from '../errors';
 import type { Announced, Grant, LockStore, ReleaseWatch, Reserved } from '../policy/store';
@@ -102,19 +104,8 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
   /** Queues an acquire of `resources` behind the local entries already queued for them. */
   join(resources: readonly string[], exclusive: boolean, ttl?: number): Ticket {
     const ticket = newTicket(++this.seq, exclusive, resources.length, ttl);
-    for (let i = 0; i < resources.length; i++) {
-      const resource = resources[i];
-      let line = this.lines.get(resource);
-      if (!line) {
-        line = newLine(resource);
-        this.lines.set(resource, line);
-      }
-      const slot: Slot = { ticket, line, prev: undefined, next: undefined };
-      append(slot);
-      ticket.slots[i] = slot;
-    }
     this.tickets.add(ticket);
-    return ticket;
+    return enqueue(this.lines, ticket, resources, newLine);
   }
 
   admitted(ticket: Ticket): boolean {
@@ -161,26 +152,7 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
   sleep(ticket: Ticket, until: number, signal: AbortSignal | undefined): Promise<void> {
     decline(ticket); // a hand-over is taken by the next attempt or not at all
     if (ticket.installed) return Promise.resolve(); // taken by the loop's next turn
-    if (ticket.handed) {
-      ticket.handed = false;
-      return Promise.resolve();
-    }
-    if (signal?.aborted || this.draining.aborted || ticket.left) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      let done = false;
-      const finish = (): void => {
-        if (done) return;
-        done = true;
-        ticket.wake = undefined;
-        if (entry) this.timeline.remove(entry);
-        stopWatching();
-        resolve();
-      };
-      const entry = Number.isFinite(until) ? this.timeline.add(until, finish) : undefined;
-      // Shared signals get one listener for all their sleepers (wake.ts).
-      const stopWatching = signal ? onAbort(signal, finish) : noop;
-      ticket.wake = finish;
-    });
+    return sleepOn(ticket, until, signal, this.draining, this.timeline);
   }
 
   /**
@@ -189,16 +161,8 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
    * subscription — after the attempt was sent, so a release may have been missed (retry at
    * once); `live`: every resource's releases are announced (otherwise the waiter polls).
    */
-  async watch(ticket: Ticket, sentAt: number): Promise<{ fresh: boolean; live: boolean }> {
-    let fresh = false;
-    let live = true;
-    for (const { line } of ticket.slots) {
-      const w = await this.watchLine(line);
-      if (w && w.activeSince >= sentAt) fresh = true;
-      live &&= w?.live ?? false;
-    }
-    if (fresh) ticket.handed = false; // the retry at once covers what woke the busy ticket
-    return { fresh, live };
+  watch(ticket: Ticket, sentAt: number): Promise<{ fresh: boolean; live: boolean }> {
+    return watchAll(ticket, sentAt, (line) => this.watchLine(line));
   }
 
   private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
@@ -417,8 +381,6 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
     }
   }
 }
-
-function noop(): void {}
 
 /**
  * Hands `lock` (a plain lock being released with `token`) to the next local waiter of `lines`

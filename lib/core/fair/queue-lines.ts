@@ -6,7 +6,9 @@
  */
 import type { GrantNews } from '../policy/attempt-result';
 import type { Handover } from './handover';
+import { newBaseLine } from '../policy/lines';
 import type { Line as BaseLine, Slot as BaseSlot, Ticket as BaseTicket } from '../policy/lines';
+import { withFields } from '../fields';
 import type { Grant } from '../policy/store';
 
 /** An acquire's place in the fair queue. */
@@ -135,15 +137,10 @@ export function newTicket(seq: number, exclusive: boolean, resources: number, tt
 
 /** A new, empty queue of `resource`. */
 export function newLine(resource: string): Line {
-  return {
-    resource,
+  return withFields(newBaseLine(resource), {
     first: undefined,
     last: undefined,
-    holder: undefined,
-    kept: undefined,
     lingering: false,
-    watching: undefined,
-    watch: undefined,
     streak: 0,
     watchers: Infinity,
     polled: 0,
@@ -154,12 +151,8 @@ export function newLine(resource: string): Line {
     ordered: false,
     announced: 0,
     entering: false,
-    votes: [],
-    heldBy: undefined,
-    heard: undefined,
-    retriedFor: undefined,
     waitSince: undefined,
-  };
+  }) as Line;
 }
 
 /**

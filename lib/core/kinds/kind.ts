@@ -45,6 +45,8 @@ export interface AcquireInput {
   readonly waitKeys?: readonly string[] | undefined;
   /** How long a plain lock refused by readers keeps their writer-waiting flag up (ms; 0 = none). */
   readonly waitTtl?: number | undefined;
+  /** With `waitTtl`: a granted plain lock takes the flags down (AttemptRequest.clearWriterFlags). */
+  readonly clearFlags?: boolean;
   /**
    * Poll-mark keys of the resources (kind-keys.ts `pollKey`; plain locks, with the `waitKeys`):
    * raised for `waitTtl` ms by a plain lock refused by another plain lock, read by a hand-over.

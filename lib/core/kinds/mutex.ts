@@ -35,7 +35,6 @@ export const MUTEX: LockKind = {
   quorum: (_masters, configured) => configured,
 
   acquire(input: AcquireInput): ScriptCall {
-    const { keys, fenceKeys, marker } = input;
     // The writer-waiting flags go along only when this plain lock will retry (waitTtl > 0):
     // KEYS[w0 + i] in the acquire scripts.
     const waitKeys = input.waitTtl ? input.waitKeys : undefined;
@@ -43,23 +42,10 @@ export const MUTEX: LockKind = {
     if (input.handoverFrom !== undefined || (waitKeys && input.pollKeys)) {
       return fairAcquire(input, waitKeys);
     }
-    let scriptKeys: readonly string[] = keys;
-    if (fenceKeys || marker || waitKeys) {
-      const all = fenceKeys ? [...keys, ...fenceKeys] : [...keys];
-      if (waitKeys) all.push(...waitKeys);
-      if (marker) all.push(marker);
-      scriptKeys = all;
-    }
-    const args = [
-      input.token,
-      String(input.ttl),
-      fenceKeys ? '1' : '0',
-      marker ? (input.markerBirth ?? '1') : '0',
-      String(keys.length),
-      String(input.fenceTtl),
-    ];
-    if (waitKeys) args.push(String(input.waitTtl));
-    return { script: ACQUIRE_SCRIPT, keys: scriptKeys, args, birthArg: marker ? 3 : undefined };
+    const { keys, args } = acquireLayout(input, waitKeys, []);
+    if (waitKeys) args.push(String(input.waitTtl), input.clearFlags ? '1' : '0');
+    const birthArg = input.marker ? 3 : undefined;
+    return { script: ACQUIRE_SCRIPT, keys, args, birthArg };
   },
 
   readAcquire(groups: readonly GroupReply[], resources: readonly string[]): AcquireAnswer {
@@ -204,25 +190,22 @@ export const MUTEX: LockKind = {
 };
 
 /**
- * The call of FAIR_ACQUIRE_SCRIPT (`fairness: 'across-processes'`,
- * docs/handover-across-processes.md): the plain keys and arguments, then the poll marks, the
- * order and the park, and the take-over, deferral and wait start arguments.
+ * The keys and first six arguments of an acquire script: lock keys, fencing counters, the
+ * writer-waiting flags, then `more` keys (the fair script's), the boot marker last; token, ttl,
+ * fencing flag, marker, n, the counters' ttl.
  */
-function fairAcquire(input: AcquireInput, waitKeys: readonly string[] | undefined): ScriptCall {
+function acquireLayout(
+  input: AcquireInput,
+  waitKeys: readonly string[] | undefined,
+  more: readonly string[],
+): { keys: readonly string[]; args: string[] } {
   const { keys, fenceKeys, marker } = input;
-  const ordered =
-    waitKeys !== undefined &&
-    input.pollKeys !== undefined &&
-    input.orderKeys !== undefined &&
-    input.waitSince !== undefined;
-  let scriptKeys: readonly string[] = keys;
+  let all: readonly string[] = keys;
   if (fenceKeys || marker || waitKeys) {
-    const all = fenceKeys ? [...keys, ...fenceKeys] : [...keys];
-    if (waitKeys) all.push(...waitKeys, ...(input.pollKeys ?? []));
-    if (ordered && input.orderKeys) all.push(...input.orderKeys);
-    if (ordered && input.park) all.push(input.park.key);
-    if (marker) all.push(marker);
-    scriptKeys = all;
+    const list = fenceKeys ? [...keys, ...fenceKeys] : [...keys];
+    if (waitKeys) list.push(...waitKeys, ...more);
+    if (marker) list.push(marker);
+    all = list;
   }
   const args = [
     input.token,
@@ -232,13 +215,31 @@ function fairAcquire(input: AcquireInput, waitKeys: readonly string[] | undefine
     String(keys.length),
     String(input.fenceTtl),
   ];
+  return { keys: all, args };
+}
+
+/**
+ * The call of FAIR_ACQUIRE_SCRIPT (`fairness: 'across-processes'`, lib/core/fair/README.md): the
+ * plain keys and arguments, then the poll marks, the order and the park, and the take-over,
+ * deferral and wait start arguments.
+ */
+function fairAcquire(input: AcquireInput, waitKeys: readonly string[] | undefined): ScriptCall {
+  const ordered =
+    waitKeys !== undefined &&
+    input.pollKeys !== undefined &&
+    input.orderKeys !== undefined &&
+    input.waitSince !== undefined;
+  const more = [...(input.pollKeys ?? [])];
+  if (ordered && input.orderKeys) more.push(...input.orderKeys);
+  if (ordered && input.park) more.push(input.park.key);
+  const { keys, args } = acquireLayout(input, waitKeys, more);
   const defer = input.defer === true && waitKeys !== undefined && input.pollKeys !== undefined;
   if (waitKeys || input.handoverFrom) args.push(waitKeys ? String(input.waitTtl) : '0');
   if (input.handoverFrom || defer || ordered) args.push(input.handoverFrom ?? '');
   if (defer || ordered) args.push(defer ? '1' : '0');
   if (ordered) args.push(String(input.waitSince));
   if (ordered && input.park) args.push(input.park.token, String(input.park.life), input.park.alive);
-  return { script: FAIR_ACQUIRE_SCRIPT, keys: scriptKeys, args, birthArg: marker ? 3 : undefined };
+  return { script: FAIR_ACQUIRE_SCRIPT, keys, args, birthArg: input.marker ? 3 : undefined };
 }
 
 /** An acquire reply `{1|0|-1, age, ...}`, or a {@link ReplyFormatError}. */

@@ -39,13 +39,10 @@ export function attemptOnStore(
   startedAt: number,
   hints?: AttemptHints,
 ): Promise<AttemptResult> {
-  // The default mode's first attempt of a plain lock raises no writer-waiting flag (and, granted,
-  // takes none down): only a writer that was refused once waits for readers
-  // (docs/lock-kinds.md). An uncontended acquire stays a SET NX with no flag key.
+  // A retry of a plain lock that waits for readers takes the writer-waiting flags down where it
+  // is granted (docs/lock-kinds.md); a first attempt has raised none (no read, no write).
   const sent =
-    attemptNo === 1 && req.writerWait > 0 && ctx.settings.fairness === 'local'
-      ? withFields(req, { writerWait: 0 })
-      : req;
+    attemptNo > 1 && req.writerWait > 0 ? withFields(req, { clearWriterFlags: true }) : req;
   return ctx.store
     .attempt(
       hints === undefined

@@ -4,15 +4,18 @@ import type { Lock } from '../lock';
 import { onAbort } from '../wake';
 import {
   admitted,
-  append,
   contended,
   countHeard,
+  enqueue,
   front,
   holderUntil,
   holdersEnd,
+  newBaseLine,
   promote,
   releasedBefore,
+  sleepOn,
   unlink,
+  watchAll,
 } from './lines';
 import type { Line, Slot, Ticket } from './lines';
 import type { Announced, LockStore, ReleaseWatch } from './store';
@@ -72,19 +75,8 @@ export class FifoQueue implements WaitingPolicy<Ticket> {
       handed: false,
       left: false,
     };
-    for (let i = 0; i < resources.length; i++) {
-      const resource = resources[i];
-      let line = this.lines.get(resource);
-      if (!line) {
-        line = newLine(resource);
-        this.lines.set(resource, line);
-      }
-      const slot: Slot = { ticket, line, prev: undefined, next: undefined };
-      append(slot);
-      ticket.slots[i] = slot;
-    }
     this.tickets.add(ticket);
-    return ticket;
+    return enqueue(this.lines, ticket, resources, newBaseLine);
   }
 
   admitted(ticket: Ticket): boolean {
@@ -96,26 +88,7 @@ export class FifoQueue implements WaitingPolicy<Ticket> {
   }
 
   sleep(ticket: Ticket, until: number, signal: AbortSignal | undefined): Promise<void> {
-    if (ticket.handed) {
-      ticket.handed = false;
-      return Promise.resolve();
-    }
-    if (signal?.aborted || this.draining.aborted || ticket.left) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      let done = false;
-      const finish = (): void => {
-        if (done) return;
-        done = true;
-        ticket.wake = undefined;
-        if (entry) this.timeline.remove(entry);
-        stopWatching();
-        resolve();
-      };
-      const entry = Number.isFinite(until) ? this.timeline.add(until, finish) : undefined;
-      // Shared signals get one listener for all their sleepers (wake.ts).
-      const stopWatching = signal ? onAbort(signal, finish) : noop;
-      ticket.wake = finish;
-    });
+    return sleepOn(ticket, until, signal, this.draining, this.timeline);
   }
 
   refused(
@@ -133,16 +106,8 @@ export class FifoQueue implements WaitingPolicy<Ticket> {
     return released;
   }
 
-  async watch(ticket: Ticket, sentAt: number): Promise<{ fresh: boolean; live: boolean }> {
-    let fresh = false;
-    let live = true;
-    for (const { line } of ticket.slots) {
-      const w = await this.watchLine(line);
-      if (w && w.activeSince >= sentAt) fresh = true;
-      live &&= w?.live ?? false;
-    }
-    if (fresh) ticket.handed = false; // the retry at once covers what woke the busy ticket
-    return { fresh, live };
+  watch(ticket: Ticket, sentAt: number): Promise<{ fresh: boolean; live: boolean }> {
+    return watchAll(ticket, sentAt, (line) => this.watchLine(line));
   }
 
   granted(ticket: Ticket, lock: Lock): void {
@@ -253,22 +218,3 @@ export class FifoQueue implements WaitingPolicy<Ticket> {
     line.watch?.stop();
   }
 }
-
-/** A new, empty line of `resource`. */
-function newLine(resource: string): Line {
-  return {
-    resource,
-    first: undefined,
-    last: undefined,
-    holder: undefined,
-    kept: undefined,
-    watching: undefined,
-    watch: undefined,
-    votes: [],
-    heldBy: undefined,
-    heard: undefined,
-    retriedFor: undefined,
-  };
-}
-
-function noop(): void {}

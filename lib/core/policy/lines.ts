@@ -11,7 +11,8 @@ import { LockContendedError } from '../errors';
 import type { LockErrorDetail, NodeVote } from '../errors';
 import { lockState } from '../lock';
 import type { Lock } from '../lock';
-import type { TimelineEntry } from '../timeline';
+import type { Timeline, TimelineEntry } from '../timeline';
+import { onAbort } from '../wake';
 import type { ReleaseWatch } from './store';
 
 /** An acquire's place in the lines of its resources. */
@@ -193,3 +194,103 @@ export function contended(
   const votes = ticket.slots.find((s) => s.line.votes.length > 0)?.line.votes ?? [];
   return new LockContendedError(withFields(detail, { votes }));
 }
+
+/**
+ * Appends `ticket` to the line of each of `resources` in `lines` (made with `newLine` where
+ * there is none), in one global arrival order: the ticket that arrived first of all those queued
+ * is first in every line it is in, hence admitted — no deadlock for multi-resource requests.
+ */
+export function enqueue<T extends Ticket, L extends Line>(
+  lines: Map<string, L>,
+  ticket: T,
+  resources: readonly string[],
+  newLine: (resource: string) => L,
+): T {
+  for (let i = 0; i < resources.length; i++) {
+    const resource = resources[i];
+    let line = lines.get(resource);
+    if (!line) {
+      line = newLine(resource);
+      lines.set(resource, line);
+    }
+    const slot: Slot = { ticket, line, prev: undefined, next: undefined };
+    append(slot);
+    ticket.slots[i] = slot;
+  }
+  return ticket;
+}
+
+/**
+ * Sleeps until `ticket` is woken (`Ticket.wake`), `until` (monotonic ms, on `timeline`) passes,
+ * `signal` aborts or `draining` does. Returns at once when a release was handed to it meanwhile
+ * (`Ticket.handed`), or when it already left.
+ */
+export function sleepOn(
+  ticket: Ticket,
+  until: number,
+  signal: AbortSignal | undefined,
+  draining: AbortSignal,
+  timeline: Timeline,
+): Promise<void> {
+  if (ticket.handed) {
+    ticket.handed = false;
+    return Promise.resolve();
+  }
+  if (signal?.aborted || draining.aborted || ticket.left) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    let done = false;
+    const finish = (): void => {
+      if (done) return;
+      done = true;
+      ticket.wake = undefined;
+      if (entry) timeline.remove(entry);
+      stopWatching();
+      resolve();
+    };
+    const entry = Number.isFinite(until) ? timeline.add(until, finish) : undefined;
+    // Shared signals get one listener for all their sleepers (wake.ts).
+    const stopWatching = signal ? onAbort(signal, finish) : noop;
+    ticket.wake = finish;
+  });
+}
+
+/**
+ * The release watches of `ticket`'s resources (`watchLine` makes each) after a contended attempt
+ * sent at `sentAt` (monotonic ms). `fresh`: a watch became active — a master confirmed its
+ * subscription — after the attempt was sent, so a release may have been missed (retry at once);
+ * `live`: every resource's releases are announced (otherwise the waiter polls).
+ */
+export async function watchAll<L extends Line>(
+  ticket: { readonly slots: readonly { readonly line: L }[]; handed: boolean },
+  sentAt: number,
+  watchLine: (line: L) => Promise<ReleaseWatch | undefined>,
+): Promise<{ fresh: boolean; live: boolean }> {
+  let fresh = false;
+  let live = true;
+  for (const { line } of ticket.slots) {
+    const w = await watchLine(line);
+    if (w && w.activeSince >= sentAt) fresh = true;
+    live &&= w?.live ?? false;
+  }
+  if (fresh) ticket.handed = false; // the retry at once covers what woke the busy ticket
+  return { fresh, live };
+}
+
+/** The fields every line starts with (a new, empty line of `resource`). */
+export function newBaseLine(resource: string): Line {
+  return {
+    resource,
+    first: undefined,
+    last: undefined,
+    holder: undefined,
+    kept: undefined,
+    watching: undefined,
+    watch: undefined,
+    votes: [],
+    heldBy: undefined,
+    heard: undefined,
+    retriedFor: undefined,
+  };
+}
+
+function noop(): void {}

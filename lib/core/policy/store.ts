@@ -90,6 +90,11 @@ export interface AttemptRequest {
   /** A plain lock refused by shared readers keeps their writer-waiting flag up this long (ms). */
   readonly writerWait?: number;
   /**
+   * With `writerWait`: a retry, whose grant takes the resources' writer-waiting flags down
+   * (kinds/writer-flag.ts `WRITER_GRANTED_LUA`). Stores without flags ignore it.
+   */
+  readonly clearWriterFlags?: boolean;
+  /**
    * A local hand-over (fair/handover.ts; plain locks only): the token of this engine's holder
    * that releases the lock to this attempt. Keys holding it count as free and are taken over.
    */

@@ -120,7 +120,9 @@ end`;
  * then n writer-waiting flags (only when ARGV[7] > 0; see kinds/kind-keys.ts `waitKey`)
  * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
  * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
- *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [waitTtl]
+ *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [waitTtl, clear]
+ *       (`clear` '1': a retry, whose grant takes the writer-waiting flags down where one is up:
+ *       kinds/writer-flag.ts)
  *
  * Returns {1, age} on success, followed by one fencing counter per key when fencing is on;
  * {0, age, pttl[, holder]} when some key is held (of the first held key; `holder`: its token when
@@ -160,7 +162,9 @@ else
   end
 end
 if held then${refusedLua(false)}
-end${WRITER_GRANTED_LUA}
+end
+if ARGV[8] == '1' then${WRITER_GRANTED_LUA}
+end
 -- (Held, and no key refuses any more — readers expired: the keys are set all the same.)
 if held or n > 1 then
   for i = 1, n do
