@@ -205,7 +205,7 @@ export const MUTEX: LockKind = {
 
 /**
  * The call of FAIR_ACQUIRE_SCRIPT (`fairness: 'across-processes'`,
- * docs/handover-across-processes.md): the plain keys and arguments, then the poll marks, the
+ * lib/core/fair/README.md): the plain keys and arguments, then the poll marks, the
  * order and the park, and the take-over, deferral and wait start arguments.
  */
 function fairAcquire(input: AcquireInput, waitKeys: readonly string[] | undefined): ScriptCall {
