@@ -23,7 +23,7 @@ export type Announced = 'release' | 'cleanup' | 'yield' | 'subscribed';
  * reserved the key, on an ordered yield, for this engine (`'own'`) or for another one
  * (`'other'`); undefined when it reserved it for nobody (fair/streak.ts `RESERVE_MS`).
  * `installed`: the yield, reserved for this engine, installed its parked token instead
- * (docs/handover-across-processes.md): the outcome comes through `LockStore.onInstalled`.
+ * (lib/core/fair/README.md): the outcome comes through `LockStore.onInstalled`.
  */
 export type AnnouncementListener = (
   announced: Announced,

@@ -1,6 +1,6 @@
 /**
  * What a yield, a pass or an attempt sends for the hand-over across processes
- * (docs/handover-across-processes.md; the installs themselves: redis-install.ts).
+ * (lib/core/fair/README.md; the installs themselves: redis-install.ts).
  */
 import { monotonicNow } from './clock';
 import type { YieldOrder } from './kinds/kind';

@@ -1,6 +1,6 @@
 /**
  * The state of the tokens an engine parked for the hand-over across processes
- * (redis-install.ts; design: docs/handover-across-processes.md).
+ * (redis-install.ts; design: lib/core/fair/README.md).
  */
 import type { Grant } from './policy/store';
 

@@ -1,6 +1,6 @@
 /**
  * What the hand-over across processes takes back on the masters (redis-install.ts; design:
- * docs/handover-across-processes.md, "What is released, and when"). Best effort: nothing is
+ * lib/core/fair/README.md, "What is released, and when"). Best effort: nothing is
  * awaited, a master that does not answer keeps what it has until it expires.
  */
 import { parkKey } from './kinds/kind-keys';

@@ -1,5 +1,5 @@
 /**
- * Hand-over across processes (design and safety argument: docs/handover-across-processes.md).
+ * Hand-over across processes (design and safety argument: lib/core/fair/README.md).
  *
  * A waiting engine parks its next token for a resource on the masters — in the refusal of its
  * single-resource plain attempt by another engine's lock, and in its own ordered yield

@@ -117,7 +117,7 @@ export interface RedlockSettings {
    * woken by a local release or a release announcement; between processes the masters decide,
    * as in the Redlock algorithm. `'across-processes'`: also in the order they began to wait
    * across processes — a releasing holder hands the lock to the process that waited longest
-   * (docs/handover-across-processes.md). It costs every contended lock more script work on the
+   * (lib/core/fair/README.md). It costs every contended lock more script work on the
    * masters; choose it when no process may starve behind a busy one.
    */
   fairness?: Fairness;

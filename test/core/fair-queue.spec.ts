@@ -416,7 +416,7 @@ describe.each(['local', 'across-processes'] as const)('fairness: %s', (mode) => 
   });
 });
 
-// Fairness across processes (fair/fair-queue.ts, docs/handover-across-processes.md).
+// Fairness across processes (fair/fair-queue.ts, lib/core/fair/README.md).
 describe("fairness: 'across-processes' only", () => {
   beforeAll(() => {
     fairness = 'across-processes';

@@ -26,7 +26,7 @@ export const SUITE_DEFAULTS: RedlockSettings = Object.freeze({
 
 /**
  * Settings of the fair suites' engines: {@link SUITE_DEFAULTS} with fairness across processes
- * (fair/fair-queue.ts, docs/handover-across-processes.md).
+ * (fair/fair-queue.ts, lib/core/fair/README.md).
  */
 export const FAIR_DEFAULTS: RedlockSettings = Object.freeze({
   ...SUITE_DEFAULTS,

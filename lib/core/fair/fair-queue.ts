@@ -60,9 +60,9 @@ import { Timeline } from '../timeline';
  *   and the masters keep the resource for the engine that has waited longest (`RESERVE_MS`:
  *   ordered yields; each head waits `raceDelay` when the yield names nobody). The announcement
  *   names that engine: the other engines' heads do not attempt (fair/announced.ts `standBy`),
- *   their turns will be named. With installs (docs/handover-across-processes.md), the named
+ *   their turns will be named. With installs (lib/core/fair/README.md), the named
  *   engine is granted by the yield itself: the grant goes to its head (fair/installed.ts).
- * - **Passes** (`announceAs`; docs/handover-across-processes.md, "Passes"). A plain lock of one
+ * - **Passes** (`announceAs`; lib/core/fair/README.md, "Passes"). A plain lock of one
  *   resource granted while other engines waited for it is released as a pass: like a yield, the
  *   masters give it to the engine that waited longest, but this engine does not join the order.
  * - **Kept queues** (fair/kept-lines.ts). The queue of a contended resource is kept while the

@@ -1,5 +1,5 @@
 /**
- * Hand-over across processes, the local queue's part (docs/handover-across-processes.md,
+ * Hand-over across processes, the local queue's part (lib/core/fair/README.md,
  * lib/core/redis-install.ts): a grant that a yield installed for this engine goes to the head of
  * the resource's queue, when that head can take it; otherwise it is released like any lock.
  */

@@ -48,7 +48,7 @@ export function keepOrDrop(t: LineTable, line: Line): void {
  * `lock`, the holder `line` was kept for, ended and nobody here waits: when other engines waited
  * for it (`LockState.othersWait`) the line is kept {@link LINGER_MS} more, with its watch, for
  * this process's next acquire of the resource (its first refused attempt then parks a token and
- * sleeps until its turn: docs/handover-across-processes.md); otherwise it is dropped.
+ * sleeps until its turn: lib/core/fair/README.md); otherwise it is dropped.
  */
 export function afterHolder(t: LineTable, line: Line, lock: Lock): void {
   if (lockState(lock).othersWait && line.watching) {

@@ -24,7 +24,7 @@ export const MAX_LOCAL_STREAK = 8;
  * The same while another engine watches the resource (`Grant.watchers`, learnt from the last
  * hand-over: the masters count the subscribers of its release channel): the yield is ordered
  * (fair/fair-queue.ts `announceAs`) and, for a lock of one resource, installs the token of
- * the engine that waited longest (docs/handover-across-processes.md), so a turn between
+ * the engine that waited longest (lib/core/fair/README.md), so a turn between
  * processes takes no acquire round: 1.2–1.9 ms. 4 processes × 4 callers in the benchmark, 10 ms
  * retries (bench/README.md, session 13): streak 4 with installs 408–434 locks/s and p99 wait 64
  * ms; streak 8 without 388–421 locks/s and 90–117 ms (same session). With one other engine

@@ -13,7 +13,7 @@ import type { Grant, LockStore } from './store';
  * Two policies implement it, chosen by the `fairness` setting:
  * - `'local'` (the default, policy/fifo-queue.ts): a FIFO per resource inside the process, one
  *   attempt at a time per resource, woken by a local release or a release announcement;
- * - `'across-processes'` (fair/fair-queue.ts and docs/handover-across-processes.md): the same
+ * - `'across-processes'` (fair/fair-queue.ts and lib/core/fair/README.md): the same
  *   FIFO, plus the hand-over across processes that serves the waiters of every process in the
  *   order they began to wait.
  *

@@ -1,5 +1,5 @@
 /**
- * The Lua of the hand-over across processes (design: docs/handover-across-processes.md),
+ * The Lua of the hand-over across processes (design: lib/core/fair/README.md),
  * inlined into the mutex's scripts (scripts/mutex.ts): parking an engine's next token for a
  * resource, and installing the parked token of the engine a yield names.
  */
@@ -100,7 +100,7 @@ export const INSTALL_LUA = installLua(
  * of an engine that has not waited longest no longer takes a vote from the head: with one caller
  * per process, the releasing process's next acquire (and any attempt woken by a clean-up) used to
  * take free keys on a few masters, and the next pass could install only on the others
- * (docs/handover-across-processes.md, "Attempts install for the head"). A head whose alive
+ * (lib/core/fair/README.md, "Attempts install for the head"). A head whose alive
  * channel (ARGV[13]) has no subscriber here is gone: off the order and the park. Fencing counter
  * KEYS[2] (ARGV[3] '1', TTL ARGV[6]); marker checked when ARGV[4] ~= '0'.
  */

@@ -179,7 +179,7 @@ return res
 
 /**
  * Acquire with the hand-over across processes (`fairness: 'across-processes'`;
- * docs/handover-across-processes.md): {@link ACQUIRE_SCRIPT} with poll marks, the order of
+ * lib/core/fair/README.md): {@link ACQUIRE_SCRIPT} with poll marks, the order of
  * waiting engines, parks and installs, and local take-overs.
  *
  * Acquire: all-or-nothing `SET key token NX PX ttl` over several keys on one master.
@@ -197,7 +197,7 @@ return res
  *       [defer, [waitSince, [park token, park life, alive prefix]]]]] (`prev` '' when absent;
  *       `waitSince`, wall ms, with the order key; the park: a refusal by another engine's plain
  *       lock parks this engine's next token for the hand-over across processes, installable for
- *       `park life` ms — docs/handover-across-processes.md; the alive channels' prefix, ''
+ *       `park life` ms — lib/core/fair/README.md; the alive channels' prefix, ''
  *       on a Cluster: see RELEASE_SCRIPT)
  *
  * Attempts install for the head (with the park key): a free key, not reserved for this engine,
@@ -341,7 +341,7 @@ if n == 1 then
         -- (RELEASE_SCRIPT): this master's vote may not make a grant (too few others agree), and
         -- an engine taken off the order only where it got a vote would be named by the masters
         -- where it was not, and another engine by these — one pass, two engines installed on
-        -- too few masters each, the key held by neither (docs/handover-across-processes.md,
+        -- too few masters each, the key held by neither (lib/core/fair/README.md,
         -- "One order on every master"). Alone in the order, it leaves it now.
         -- (Not in it yet — this master grants its first attempt, others refused it or will —
         -- it joins it here too, with the wait start it sends everywhere; not when a yield or

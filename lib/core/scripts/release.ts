@@ -33,7 +33,7 @@ return deleted
 
 /**
  * Release with the hand-over across processes (`fairness: 'across-processes'`,
- * docs/handover-across-processes.md): {@link RELEASE_SCRIPT} with yields and passes.
+ * lib/core/fair/README.md): {@link RELEASE_SCRIPT} with yields and passes.
  *
  * Release: compare-and-delete over several keys; publishes the token on each deleted key's
  * channel (the channel is named like the key) so that waiters can retry at once.
@@ -58,7 +58,7 @@ return deleted
  * Where another holder has the key, the engine named is only taken off the order and the park
  * (nothing installed, reserved or announced), and a yielding engine joins the order: every
  * master's order stays the same.
- * Hand-over across processes (docs/handover-across-processes.md): with ARGV[7] the yield's order
+ * Hand-over across processes (lib/core/fair/README.md): with ARGV[7] the yield's order
  * keys are followed by the park keys (kinds/kind-keys.ts `parkKey`), then the fencing counters
  * (ARGV[10] '1') and the boot marker (ARGV[12] '1'); the named engine's parked token is
  * installed instead of the reservation (scripts/install.ts `INSTALL_LUA`), announced as
@@ -135,7 +135,7 @@ for i = 1, n do
         -- engine named is named here too — taken off the order and the park, nothing installed
         -- — so that this master's order stays the others' (an engine left in it would be
         -- named by this master alone, its stale parked token installed by a later attempt:
-        -- docs/handover-across-processes.md, "One order on every master").
+        -- lib/core/fair/README.md, "One order on every master").
         redis.call('ZREM', q, nx)
         if pk then redis.call('HDEL', pk, nx) end
       elseif nx then

@@ -14,7 +14,7 @@ import { script } from './lua';
  * and the others would stand by for it (fair/announced.ts `standBy`); then optionally the
  * park (kinds/kind-keys.ts `parkKey`), from which the engine's entry is taken off, and the lock
  * key: where it holds one of the tokens ARGV[2..] (tokens the engine parked, which a yield may
- * have installed unheard: docs/handover-across-processes.md), it is deleted and the release
+ * have installed unheard: lib/core/fair/README.md), it is deleted and the release
  * announced. ARGV: the engine id, then those tokens.
  * Returns 1 when the mark was deleted.
  */

@@ -1,6 +1,6 @@
 /**
  * Hand-over across processes (lib/core/redis-install.ts, scripts/mutex.ts; design:
- * docs/handover-across-processes.md), against real redis-server masters: a waiting engine that
+ * lib/core/fair/README.md), against real redis-server masters: a waiting engine that
  * hears the resource's announcements parks its next token in its refused attempt; a yield that
  * names it sets that token on each master, with a fencing increment, and announces it; the engine
  * is granted on a quorum of those announcements, its validity counted from the token's first

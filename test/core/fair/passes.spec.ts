@@ -1,6 +1,6 @@
 /**
  * Passes and kept queues (lib/core/fair/fair-queue.ts `announceAs`, `keep`; scripts/release.ts;
- * docs/handover-across-processes.md "Passes"), against real redis-server masters: a plain lock
+ * lib/core/fair/README.md "Passes"), against real redis-server masters: a plain lock
  * released while other engines wait goes to the engine that waited longest (its parked token
  * installed, or the key reserved for it), without the releasing engine joining the order, and
  * is a plain release when nobody waits; the releasing process's next acquire does not barge past
