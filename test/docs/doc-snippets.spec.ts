@@ -11,6 +11,7 @@ import type { INestApplication, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
+import { Redis } from 'ioredis';
 import request from 'supertest';
 import ts from 'typescript';
 import { RedlockService } from '../../lib/redlock.service';
@@ -135,9 +136,17 @@ it('compiles every TypeScript block of README.md and docs/*.md as an ES module a
 
 describe('the README app, run against three redis-servers', () => {
   let masters: RedisMasters;
-  let app: INestApplication;
+  let app: INestApplication | undefined;
+  // The clients the app creates: a snippet that breaks the boot leaves them connected (Nest
+  // closes nothing of a module that failed to compile), and they would keep jest from exiting.
+  const clients = new Set<Redis>();
+  const connect = Redis.prototype.connect;
 
   beforeAll(async () => {
+    Redis.prototype.connect = function (this: Redis, ...args: Parameters<Redis['connect']>) {
+      clients.add(this);
+      return connect.apply(this, args);
+    };
     masters = await RedisMasters.start(3);
     masters.masters.forEach((m, i) => (process.env[`DOC_TEST_PORT_${i}`] = String(m.port)));
     const { AppModule } = (await import(join(readmeApp, 'src', 'app.module.ts'))) as {
@@ -153,14 +162,22 @@ describe('the README app, run against three redis-servers', () => {
 
   afterAll(async () => {
     await app?.close();
+    Redis.prototype.connect = connect;
+    for (const c of clients) c.disconnect();
     await masters?.stop();
   });
 
+  /** The booted app (the boot failed when it is undefined). */
+  function booted(): INestApplication {
+    if (!app) throw new Error('the README app did not boot');
+    return app;
+  }
+
   it('locks a route: 201, then 423 with Retry-After while the order is held', async () => {
-    const server = app.getHttpServer();
+    const server = booted().getHttpServer();
     await request(server).post('/orders/42/pay').expect(201, { paid: '42' });
 
-    const lock = await app.get(RedlockService).acquire('order:42');
+    const lock = await booted().get(RedlockService).acquire('order:42');
     try {
       const held = await request(server).post('/orders/42/pay').expect(423);
       expect(Number(held.headers['retry-after'])).toBeGreaterThan(0);
@@ -171,7 +188,7 @@ describe('the README app, run against three redis-servers', () => {
   });
 
   it('answers GET /health with every master up', async () => {
-    const res = await request(app.getHttpServer()).get('/health').expect(200);
+    const res = await request(booted().getHttpServer()).get('/health').expect(200);
     expect(res.body.info.locks.status).toBe('up');
     expect(res.body.info.locks.usable).toBe(3);
   });
