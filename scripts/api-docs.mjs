@@ -48,21 +48,34 @@ export function parseReport(report) {
   const declarations = [];
   let chunk = [];
   const flush = () => {
-    const i = chunk.findIndex((l) => /^(export )?(declare )?(abstract )?(class|function|interface|type|const|enum) /.test(l));
+    const i = chunk.findIndex((l) =>
+      /^(export )?(declare )?(abstract )?(class|function|interface|type|const|enum) /.test(l),
+    );
     if (i >= 0 && !chunk[i].startsWith('import ')) {
-      const m = /^(?:export )?(?:declare )?(?:abstract )?(class|function|interface|type|const|enum) ([\w$]+)/.exec(chunk[i]);
-      const release = chunk.slice(0, i).map((l) => /^\/\/ @(\w+)/.exec(l)?.[1]).find(Boolean);
+      const m =
+        /^(?:export )?(?:declare )?(?:abstract )?(class|function|interface|type|const|enum) ([\w$]+)/.exec(
+          chunk[i],
+        );
+      const release = chunk
+        .slice(0, i)
+        .map((l) => /^\/\/ @(\w+)/.exec(l)?.[1])
+        .find(Boolean);
       const previous = declarations.at(-1);
       const code = chunk.slice(i).join('\n');
       // Overloads of one function are one entry.
-      if (previous && previous.kind === m[1] && previous.name === m[2]) previous.code += `\n${code}`;
+      if (previous && previous.kind === m[1] && previous.name === m[2])
+        previous.code += `\n${code}`;
       else declarations.push({ kind: m[1], name: m[2], release: release ?? 'public', code });
     }
     chunk = [];
   };
   for (const line of lines) {
     if (line.trim() === '') flush();
-    else if (!line.startsWith('// (No @packageDocumentation') && !line.startsWith('// Warnings were')) chunk.push(line);
+    else if (
+      !line.startsWith('// (No @packageDocumentation') &&
+      !line.startsWith('// Warnings were')
+    )
+      chunk.push(line);
   }
   flush();
   return declarations;
@@ -89,11 +102,23 @@ export function renderApiDocs(reports) {
     for (const [kind, title] of KINDS) {
       const names = declarations.filter((d) => d.kind === kind);
       if (names.length === 0) continue;
-      out.push(`**${title}:** ${names.map((d) => `[\`${d.name}\`](#${anchor(entry.name, d.name)})`).join(', ')}`, '');
+      out.push(
+        `**${title}:** ${names.map((d) => `[\`${d.name}\`](#${anchor(entry.name, d.name)})`).join(', ')}`,
+        '',
+      );
     }
     for (const d of declarations) {
       const tag = d.release === 'public' ? '' : ` (${d.release})`;
-      out.push(`<a id="${anchor(entry.name, d.name)}"></a>`, '', `### \`${d.name}\`${tag}`, '', '```ts', d.code, '```', '');
+      out.push(
+        `<a id="${anchor(entry.name, d.name)}"></a>`,
+        '',
+        `### \`${d.name}\`${tag}`,
+        '',
+        '```ts',
+        d.code,
+        '```',
+        '',
+      );
     }
   });
   return out.join('\n');
@@ -110,7 +135,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       // missing: out of date
     }
     if (current !== rendered) {
-      console.error('docs/api.md is not what api/*.api.md renders: run `npm run docs:api` and commit it');
+      console.error(
+        'docs/api.md is not what api/*.api.md renders: run `npm run docs:api` and commit it',
+      );
       process.exit(1);
     }
   } else {

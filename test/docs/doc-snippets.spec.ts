@@ -62,7 +62,10 @@ for (const block of blocks) {
     let code = prelude + block.code;
     if (variant === 'run') {
       DEV_PORTS.forEach((port, i) => {
-        code = code.replace(`'redis://127.0.0.1:${port}'`, `\`redis://127.0.0.1:\${process.env.DOC_TEST_PORT_${i}}\``);
+        code = code.replace(
+          `'redis://127.0.0.1:${port}'`,
+          `\`redis://127.0.0.1:\${process.env.DOC_TEST_PORT_${i}}\``,
+        );
       });
     }
     writeFileSync(path, code);
@@ -154,10 +157,14 @@ describe('the README app, run against three redis-servers', () => {
     const { AppModule } = (await import(join(readmeApp, 'src', 'app.module.ts'))) as {
       AppModule: Type;
     };
-    const { HealthModule } = (await import(join(readmeApp, 'src', 'health', 'health.module.ts'))) as {
+    const { HealthModule } = (await import(
+      join(readmeApp, 'src', 'health', 'health.module.ts')
+    )) as {
       HealthModule: Type;
     };
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule, HealthModule] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [AppModule, HealthModule],
+    }).compile();
     app = moduleRef.createNestApplication({ logger: false });
     await app.init();
   });
