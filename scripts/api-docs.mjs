@@ -95,6 +95,18 @@ export function renderApiDocs(reports) {
     'on the declaration (TSDoc, shown by your editor) and in the guides: [README](../README.md),',
     '[Using locks](using-locks.md), [Configuration](configuration.md), [Errors](errors.md).',
     '',
+    'In short:',
+    '',
+    '- `nestjs-redlock`: `RedlockModule`, `RedlockService`, `@Locked()`, `LockedInterceptor`',
+    '  (subclass it to customise; it receives the `LockedRunner`, the `@Locked()` runtime),',
+    '  `LockErrorFilter`, their option and context types, the transport exceptions and messages;',
+    '  the framework-free engine (`Redlock`, `Lock`, settings, events, errors,',
+    '  `fencedWrite`/`fencedRead`); `instrumentRedlock`, `reportToNestObserve`.',
+    '- `nestjs-redlock/testing`: `RedlockTestingModule`, `RedlockTestingController`, `InMemoryRedlock`.',
+    '- `nestjs-redlock/health`: `RedlockHealthIndicator` (`@nestjs/terminus`).',
+    '',
+    'Anything else is internal.',
+    '',
   ];
   ENTRIES.forEach((entry, i) => {
     const declarations = parseReport(reports[i]);

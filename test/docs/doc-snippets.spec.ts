@@ -9,7 +9,15 @@
 import { afterAll, beforeAll, expect, it, describe } from '@jest/globals';
 import type { INestApplication, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { Redis } from 'ioredis';
 import request from 'supertest';
@@ -205,4 +213,6 @@ describe('the README app, run against three redis-servers', () => {
 
 // The README's testing example is a test: it runs here as written (its `vitest` import is
 // jest's, see jest.config.js).
-await import(join(readmeApp, 'test', 'orders.e2e-spec.ts'));
+// (Missing, it fails the first test above instead of the whole file.)
+const testingExample = join(readmeApp, 'test', 'orders.e2e-spec.ts');
+if (existsSync(testingExample)) await import(testingExample);

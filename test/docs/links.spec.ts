@@ -61,3 +61,17 @@ it('every relative link names an existing file and heading', () => {
   }
   expect(broken).toEqual([]);
 });
+
+it('has no line that renders as a block quote by mistake (a `>` opening a wrapped line)', () => {
+  const quoted: string[] = [];
+  for (const doc of DOCS) {
+    const lines = readFileSync(repoPath(doc), 'utf8').split('\n');
+    let inCode = false;
+    lines.forEach((line, i) => {
+      if (/^\s*```/.test(line)) inCode = !inCode;
+      // An indented `>` continues a list item as a quote: nothing in these documents means that.
+      else if (!inCode && /^\s+>/.test(line)) quoted.push(`${doc}:${i + 1}: ${line.trim()}`);
+    });
+  }
+  expect(quoted).toEqual([]);
+});
