@@ -45,6 +45,20 @@ module.exports = {
         '<rootDir>/test/core/kinds-replies.spec.ts',
       ],
     },
+    // The documentation's code blocks: compiled as a user's app, the README's app run
+    // (test/docs/doc-snippets.spec.ts); the package's names point at lib/, and the `.js` of an ES
+    // module app's relative imports at the TypeScript files they name.
+    {
+      ...base,
+      displayName: 'docs',
+      testMatch: ['<rootDir>/test/docs/**/*.spec.ts'],
+      moduleNameMapper: {
+        '^nestjs-redlock$': '<rootDir>/lib/index.ts',
+        '^nestjs-redlock/(testing|health)$': '<rootDir>/lib/$1/index.ts',
+        '^vitest$': '<rootDir>/test/docs/vitest-shim.ts',
+        '^(\\.{1,2}/.*)\\.js$': '$1',
+      },
+    },
     // npm pack + install into a fresh app + compile + boot (about a minute).
     { ...base, displayName: 'package', testMatch: ['<rootDir>/test/package/**/*.spec.ts'] },
     // A short multi-process safety soak with fault injection (npm run test:safety runs longer ones).

@@ -17,13 +17,13 @@ export interface AcquireOptions {
   /**
    * A shared (read) lock: any number of shared holders at once, never together with a plain
    * lock of the same resource (the exclusive, write side). Waiting plain locks are not starved
-   * by a stream of readers (README, "Shared locks"). Not together with `limit`.
+   * by a stream of readers (docs/lock-kinds.md, "Shared (read) locks"). Not together with `limit`.
    */
   shared?: boolean;
   /**
    * A counting semaphore: at most `limit` (integer ≥ 1) holders at once. Every holder of a
    * resource must use the same limit. Each holder needs more than N·limit/(limit+1) masters
-   * (README, "Semaphores"). Not together with `shared`.
+   * (docs/lock-kinds.md, "Semaphores"). Not together with `shared`.
    */
   limit?: number;
   /**

@@ -4,7 +4,7 @@ import { repoPath } from '../harness/paths';
 import { waitUntil } from './helpers';
 
 /**
- * The README's quick start: `npm run sample` starts the sample shop as a native ES module app (as
+ * The README's command to run the sample app: `npm run sample` starts the sample shop as a native ES module app (as
  * `nest new` scaffolds them since Nest 12) with five masters of its own, answers `GET /health`
  * and a `@Locked` route (an order paid once under its lock), and shuts down cleanly on SIGTERM.
  * The command is read from package.json, so the test runs what the README promises; it is started
