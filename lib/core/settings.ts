@@ -106,9 +106,10 @@ export interface RedlockSettings {
   /**
    * Wake waiting acquires through Redis pub/sub as soon as a holder releases (standalone and
    * Cluster masters). Default `true`. With `false` waiters poll every `retryDelay ± retryJitter`;
-   * a process busy with a resource still lets the other processes' pollers in after 8 local
-   * hand-overs: their refused attempts leave poll marks that its hand-overs read, and its own
-   * waiters then take no free key while such a mark is up, until a poller took the resource.
+   * with `fairness: 'across-processes'` a process busy with a resource still lets the other
+   * processes' pollers in after 8 local hand-overs: their refused attempts leave poll marks that
+   * its hand-overs read, and its own waiters then take no free key while such a mark is up, until
+   * a poller took the resource.
    */
   handoff?: boolean;
   /**
