@@ -95,7 +95,7 @@ export function libraryTable(sum: ScenarioSummary, columns: Column[], withNote =
   return lines;
 }
 
-/** One target of issue 13, evaluated on the medians. */
+/** One target, evaluated on the medians (bench/targets.ts). */
 export interface Target {
   scenario: string;
   name: string;
@@ -107,7 +107,10 @@ export interface Target {
   pass: boolean | undefined;
 }
 
-/** "ours ÷ best other ≥ / ≤ goal" for `metric`. */
+/**
+ * "row `id` ÷ best other ≥ / ≤ goal" for `metric` (`id`: our default row unless given; `ref`: a
+ * library's id to compare with instead of the best other one).
+ */
 export function ratioTarget(
   sum: ScenarioSummary,
   name: string,
@@ -115,9 +118,14 @@ export function ratioTarget(
   higher: boolean,
   goal: number,
   digits = 0,
+  id = 'ours',
+  ref?: string,
 ): Target {
-  const ours = metricOf(sum, 'ours', metric);
-  const best = bestOther(sum, metric, higher);
+  const ours = metricOf(sum, id, metric);
+  const refRow = ref === undefined ? undefined : sum.rows.find((r) => r.id === ref);
+  const best = refRow
+    ? { value: refRow.metrics[metric] ?? NaN, label: refRow.label }
+    : bestOther(sum, metric, higher);
   const ratio = ours / best.value;
   const floor = ours / metricOf(sum, 'raw', metric);
   return {
@@ -132,7 +140,7 @@ export function ratioTarget(
   };
 }
 
-/** An absolute target on our row: `metric` ≤ / ≥ `goal`. */
+/** An absolute target on our row `id` (the default row unless given): `metric` ≤ / ≥ `goal`. */
 export function absoluteTarget(
   sum: ScenarioSummary,
   name: string,
@@ -142,8 +150,9 @@ export function absoluteTarget(
   unit: string,
   digits = 0,
   reference = '',
+  id = 'ours',
 ): Target {
-  const ours = metricOf(sum, 'ours', metric);
+  const ours = metricOf(sum, id, metric);
   return {
     scenario: sum.title,
     name,

@@ -239,6 +239,7 @@ async function warmUp(opts: Options, libs: Map<string, Lib>, pools: Pools): Prom
   const ids = [
     'raw',
     'ours',
+    'ours-fair',
     'node-redlock',
     'sesamecare',
     'redis-semaphore',
