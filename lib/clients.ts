@@ -62,18 +62,23 @@ export function redactText(text: string, secrets: readonly string[] = []): strin
 
 const SCHEME = /^(rediss?:)\/\//i;
 
+/** A `redis://` URL's user info, by position: everything between `//` and the last `@`. */
+function userInfoOf(url: string): string | undefined {
+  const scheme = SCHEME.exec(url);
+  if (!scheme) return undefined;
+  const rest = url.slice(scheme[0].length);
+  const at = rest.lastIndexOf('@');
+  return at < 0 ? undefined : rest.slice(0, at);
+}
+
 /**
  * The user name and password of a `redis://` URL, read by position — everything between `//`
  * and the last `@` is the user info, split at its first `:` — and percent-decoded when they are
  * validly encoded. `undefined` when the URL has no user info.
  */
 export function urlCredentials(url: string): { username: string; password: string } | undefined {
-  const scheme = SCHEME.exec(url);
-  if (!scheme) return undefined;
-  const rest = url.slice(scheme[0].length);
-  const at = rest.lastIndexOf('@');
-  if (at < 0) return undefined;
-  const userinfo = rest.slice(0, at);
+  const userinfo = userInfoOf(url);
+  if (userinfo === undefined) return undefined;
   const colon = userinfo.indexOf(':');
   const decode = (v: string): string => {
     try {
@@ -106,12 +111,8 @@ const ENCODED: Readonly<Record<(typeof USERINFO_ENDS)[number], string>> = {
  * The user info is, as in {@link urlCredentials}, everything between `//` and the last `@`.
  */
 export function urlUserInfoProblem(url: string): string | undefined {
-  const scheme = SCHEME.exec(url);
-  if (!scheme) return undefined;
-  const rest = url.slice(scheme[0].length);
-  const at = rest.lastIndexOf('@');
-  if (at < 0) return undefined;
-  const userinfo = rest.slice(0, at);
+  const userinfo = userInfoOf(url);
+  if (userinfo === undefined) return undefined;
   let first = -1;
   for (const c of USERINFO_ENDS) {
     const i = userinfo.indexOf(c);

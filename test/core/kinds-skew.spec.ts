@@ -12,6 +12,7 @@ import { majorityQuorum } from '../../lib/core/kinds/quorum-rule';
 import type { Lock } from '../../lib/core/lock';
 import { Redlock } from '../../lib/core/redlock';
 import { DelayProxy } from '../harness/delay-proxy';
+import { mostAtOnce } from '../harness/skewed-links';
 import { RedisMasters, closeClient } from '../harness/redis-masters';
 import { sleep, uniqueResource } from '../harness/util';
 
@@ -53,19 +54,6 @@ afterAll(async () => {
 interface Held {
   from: number;
   to: number;
-}
-
-/** Most intervals that overlap at one instant. */
-function mostAtOnce(held: readonly Held[]): number {
-  const edges = held.flatMap((h) => [
-    [h.from, 1],
-    [h.to, -1],
-  ]);
-  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]); // a release before a grant at the same ms
-  let now = 0;
-  let most = 0;
-  for (const [, d] of edges) most = Math.max(most, (now += d));
-  return most;
 }
 
 /**

@@ -10,7 +10,7 @@ import type {
   ScriptCall,
 } from './kind';
 import { ReplyFormatError, announceFlag } from './kind';
-import { MUTEX } from './mutex';
+import { MUTEX, acquireLayout } from './mutex';
 import {
   decodeKindAcquire,
   decodeKindExtend,
@@ -73,21 +73,11 @@ function holderKind(
       shared ? configured : Math.max(configured, semaphoreQuorum(masters, limit as number)),
 
     acquire(input: AcquireInput): ScriptCall {
-      const { keys, fenceKeys, marker } = input;
-      const all = fenceKeys ? [...keys, ...fenceKeys] : [...keys];
-      if (shared) all.push(...(input.waitKeys ?? []));
-      if (marker) all.push(marker);
-      const args = [
-        input.token,
-        String(input.ttl),
-        fenceKeys ? '1' : '0',
-        // The marker value known to be old, compared without a clock read (kinds/lua.ts).
-        marker ? (input.markerBirth ?? '1') : '0',
-        String(keys.length),
-        String(input.fenceTtl),
-      ];
+      // Readers always send the writer-waiting flags (they read them); semaphores none.
+      const waitKeys = shared ? (input.waitKeys ?? []) : undefined;
+      const { keys, args } = acquireLayout(input, waitKeys, []);
       if (!shared) args.push(String(limit));
-      return { script: acquireScript, keys: all, args, birthArg: marker ? 3 : undefined };
+      return { script: acquireScript, keys, args, birthArg: input.marker ? 3 : undefined };
     },
 
     readAcquire(groups: readonly GroupReply[], resources: readonly string[]): AcquireAnswer {

@@ -190,11 +190,12 @@ export const MUTEX: LockKind = {
 };
 
 /**
- * The keys and first six arguments of an acquire script: lock keys, fencing counters, the
- * writer-waiting flags, then `more` keys (the fair script's), the boot marker last; token, ttl,
- * fencing flag, marker, n, the counters' ttl.
+ * The keys and first six arguments of every kind's acquire script: lock keys, fencing counters,
+ * the writer-waiting flags, then `more` keys (the fair script's), the boot marker last; token,
+ * ttl, fencing flag, marker (the value known to be old when there is one, compared without a
+ * clock read: kinds/lua.ts), n, the counters' ttl.
  */
-function acquireLayout(
+export function acquireLayout(
   input: AcquireInput,
   waitKeys: readonly string[] | undefined,
   more: readonly string[],

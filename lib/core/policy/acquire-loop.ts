@@ -78,6 +78,8 @@ export async function acquireLoop<W>(
   // No closures here: a queued acquire's memory is this frame (10,000 waiters).
   let attempts = 0;
   let last: AttemptResult | undefined;
+  // A refusal not by one plain holder (readers, split votes): writer-waiting flags may be up.
+  let flagged = false;
   try {
     for (;;) {
       // Fair mode: a grant another engine's release installed for this waiter.
@@ -118,6 +120,8 @@ export async function acquireLoop<W>(
         hints?.handover?.settle(result);
       }
       last = result;
+      if (!last.lock && last.error instanceof LockContendedError && last.heldBy === undefined)
+        flagged = true;
       if (last.lock) {
         if (ticket !== undefined) queue.granted(ticket, last.lock, last);
         return ctx.granted(last.lock, start, lockAtLeastFor);
@@ -151,7 +155,8 @@ export async function acquireLoop<W>(
       await queue.sleep(ticket as W, Math.min(until, now + wait), req.signal);
     }
   } catch (err) {
-    if (req.writerWait > 0) ctx.store.writerGaveUp?.(req.resources); // its writer flags end
+    // Its writer flags end (none can be up when every refusal named one plain holder).
+    if (flagged && req.writerWait > 0) ctx.store.writerGaveUp?.(req.resources);
     ctx.failed(req.resources, err, start);
     throw err;
   } finally {
