@@ -7,10 +7,8 @@
  *   npx ts-node --transpile-only bench/script-rounds.ts
  *
  * Variants: a bare `SET NX PX` script (the floor); ACQUIRE_SCRIPT as the engine sends a first
- * attempt (lock key, fencing counter, writer-waiting flag, poll mark, order, boot marker; the
- * marker value known old); the same without the marker check, without fencing, without the order
- * key; and with none of them (one key). Written for session 20 (bench/README.md, "Object spreads
- * on the hot path": "What a round costs").
+ * attempt (lock key, fencing counter, boot marker; the marker value known old); the same without
+ * the marker check, without fencing; and with neither (one key).
  */
 import type { Redis } from 'ioredis';
 import { RedisMasters } from '../test/harness/redis-masters';
@@ -41,32 +39,22 @@ async function main(): Promise<void> {
     const acquire = (
       c: Redis,
       i: number,
-      parts: { marker: boolean; fencing: boolean; order: boolean },
+      parts: { marker: boolean; fencing: boolean },
     ): Promise<unknown> => {
-      if (!parts.marker && !parts.fencing && !parts.order) {
-        return c.evalsha(acq, 1, k(i), TOKEN, '10000', '0', '0', '1', '3600000');
-      }
       const keys = [k(i)];
       if (parts.fencing) keys.push(`b:fence:{f${i % 64}}`);
-      keys.push(`b:wait:{r${i}}`, `b:poll:{r${i}}`);
-      if (parts.order) keys.push(`b:order:{r${i}}`);
       if (parts.marker) keys.push('b:boot');
       const args = [TOKEN, '10000', parts.fencing ? '1' : '0', parts.marker ? BIRTH : '0'];
-      args.push('1', '3600000', '400', '', '0');
-      if (parts.order) args.push('1795788993662');
+      args.push('1', '3600000');
       return c.evalsha(acq, keys.length, ...keys, ...args);
     };
-    const all = { marker: true, fencing: true, order: true };
+    const all = { marker: true, fencing: true };
     const variants: Variant[] = [
       ['SET NX PX script', (c, i) => c.evalsha(setnx, 1, k(i), TOKEN, '10000')],
       ['acquire, all parts', (c, i) => acquire(c, i, all)],
       ['acquire, no marker', (c, i) => acquire(c, i, { ...all, marker: false })],
       ['acquire, no fencing', (c, i) => acquire(c, i, { ...all, fencing: false })],
-      ['acquire, no order', (c, i) => acquire(c, i, { ...all, order: false })],
-      [
-        'acquire, none of them',
-        (c, i) => acquire(c, i, { marker: false, fencing: false, order: false }),
-      ],
+      ['acquire, neither', (c, i) => acquire(c, i, { marker: false, fencing: false })],
     ];
     let seq = 0;
     for (let pass = 0; pass < 4; pass++) {

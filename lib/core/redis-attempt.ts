@@ -292,7 +292,13 @@ function withBirth(full: ScriptCall, node: MasterNode): ScriptCall {
   if (birth === undefined || full.birthArg === undefined) return full;
   const args = full.args.slice();
   args[full.birthArg] = birth;
-  return { script: full.script, keys: full.keys, args, birthArg: full.birthArg };
+  return {
+    script: full.script,
+    keys: full.keys,
+    args,
+    birthArg: full.birthArg,
+    followUp: full.followUp,
+  };
 }
 
 /**

@@ -115,6 +115,13 @@ function callFor(
   return { ...call, args };
 }
 
+/** The call's reply, or that of the call it asks to send next (as masters/dispatch.ts does). */
+async function evalFollowed(c: Redis, call: ScriptCall): Promise<unknown> {
+  const value = await c.eval(call.script.source, call.keys.length, ...call.keys, ...call.args);
+  const next = call.followUp?.(value, call);
+  return next ? evalFollowed(c, next) : value;
+}
+
 async function prepareMarker(c: Redis, path: MarkerPath): Promise<void> {
   if (path === 'missing') await c.del(MARKER);
   else if (path === 'young') await c.set(MARKER, String(Date.now() - 100));
@@ -163,13 +170,7 @@ describe.each(variants)('ioredis %s', (_label, options) => {
               const key = lockKey(PREFIX, resource);
               await prepareMarker(c, path);
               await put(c, key, state);
-              const call = callFor(kind, resource, path, fencing, retries);
-              const value = await c.eval(
-                call.script.source,
-                call.keys.length,
-                ...call.keys,
-                ...call.args,
-              );
+              const value = await evalFollowed(c, callFor(kind, resource, path, fencing, retries));
               const label = `${kindName} on ${state}, marker ${path}, fencing ${fencing}, retries ${retries}: ${JSON.stringify(value)}`;
               cases++;
               try {

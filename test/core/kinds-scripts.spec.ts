@@ -10,6 +10,7 @@ import { decodeKindAcquire, type KindAcquireReply } from '../../lib/core/kinds/k
 import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/semaphore-scripts';
 import { SHARED_ACQUIRE_SCRIPT, WRITE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/shared-scripts';
 import { ACQUIRE_SCRIPT } from '../../lib/core/scripts/mutex';
+import { ACQUIRE_AMONG_KINDS_SCRIPT } from '../../lib/core/kinds/mutex-among-kinds';
 import { fenceKey } from '../../lib/core/keys';
 import { type AcquireCall, PREFIX, acquireLayout, key, run, wkey } from '../harness/kind-scripts';
 import { RedisMasters } from '../harness/redis-masters';
@@ -178,12 +179,14 @@ describe('kind mismatches are a distinct reply, never contention', () => {
 });
 
 describe('shared locks: readers against the writer (mutex) string', () => {
-  it('a plain mutex SET NX and ACQUIRE_SCRIPT fail while readers hold', async () => {
+  it('a plain mutex SET NX fails while readers hold; ACQUIRE_SCRIPT asks again among the kinds, which refuses', async () => {
     const r = uniqueResource('readers');
     expect((await reader([r], { token: tok('r1'), ttl: 10_000 })).status).toBe('granted');
     expect((await reader([r], { token: tok('r2'), ttl: 10_000 })).status).toBe('granted');
     expect(await c.set(key(r), tok('w'), 'PX', 1000, 'NX')).toBeNull();
-    const reply = await run(c, ACQUIRE_SCRIPT, [key(r)], [tok('w'), '1000', '0', '0', '1', '1']);
+    const args = [tok('w'), '1000', '0', '0', '1', '1'];
+    expect(await run(c, ACQUIRE_SCRIPT, [key(r)], args)).toEqual([-3, -1]);
+    const reply = await run(c, ACQUIRE_AMONG_KINDS_SCRIPT, [key(r)], args);
     expect(decodeKindAcquire(reply, 0).status).toBe('held');
     expect(await c.type(key(r))).toBe('zset');
   });

@@ -7,14 +7,16 @@
  */
 import type { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import { InvalidConfigurationError } from '../../lib/core/errors';
+import { InvalidConfigurationError, KindMismatchError } from '../../lib/core/errors';
 import { orderKey, parkKey, pollKey } from '../../lib/core/kinds/kind-keys';
+import { lockKey } from '../../lib/core/keys';
 import {
   ACQUIRE_SCRIPT,
   FAIR_ACQUIRE_SCRIPT,
   FAIR_RELEASE_SCRIPT,
   RELEASE_SCRIPT,
 } from '../../lib/core/scripts/mutex';
+import { ACQUIRE_AMONG_KINDS_SCRIPT } from '../../lib/core/kinds/mutex-among-kinds';
 import type { LuaScript } from '../../lib/core/scripts/lua';
 import { Redlock } from '../../lib/core/redlock';
 import { FAIR_DEFAULTS, useMasters } from '../harness/engines';
@@ -55,7 +57,13 @@ async function scriptsSent(
   return counts;
 }
 
-const SCRIPTS = [ACQUIRE_SCRIPT, RELEASE_SCRIPT, FAIR_ACQUIRE_SCRIPT, FAIR_RELEASE_SCRIPT];
+const SCRIPTS = [
+  ACQUIRE_SCRIPT,
+  ACQUIRE_AMONG_KINDS_SCRIPT,
+  RELEASE_SCRIPT,
+  FAIR_ACQUIRE_SCRIPT,
+  FAIR_RELEASE_SCRIPT,
+];
 
 describe('a contended plain lock in the default mode', () => {
   it('writes nothing of the hand-over across processes and runs only the plain scripts', async () => {
@@ -75,6 +83,7 @@ describe('a contended plain lock in the default mode', () => {
       await (await waiting).release();
     });
     expect(counts.get('acquire')).toBeGreaterThanOrEqual(2 * suite.clients.length);
+    expect(counts.get('acquire-among-kinds')).toBe(0);
     expect(counts.get('release')).toBeGreaterThanOrEqual(2);
     expect(counts.get('fair-acquire')).toBe(0);
     expect(counts.get('fair-release')).toBe(0);
@@ -123,7 +132,7 @@ describe("the acquire scripts' refused path, when no key refuses any more", () =
   }
   const tok = (): string => randomBytes(16).toString('base64url');
 
-  for (const s of [ACQUIRE_SCRIPT, FAIR_ACQUIRE_SCRIPT]) {
+  for (const s of [ACQUIRE_AMONG_KINDS_SCRIPT, FAIR_ACQUIRE_SCRIPT]) {
     for (const n of [1, 2]) {
       it(`${s.name}, ${n} resource(s): sets every key it grants`, async () => {
         const c = suite.probe[0];
@@ -141,4 +150,43 @@ describe("the acquire scripts' refused path, when no key refuses any more", () =
       });
     }
   }
+});
+
+describe('a plain lock that meets another type at a key', () => {
+  const tok = (): string => randomBytes(16).toString('base64url');
+
+  it('ACQUIRE_SCRIPT answers {-3, age} and writes nothing, for one key and for several', async () => {
+    const c = suite.probe[0];
+    for (const n of [1, 2]) {
+      const resources = Array.from({ length: n }, (_, i) => uniqueResource(`other-${i}`));
+      const last = key(resources[n - 1]);
+      await c.zadd(last, '+inf', '#shared', '1', 'gone-reader');
+      await c.pexpire(last, 10_000);
+      const { keys, args } = acquireLayout(resources, { token: tok(), ttl: 5_000 }, false);
+      expect(await run(c, ACQUIRE_SCRIPT, keys, args)).toEqual([-3, -1]);
+      for (const r of resources.slice(0, -1)) expect(await c.exists(key(r))).toBe(0);
+      expect(await c.type(last)).toBe('zset');
+      await c.del(...resources.map(key));
+    }
+  });
+
+  it('the engine asks again among the kinds on that master: granted over expired readers, a kind mismatch over a semaphore', async () => {
+    const rl = suite.engine({ retryCount: 0 });
+    const r = uniqueResource('other-engine');
+    await Promise.all(
+      suite.probe.map(async (c) => {
+        await c.zadd(lockKey('plain:', r), '+inf', '#shared', '1', 'gone-reader');
+        await c.pexpire(lockKey('plain:', r), 10_000);
+      }),
+    );
+    const counts = await scriptsSent(suite.clients, SCRIPTS, async () => {
+      const lock = await rl.acquire(r, { ttl: 5_000 });
+      await lock.release();
+    });
+    expect(counts.get('acquire-among-kinds')).toBe(suite.clients.length);
+    const sem = uniqueResource('other-sem');
+    const held = await rl.acquire(sem, { limit: 2, ttl: 5_000 });
+    await expect(rl.tryAcquire(sem, { ttl: 5_000 })).rejects.toThrow(KindMismatchError);
+    await held.release();
+  });
 });

@@ -18,6 +18,13 @@ export interface ScriptCall {
    * and puts each master's value there instead of building the call once per master.
    */
   readonly birthArg?: number;
+  /**
+   * A call that depends on this one's reply on the same master: given the reply and the call as
+   * sent (its per-master arguments), the call to send next instead of reading the reply (its
+   * reply is read in its place), or `undefined` to read it. The plain lock's acquire asks again
+   * this way when it met another kind at a key (mutex.ts).
+   */
+  readonly followUp?: (reply: unknown, sent: ScriptCall) => ScriptCall | undefined;
 }
 
 /** What an acquire sends to one master (or one slot group of it). */

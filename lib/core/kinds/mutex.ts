@@ -7,6 +7,7 @@ import {
   RELEASE_SCRIPT,
 } from '../scripts/mutex';
 import { KEEP_SCRIPT } from '../scripts/keep';
+import { ACQUIRE_AMONG_KINDS_SCRIPT } from './mutex-among-kinds';
 import type {
   AcquireAnswer,
   AcquireInput,
@@ -42,10 +43,15 @@ export const MUTEX: LockKind = {
     if (input.handoverFrom !== undefined || (waitKeys && input.pollKeys)) {
       return fairAcquire(input, waitKeys);
     }
-    const { keys, args } = acquireLayout(input, waitKeys, []);
-    if (waitKeys) args.push(String(input.waitTtl), input.clearFlags ? '1' : '0');
+    // The flags go to the plain script only for a retry, whose grant takes them down.
+    const clear = waitKeys && input.clearFlags ? waitKeys : undefined;
+    const { keys, args } = acquireLayout(input, clear, []);
+    if (clear) args.push('1');
     const birthArg = input.marker ? 3 : undefined;
-    return { script: ACQUIRE_SCRIPT, keys, args, birthArg };
+    // `{-3, age}`: a key holds something else than a plain lock; asked again among the kinds.
+    const followUp = (reply: unknown, sent: ScriptCall): ScriptCall | undefined =>
+      Array.isArray(reply) && reply[0] === -3 ? amongKinds(input, waitKeys, sent) : undefined;
+    return { script: ACQUIRE_SCRIPT, keys, args, birthArg, followUp };
   },
 
   readAcquire(groups: readonly GroupReply[], resources: readonly string[]): AcquireAnswer {
@@ -217,6 +223,23 @@ export function acquireLayout(
     String(input.fenceTtl),
   ];
   return { keys: all, args };
+}
+
+/**
+ * The call of ACQUIRE_AMONG_KINDS_SCRIPT (mutex-among-kinds.ts) after `sent` met another kind:
+ * the plain layout, with the writer-waiting flags when this plain lock will retry, and the boot
+ * marker argument `sent` had on that master (the marker value it is known to hold, if any: a
+ * full check would make the engine forget it, masters/node.ts `knownBirth`).
+ */
+function amongKinds(
+  input: AcquireInput,
+  waitKeys: readonly string[] | undefined,
+  sent: ScriptCall,
+): ScriptCall {
+  const { keys, args } = acquireLayout(input, waitKeys, []);
+  args[3] = sent.args[3];
+  if (waitKeys) args.push(String(input.waitTtl), input.clearFlags ? '1' : '0');
+  return { script: ACQUIRE_AMONG_KINDS_SCRIPT, keys, args };
 }
 
 /**

@@ -15,7 +15,7 @@
  * `waitTtl` should cover the writers' retry interval (retryDelay + retryJitter, a few request
  * timeouts), so a writer that slept until the readers expired still finds its flag up.
  */
-import { ACQUIRE_SCRIPT } from '../scripts/mutex';
+import { ACQUIRE_AMONG_KINDS_SCRIPT } from './mutex-among-kinds';
 import {
   CHECK_TOKEN_LUA,
   addHolder,
@@ -76,9 +76,10 @@ return res
 );
 
 /**
- * Writer (exclusive) acquire: the mutex's own ACQUIRE_SCRIPT (lib/core/scripts/mutex.ts), which
- * is aware of the other kinds on its refused path only — every plain lock may be the writer of a
- * resource that others read, and its granted path stays a single `SET NX`.
+ * Writer (exclusive) acquire: every plain lock may be the writer of a resource that others read.
+ * The plain acquire (scripts/mutex.ts ACQUIRE_SCRIPT) stays a single `SET NX` and asks again
+ * with the mutex's script among the kinds (mutex-among-kinds.ts ACQUIRE_AMONG_KINDS_SCRIPT) when
+ * a key holds another type; that script is the writer's acquire.
  *
  * KEYS as SHARED_ACQUIRE_SCRIPT (lock keys, fencing counters, writer-waiting flags, marker).
  * ARGV: token, ttl, fencing flag, marker flag, n, fencing key ttl, waitTtl (ms; '0' or absent =
@@ -91,4 +92,4 @@ return res
  * {0, age, pttl} with the pttl of the first refusing key (for readers: until the last of them
  * expires). Granted: `SET key token PX ttl` on every key and {1, age, ...fencing counters}.
  */
-export const WRITE_ACQUIRE_SCRIPT = ACQUIRE_SCRIPT;
+export const WRITE_ACQUIRE_SCRIPT = ACQUIRE_AMONG_KINDS_SCRIPT;

@@ -1,7 +1,7 @@
 /**
  * The end of a writer-waiting flag (kind-keys.ts `waitKey`, docs/lock-kinds.md "Writer
  * starvation policy"). A plain lock refused by shared readers raises the flag
- * (scripts/mutex.ts `refusedLua`); it ends when its writer is granted ({@link WRITER_GRANTED_LUA},
+ * (mutex-among-kinds.ts `refusedLua`); it ends when its writer is granted ({@link writerGrantedLua},
  * in the acquire scripts' granted path) or gives up ({@link WRITER_GAVE_UP_SCRIPT}, sent by the
  * store when a retrying plain acquire ends without a lock: redis-writer-flag.ts) — not when the
  * readers it waited for would have expired, which kept new readers out for up to their whole ttl
@@ -11,17 +11,18 @@ import { ENGINE_ID_LENGTH } from '../token';
 import { script } from './lua';
 
 /**
- * Lua for the acquire scripts' granted path (the locals `n` and the arguments of those scripts;
- * ACQUIRE_SCRIPT runs it for a retry, ARGV[8] '1'; FAIR_ACQUIRE_SCRIPT for every attempt but a
- * take-over): a plain lock that raises flags (ARGV[7] = waitTtl > 0; the flags are then
- * KEYS[w0 + 1 .. w0 + n]) deletes them where it is granted. Its flag, or another writer's: this master now holds the resource as a
+ * Lua for the plain lock's acquire scripts' granted path (the local `n` and the arguments of
+ * those scripts; scripts/mutex.ts and mutex-among-kinds.ts run it for a retry, the fair acquire
+ * for every attempt but a take-over): when `flagged` (a Lua condition: the flags are then
+ * KEYS[w0 + 1 .. w0 + n], after the lock keys and the fencing counters), deletes them where it is
+ * granted. Its flag, or another writer's: this master now holds the resource as a
  * plain lock, which refuses new readers by itself, and a writer still waiting raises its flag
  * again at its next refusal by readers. Its release announcement then wakes the readers, which
  * find no flag left. A master where it was refused keeps its flag until it expires or the writer
  * gives up.
  */
-export const WRITER_GRANTED_LUA = `
-if (tonumber(ARGV[7]) or 0) > 0 then
+export const writerGrantedLua = (flagged: string): string => `
+if ${flagged} then
   local w0 = n
   if ARGV[3] == '1' then w0 = 2 * n end
   -- (Read first: nothing is written where no flag is up, the common case.)

@@ -39,6 +39,7 @@ export class Dispatch {
       const call = build(keys, resources);
       return node
         .evalScript(call.script, call.keys, call.args, wanted)
+        .then((value) => (call.followUp ? followed(node, call, value, wanted) : value))
         .then((value) => read([{ resources, value }]));
     }
     return Promise.all(
@@ -49,6 +50,7 @@ export class Dispatch {
         );
         return node
           .evalScript(call.script, call.keys, call.args, wanted)
+          .then((value) => followed(node, call, value, wanted))
           .then((value): GroupReply => ({ resources: group, value }));
       }),
     ).then(read);
@@ -70,4 +72,18 @@ export class Dispatch {
     if (!pending) return task();
     return pending.then(() => (wanted() ? task() : Promise.reject(new Error('not sent'))));
   }
+}
+
+/** `value`, the reply of `call` on `node`, or the reply of the call it asks to send next. */
+function followed(
+  node: MasterNode,
+  call: ScriptCall,
+  value: unknown,
+  wanted: (() => boolean) | undefined,
+): unknown {
+  const next = call.followUp?.(value, call);
+  if (!next) return value;
+  return node
+    .evalScript(next.script, next.keys, next.args, wanted)
+    .then((v) => followed(node, next, v, wanted));
 }

@@ -91,7 +91,7 @@ export interface AttemptRequest {
   readonly writerWait?: number;
   /**
    * With `writerWait`: a retry, whose grant takes the resources' writer-waiting flags down
-   * (kinds/writer-flag.ts `WRITER_GRANTED_LUA`). Stores without flags ignore it.
+   * (kinds/writer-flag.ts `writerGrantedLua`). Stores without flags ignore it.
    */
   readonly clearWriterFlags?: boolean;
   /**

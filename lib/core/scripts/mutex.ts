@@ -1,10 +1,11 @@
 /** The mutex's scripts: acquire, release, extend, extend-with-repair (one master each). */
-import { NOW_LUA, kindOf, prune, pttl } from '../kinds/lua';
+import { NOW_LUA } from '../kinds/lua';
 import { FENCE_COUNTERS_LUA } from './fencing';
 import { ENGINE_ID_LENGTH } from '../token';
 import { bootMarkerAge, script } from './lua';
 import { HEAD_INSTALL_LUA, parkLua } from './install';
-import { WRITER_GRANTED_LUA } from '../kinds/writer-flag';
+import { writerGrantedLua } from '../kinds/writer-flag';
+import { refusedLua } from '../kinds/mutex-among-kinds';
 
 /** Lua: 1 when the boot marker is the last key (ARGV[4] ~= '0'), else 0. */
 const MARKER_SLOT = `(ARGV[4] ~= '0' and 1 or 0)`;
@@ -12,7 +13,7 @@ const MARKER_SLOT = `(ARGV[4] ~= '0' and 1 or 0)`;
 /** Lua: the engine id that starts a token (token.ts). */
 const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_ID_LENGTH})`;
 
-/** Lua, the fair refused path's part: poll marks, the order and the park (see {@link refusedLua}). */
+/** Lua, the fair refused path's part: poll marks, the order and the park (kinds/mutex-among-kinds.ts `refusedLua`). */
 const POLL_MARKS_LUA = `
     -- Poll marks (KEYS[w0 + n + i], when given): this plain lock will be back within waitTtl
     -- ms for a key that a plain lock of another engine holds (the engine id starts each token).
@@ -39,97 +40,23 @@ const POLL_MARKS_LUA = `
     end`;
 
 /**
- * The refused path of the acquire scripts (some key exists), the only place where the mutex looks at
- * the other kinds (docs/lock-kinds.md): a semaphore or a foreign type at any key is a kind
- * mismatch, `{-1, age, pttl, kind, limit}`, and nothing is written. Shared readers' expired
- * members are pruned (a reader set without a live reader is gone, so it refuses nothing); on each
- * key still held by readers the writer-waiting flag (KEYS[w0 + i], present when ARGV[7] > 0) is
- * raised until the readers' key expires plus ARGV[7] ms (one retry interval: the waiting writer
- * sleeps until the readers expire or one leaves, policy/acquire-loop.ts, and finds the flag still
- * up when it comes back) — created with this token, or only lengthened when another writer's
- * flag is there — and the reply is `{0, age, pttl, holder}` of the first held key (`holder`: its
- * token when a plain lock holds it; the waiter tells one holder with a quorum from split keys).
- * When no key refuses any more, the script goes on to set them all (the granted path).
- * With `fair` (FAIR_ACQUIRE_SCRIPT), on each key held by a plain lock of another engine (the
- * engine id starts each token: lib/core/token.ts), the poll mark (KEYS[w0 + n + i], when given)
- * is set to this engine's id for ARGV[7] ms: the holder's process reads it in its next hand-over
- * (fair/streak.ts). Last writer wins; a poller still waiting sets it again at its next attempt.
- */
-function refusedLua(fair: boolean): string {
-  return `
-local kinds = {}
-for i = 1, n do${kindOf('KEYS[i]')}
-  if kind == 'semaphore' or kind == 'foreign' then
-    if kind == 'foreign' then kind = 'foreign:' .. t end
-    return {-1, age, ${pttl('KEYS[i]')}, kind, l}
-  end
-  kinds[i] = kind
-end${NOW_LUA}
-local readers = {}${
-    fair
-      ? `
-local writers = {}`
-      : ''
-  }
-local refused = nil
-local holder = nil
-for i = 1, n do
-  if kinds[i] == 'mutex' then${
-    fair
-      ? `
-    writers[#writers + 1] = i`
-      : ''
-  }
-    if not refused then
-      refused = redis.call('PTTL', KEYS[i])
-      holder = redis.call('GET', KEYS[i])
-    end
-  elseif kinds[i] == 'shared' then${prune('KEYS[i]')}
-    if live > 0 then
-      refused = refused or redis.call('PTTL', KEYS[i])
-      readers[#readers + 1] = i
-    end
-  end
-end
-if refused then
-  local waitTtl = tonumber(ARGV[7]) or 0
-  if waitTtl > 0 then
-    local w0 = n
-    if ARGV[3] == '1' then w0 = 2 * n end
-    for _, i in ipairs(readers) do
-      local w = KEYS[w0 + i]
-      -- The writer sleeps until these readers expire (or one leaves): the flag outlives them by
-      -- one retry interval, so it is still up when the writer comes back.
-      local fttl = waitTtl + math.max(0, redis.call('PTTL', KEYS[i]))
-      if not redis.call('SET', w, ARGV[1], 'NX', 'PX', fttl) then
-        if redis.call('PTTL', w) < fttl then redis.call('PEXPIRE', w, fttl) end
-      end
-    end
-${fair ? POLL_MARKS_LUA : ''}  end
-  if holder then return {0, age, refused, holder} end
-  return {0, age, refused}
-end`;
-}
-
-/**
  * Acquire (the plain lock, docs/REDLOCK.md "N masters" step 2): all-or-nothing
  * `SET key token NX PX ttl` over several keys on one master.
  *
  * KEYS[1..n]    lock keys
  * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
- * then n writer-waiting flags (only when ARGV[7] > 0; see kinds/kind-keys.ts `waitKey`)
+ * then n writer-waiting flags (only when ARGV[7] == '1'; see kinds/kind-keys.ts `waitKey`)
  * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
  * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
- *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [waitTtl, clear]
- *       (`clear` '1': a retry, whose grant takes the writer-waiting flags down where one is up:
+ *       known to be old: see bootMarkerAge in lua.ts), n, fencing key ttl, [clear] (`clear` '1':
+ *       a retry, whose grant takes the writer-waiting flags down where one is up:
  *       kinds/writer-flag.ts)
  *
  * Returns {1, age} on success, followed by one fencing counter per key when fencing is on;
- * {0, age, pttl[, holder]} when some key is held (of the first held key; `holder`: its token when
- * a plain lock holds it); {-1, age, pttl, kind, limit} when a key holds a semaphore or something
- * foreign ({@link refusedLua}: the other kinds are looked at only once refused, so the granted
- * path stays one `SET NX`). A plain lock is the writer (the exclusive side) of a shared lock:
- * refused by readers, it raises their writer-waiting flag.
+ * {0, age, pttl, holder} when a plain lock holds a key (the first held key's ttl and token);
+ * {-3, age} when a key holds something else than a string (another kind of lock, or something
+ * foreign) — nothing is written, and the store asks again with
+ * kinds/mutex-among-kinds.ts ACQUIRE_AMONG_KINDS_SCRIPT, which decides among the kinds.
  * `age` is how long ago (ms, server clock) this master's boot marker was born, -1 when not
  * checked, -2 when the marker still holds the known old value passed in ARGV[4]. A missing
  * marker means the data set is younger than any lock we may have taken: the marker is born now,
@@ -150,26 +77,26 @@ local n = tonumber(ARGV[5])
 local age = -1
 if ARGV[4] ~= '0' then${bootMarkerAge('KEYS[#KEYS]', 'ARGV[4]')}
 end
-local held = false
+local held = nil
 if n == 1 then
-  held = not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
-else
-  for i = 1, n do
-    if redis.call('EXISTS', KEYS[i]) == 1 then
-      held = true
-      break
-    end
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then held = 1 end
+end
+for i = 1, n do
+  if n > 1 or held then
+    local t = redis.call('TYPE', KEYS[i])['ok']
+    if t ~= 'string' and t ~= 'none' then return {-3, age} end
+    if t == 'string' then held = held or i end
   end
 end
-if held then${refusedLua(false)}
+if held then
+  return {0, age, redis.call('PTTL', KEYS[held]), redis.call('GET', KEYS[held])}
 end
-if ARGV[8] == '1' then${WRITER_GRANTED_LUA}
-end
--- (Held, and no key refuses any more — readers expired: the keys are set all the same.)
-if held or n > 1 then
+if n > 1 then
   for i = 1, n do
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   end
+end
+if ARGV[7] == '1' then${writerGrantedLua('true')}
 end
 local res = {1, age}
 ${FENCE_COUNTERS_LUA}
@@ -366,10 +293,10 @@ else
     end
   end
 end
-if held then${refusedLua(true)}
+if held then${refusedLua(POLL_MARKS_LUA)}
   set = true -- no key refuses any more (readers expired): the granted path sets them all
 end
-if not prev then${WRITER_GRANTED_LUA}
+if not prev then${writerGrantedLua('(tonumber(ARGV[7]) or 0) > 0')}
 end
 if set then
   for i = 1, n do
