@@ -49,3 +49,11 @@ export function afterPendingIo(fn: () => void): void {
 export function formatMs(ms: number): string {
   return ms < 1000 ? `${Math.ceil(ms)} ms` : `${Math.ceil(ms / 1000)} s`;
 }
+
+/**
+ * Drift allowance for a ttl (docs/REDLOCK.md, "N masters" step 4): ttl × driftFactor + 2 ms —
+ * how far the masters' and this process's clocks may disagree over the ttl.
+ */
+export function driftFor(ttl: number, driftFactor: number): number {
+  return Math.floor(ttl * driftFactor) + 2;
+}

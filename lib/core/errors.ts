@@ -4,8 +4,8 @@
  * callers and logs can tell *why* a lock was not granted.
  */
 import { formatMs } from './clock';
-import type { FoundKind } from './kinds/kind-replies';
-import type { LockKindSpec } from './kinds/kind-spec';
+import type { FoundKind } from './kind-spec';
+import type { LockKindSpec } from './kind-spec';
 
 /** How one master answered one request. */
 export type NodeOutcome =

@@ -10,7 +10,7 @@ export { Redlock } from './redlock';
 export { SERIALIZED_LOCK_VERSION } from './portable';
 export type { SerializedLock } from './portable';
 export { MAX_RESOURCES, MAX_RESOURCE_LENGTH, MAX_LIMIT } from './request';
-export type { LockKindName, LockKindSpec } from './kinds/kind-spec';
+export type { LockKindName, LockKindSpec } from './kind-spec';
 export type { FoundKind } from './kinds/kind-replies';
 export { semaphoreQuorum } from './kinds/quorum-rule';
 export type {

@@ -1,8 +1,8 @@
 import { monotonicNow } from './clock';
 import { InvalidArgumentError, LockLostError } from './errors';
 import type { NodeVote } from './errors';
-import type { LockKindName, LockKindSpec } from './kinds/kind-spec';
-import type { Grant } from './policy/store';
+import type { LockKindName, LockKindSpec } from './kind-spec';
+import type { Grant } from './store';
 import { validUntil } from './quorum/protocol';
 import type { ReleaseResult } from './quorum/protocol';
 import { SERIALIZED_LOCK_VERSION } from './portable';

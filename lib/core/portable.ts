@@ -1,5 +1,5 @@
 import { InvalidLockDataError } from './errors';
-import type { LockKindName } from './kinds/kind-spec';
+import type { LockKindName } from './kind-spec';
 import { MAX_LIMIT, MAX_RESOURCES, MAX_RESOURCE_LENGTH } from './request';
 import type { ResolvedSettings } from './settings';
 import { checkInteger, checkNames, checkResourceName, checkTtl, describe } from './validate';

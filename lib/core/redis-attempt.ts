@@ -11,7 +11,7 @@ import { mismatchIn, waitInput } from './kinds/store-kinds';
 import { parkKey } from './kinds/kind-keys';
 import { aliveArg } from './install-order';
 import type { MasterNode } from './masters/node';
-import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './policy/store';
+import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './store';
 import { fencingTokensOf } from './quorum/fencing-tokens';
 import type { Tally } from './quorum/round';
 import {

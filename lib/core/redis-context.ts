@@ -1,8 +1,8 @@
 import type { Announce, LockKind } from './kinds/kind';
-import type { LockKindSpec } from './kinds/kind-spec';
+import type { LockKindSpec } from './kind-spec';
 import type { Dispatch } from './masters/dispatch';
 import type { MasterNode } from './masters/node';
-import type { Grant } from './policy/store';
+import type { Grant } from './store';
 import type { ReleaseResult } from './quorum/protocol';
 import type { RoundSpec, Tally } from './quorum/round';
 import type { ResolvedSettings } from './settings';
@@ -48,7 +48,7 @@ export interface RedisContext {
     token: string,
     options: ReleaseKeysOptions,
   ): Promise<ReleaseResult>;
-  /** Releases a grant on the masters (policy/store.ts `LockStore.release`). */
+  /** Releases a grant on the masters (store.ts `LockStore.release`). */
   release(grant: Grant, waitAll: boolean): Promise<ReleaseResult>;
   /** The clean-up of an own failed attempt wakes other engines' waiters, not this engine's. */
   ignoreOwn(resources: readonly string[], token: string, cleanup: boolean): void;

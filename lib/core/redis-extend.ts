@@ -1,6 +1,6 @@
 import { monotonicNow } from './clock';
 import type { ExtendAnswer } from './kinds/kind';
-import type { ExtendOutcome, Grant } from './policy/store';
+import type { ExtendOutcome, Grant } from './store';
 import { extendVerdict, validityAfter } from './quorum/protocol';
 import type { Tally } from './quorum/round';
 import type { RedisContext } from './redis-context';

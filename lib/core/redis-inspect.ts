@@ -1,6 +1,6 @@
 import { withFields } from './fields';
 import { decodeInspect } from './kinds/kind-replies';
-import type { InspectOutcome } from './policy/store';
+import type { InspectOutcome } from './store';
 import { agreedState } from './quorum/agreement';
 import type { HolderReport } from './quorum/agreement';
 import type { RedisContext } from './redis-context';

@@ -1,13 +1,12 @@
-import { RESERVE_MS } from './fair/streak';
 import { Timeline } from './timeline';
 import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
 import type { LockKind } from './kinds/kind';
 import { aliveChannel, orderKey, parkKey, pollKey } from './kinds/kind-keys';
-import { installOrder } from './install-order';
+import { yieldOrder } from './install-order';
 import { Installs } from './redis-install';
 import { lockKindFor } from './kinds/holders';
-import type { LockKindSpec } from './kinds/kind-spec';
+import type { LockKindSpec } from './kind-spec';
 import { fenceKey, lockKey, markerKey } from './keys';
 import { slotTag } from './slot';
 import { Dispatch } from './masters/dispatch';
@@ -24,7 +23,7 @@ import type {
   LockStore,
   ReleaseWatch,
   StoreFootprint,
-} from './policy/store';
+} from './store';
 import { releaseSummary } from './quorum/protocol';
 import { newEngineId } from './token';
 import type { ReleaseResult } from './quorum/protocol';
@@ -258,18 +257,10 @@ export class RedisStore implements LockStore, RedisContext {
     const keys = resources.map((r) => this.keyOf(r));
     const announce = this.settings.handoff ? options.announce : false;
     // One call for every standalone master; a Cluster master gets one per slot group.
-    // A yield or a pass of one resource also reserves it, or installs a parked token (ordered
-    // yields; kinds/mutex.ts). Only a yield's engine joins the order and parks its next token.
-    const yields = announce === 'yield';
+    // A yield or a pass (the fair mode) may also reserve the resource or install a parked token.
     const order =
-      (yields || announce === 'pass') && resources.length === 1
-        ? {
-            keys: [orderKey(this.settings.keyPrefix, resources[0])],
-            reserveMs: RESERVE_MS,
-            since: yields ? Date.now() : undefined,
-            keepMs: this.settings.maxTtl + 1000,
-            install: installOrder(this, resources[0], yields ? options.ttl : undefined, after),
-          }
+      announce === 'yield' || announce === 'pass'
+        ? yieldOrder(this, resources, announce, options.ttl, after)
         : undefined;
     const whole = kind.release(token, keys, announce, keepFor, order);
     const tally = await this.round<boolean>({

@@ -23,8 +23,8 @@ import type { ExtensionContext } from './policy/extension';
 import { keepAlive } from './policy/keep-alive';
 import { runUsing } from './policy/using';
 import { Observers } from './policy/observers';
-import { isStoreFactory } from './policy/store';
-import type { LockStore, StoreFactory } from './policy/store';
+import { isStoreFactory } from './store';
+import type { LockStore, StoreFactory } from './store';
 import { RedisStore } from './redis-store';
 import { checkOpenAcquire } from './request';
 import { MAX_TIMER_MS, checkInteger, resolveSettings } from './settings';
@@ -46,7 +46,7 @@ import { TRY_ACQUIRE_OPTION_NAMES, checkTtl } from './validate';
  * {@link close} only drops what the engine itself created (subscriber connections, listeners).
  *
  * This class is the policy — validation, retries, keep-alive, events and the life of each lock —
- * over a store (lib/core/policy/store.ts): the Redis store runs the quorum protocol on the
+ * over a store (lib/core/store.ts): the Redis store runs the quorum protocol on the
  * masters (lib/core/redis-store.ts, lib/core/quorum/).
  */
 export class Redlock {

@@ -1,7 +1,7 @@
 import { withFields } from './fields';
 import { InvalidArgumentError, ShuttingDownError } from './errors';
-import { MUTEX_SPEC, SHARED_SPEC } from './kinds/kind-spec';
-import type { LockKindSpec } from './kinds/kind-spec';
+import { MUTEX_SPEC, SHARED_SPEC } from './kind-spec';
+import type { LockKindSpec } from './kind-spec';
 import { MAX_TIMER_MS, checkInteger, describe } from './settings';
 import type { ResolvedSettings } from './settings';
 import type { AcquireOptions } from './types';

@@ -1,5 +1,5 @@
 import { FENCE_KEY_INFIX } from './keys';
-import { driftFor } from './quorum/protocol';
+import { driftFor } from './clock';
 
 /**
  * Boundary checks shared by the engine, its settings and the Nest layer: names, strings, ttls

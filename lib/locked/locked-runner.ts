@@ -7,7 +7,7 @@ import {
   ShuttingDownError,
 } from '../core';
 import { checkKind, normalizeResources } from '../core/request';
-import type { LockKindSpec } from '../core/kinds/kind-spec';
+import type { LockKindSpec } from '../core/kind-spec';
 import type { AcquireOptions, Lock, LockedRoutine, UsingOptions } from '../core';
 import { errorMessage } from '../core/masters/node';
 import { describe } from '../core/validate';

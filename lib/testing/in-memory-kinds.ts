@@ -1,6 +1,6 @@
 import type { FoundLockKind } from '../core/errors';
-import type { LockKindSpec } from '../core/kinds/kind-spec';
-import type { Grant } from '../core/policy/store';
+import type { LockKindSpec } from '../core/kind-spec';
+import type { Grant } from '../core/store';
 
 /**
  * The lock kinds of the in-memory store (in-memory-store.ts), with the rules of the Redis scripts

@@ -3,7 +3,7 @@ import { monotonicNow } from '../core/clock';
 import type { NodeOutcome, NodeVote } from '../core/errors';
 import { expire, lockOfGrant, lockState } from '../core/lock';
 import type { Lock } from '../core/lock';
-import { STORE_FACTORY } from '../core/policy/store';
+import { STORE_FACTORY } from '../core/store';
 import type {
   AnnouncementListener,
   AttemptOutcome,
@@ -15,12 +15,12 @@ import type {
   ReleaseWatch,
   StoreFactory,
   StoreFootprint,
-} from '../core/policy/store';
+} from '../core/store';
 import type { ReleaseResult } from '../core/quorum/protocol';
 import { errorMessage } from '../core/masters/node';
 import type { ResolvedSettings } from '../core/settings';
 import type { MasterHealth } from '../core/types';
-import { MUTEX_SPEC } from '../core/kinds/kind-spec';
+import { MUTEX_SPEC } from '../core/kind-spec';
 import { admission, pruneSlot } from './in-memory-kinds';
 import type { Admission, Holding, Slot } from './in-memory-kinds';
 
@@ -37,7 +37,7 @@ export const IN_MEMORY_MASTER = 'in-memory';
 const NO_HANDOFF: StoreFootprint = { handoffChannels: 0, handoffRecent: 0, handoffWaiters: 0 };
 
 /**
- * A single-process store for the engine's policy (lib/core/policy/store.ts): one simulated
+ * A single-process store for the engine's policy (lib/core/store.ts): one simulated
  * master, a table of keys with ttl expiry, and fault controls for tests. The policy around it —
  * validation, retries, keep-alive, events, the lock's life — is the real engine's.
  */

@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
 import type { Socket } from 'node:net';
 import { Redlock } from '../../lib/core/redlock';
 import { evalScript } from '../../lib/core/scripts/lua';
-import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '../../lib/core/scripts/mutex';
+import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '../../lib/core/kinds/mutex-scripts';
 import { RedisMasters } from '../harness/redis-masters';
 import { uniqueResource } from '../harness/util';
 

@@ -12,7 +12,7 @@ import { runInNewContext } from 'node:vm';
 import { LockAbortedError, LockContendedError } from '../../lib/core/errors';
 import type { Lock } from '../../lib/core/lock';
 import { MAX_ALONE_STREAK, MAX_INSTALL_STREAK, MAX_LOCAL_STREAK } from '../../lib/core/fair/streak';
-import type { AttemptOutcome, AttemptRequest } from '../../lib/core/policy/store';
+import type { AttemptOutcome, AttemptRequest } from '../../lib/core/store';
 import { Redlock } from '../../lib/core/redlock';
 import type { Fairness, RedlockSettings } from '../../lib/core/settings';
 import { observedStore } from '../harness/engines';
@@ -586,7 +586,7 @@ describe("fairness: 'across-processes' only", () => {
     it('waits for their poll, not for their poll mark to expire', async () => {
       // The marks live retryDelay + retryJitter + 2 × requestTimeout = 10,020 ms; the pollers
       // come back within 20 ms. A yielding engine's waiters defer to the mark (no free key taken
-      // while it is up: scripts/mutex.ts) instead of sleeping for what it has left; before, each
+      // while it is up: kinds/mutex-scripts.ts) instead of sleeping for what it has left; before, each
       // yield slept up to 10 s and left a mark of its own for twice that (64 grants took minutes).
       const settings = {
         handoff: false,

@@ -7,8 +7,8 @@ import { Lock, Redlock, WaitTimeoutError } from '../../lib';
 import { observedStore, storeWith } from '../harness/engines';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
-import { STORE_FACTORY } from '../../lib/core/policy/store';
-import type { StoreFactory } from '../../lib/core/policy/store';
+import { STORE_FACTORY } from '../../lib/core/store';
+import type { StoreFactory } from '../../lib/core/store';
 import { RedisStore } from '../../lib/core/redis-store';
 import type { Fairness } from '../../lib/core/settings';
 
@@ -318,7 +318,7 @@ it.each(['across-processes', 'local'] as const)(
     // caller's lock) must be over before that lock is released, or the release finds nobody
     // queued in its process and is a plain one, and the second caller's attempt meets a free key
     // with the waiter at the head of the order — and installs the waiter's parked token for it
-    // (scripts/mutex.ts FAIR_ACQUIRE_SCRIPT): the waiter holds, and the test waits for nothing
+    // (kinds/mutex-scripts.ts FAIR_ACQUIRE_SCRIPT): the waiter holds, and the test waits for nothing
     // (1 run in 10 under load, session 16).
     let holderAttempts = 0;
     let holderOutcomes = 0;

@@ -16,7 +16,7 @@ import type { Redis, RedisOptions } from 'ioredis';
 import { KindMismatchError, LockContendedError } from '../../lib/core/errors';
 import { lockKindFor } from '../../lib/core/kinds/holders';
 import type { AcquireAnswer, LockKind, ScriptCall } from '../../lib/core/kinds/kind';
-import type { LockKindSpec } from '../../lib/core/kinds/kind-spec';
+import type { LockKindSpec } from '../../lib/core/kind-spec';
 import { counterKeyOf, lockKey } from '../../lib/core/keys';
 import { pollKey, waitKey } from '../../lib/core/kinds/kind-keys';
 import { Redlock } from '../../lib/core/redlock';

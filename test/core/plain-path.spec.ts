@@ -15,7 +15,7 @@ import {
   FAIR_ACQUIRE_SCRIPT,
   FAIR_RELEASE_SCRIPT,
   RELEASE_SCRIPT,
-} from '../../lib/core/scripts/mutex';
+} from '../../lib/core/kinds/mutex-scripts';
 import { ACQUIRE_AMONG_KINDS_SCRIPT } from '../../lib/core/kinds/mutex-among-kinds';
 import type { LuaScript } from '../../lib/core/scripts/lua';
 import { Redlock } from '../../lib/core/redlock';

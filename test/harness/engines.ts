@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { STORE_FACTORY } from '../../lib/core/policy/store';
+import { STORE_FACTORY } from '../../lib/core/store';
 import type { RedlockClient } from '../../lib/core/settings';
-import type { AttemptOutcome, AttemptRequest, StoreFactory } from '../../lib/core/policy/store';
+import type { AttemptOutcome, AttemptRequest, StoreFactory } from '../../lib/core/store';
 import { RedisStore } from '../../lib/core/redis-store';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockSettings } from '../../lib/core/settings';

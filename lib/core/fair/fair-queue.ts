@@ -25,7 +25,7 @@ import { defers, newLine, newTicket, othersWaited, waitingSince } from './queue-
 import type { Line, Ticket } from './queue-lines';
 import type { GrantNews } from '../policy/attempt-result';
 import type { LockContendedError, LockErrorDetail } from '../errors';
-import type { Announced, Grant, LockStore, ReleaseWatch, Reserved } from '../policy/store';
+import type { Announced, Grant, LockStore, ReleaseWatch, Reserved } from '../store';
 import type { AttemptHints, WaitingPolicy } from '../policy/waiting';
 import { mustYield } from './streak';
 import { Timeline } from '../timeline';
@@ -338,7 +338,7 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
     if (local && mustYield(line)) {
       // The streak ends (streak.ts): others go first. Told by a poll mark, the local waiters
       // defer to it until a poller took the resource (`refused`) or they are granted: they take
-      // no free key while another engine's mark is up on it (scripts/mutex.ts, ARGV[9]).
+      // no free key while another engine's mark is up on it (kinds/mutex-scripts.ts, ARGV[9]).
       if (line.polled > 0) {
         line.polled = 0;
         line.deferring = true;
@@ -348,7 +348,7 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
         return;
       }
       // Deferring (or no announcement will come): the head attempts now. Its deferred attempt
-      // tells the engine deferred to that this one waits (scripts/mutex.ts), before that
+      // tells the engine deferred to that this one waits (kinds/mutex-scripts.ts), before that
       // engine's holder could refuse it: waiting for the announcement first may take long
       // enough, on a loaded machine, for that holder's streak to run on unbounded.
       line.streak = 0;

@@ -1,7 +1,7 @@
 import type { NodeVote } from '../errors';
 import type { ReleaseResult } from '../quorum/protocol';
 import type { AttemptResult } from '../policy/attempt-result';
-import type { Grant, LockStore } from '../policy/store';
+import type { Grant, LockStore } from '../store';
 
 /**
  * A local hand-over (issue 13, "fair hand-off"): a plain lock released while the next local

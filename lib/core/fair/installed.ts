@@ -4,7 +4,7 @@
  * the resource's queue, when that head can take it; otherwise it is released like any lock.
  */
 import type { Line, Ticket } from './queue-lines';
-import type { Grant, LockStore } from '../policy/store';
+import type { Grant, LockStore } from '../store';
 
 /**
  * The outcome of an install for `line`'s resource (redis-install.ts; `line` undefined when this

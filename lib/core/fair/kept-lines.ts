@@ -12,7 +12,7 @@ import { lockState } from '../lock';
 import type { Lock } from '../lock';
 import { holderUntil } from '../policy/lines';
 import type { Line } from './queue-lines';
-import type { LockStore } from '../policy/store';
+import type { LockStore } from '../store';
 import type { Timeline } from '../timeline';
 
 /**

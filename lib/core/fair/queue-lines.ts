@@ -9,7 +9,7 @@ import type { Handover } from './handover';
 import { newBaseLine } from '../policy/lines';
 import type { Line as BaseLine, Slot as BaseSlot, Ticket as BaseTicket } from '../policy/lines';
 import { withFields } from '../fields';
-import type { Grant } from '../policy/store';
+import type { Grant } from '../store';
 
 /** An acquire's place in the fair queue. */
 export interface Ticket extends BaseTicket {

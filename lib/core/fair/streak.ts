@@ -5,6 +5,7 @@
  * fairness only: the masters decide who holds a lock.
  */
 import type { Line } from './queue-lines';
+import { RESERVE_MS } from '../install-order';
 
 /**
  * Consecutive local hand-offs of one resource before the next local waiter yields to others,
@@ -72,22 +73,7 @@ export const RACE_STEP_MS = 2;
  */
 export const COLLISION_SPREAD_MS = 2 * RACE_STEP_MS;
 
-/**
- * Ordered yields: how long (ms) the masters keep a resource that a yield let go for the engine
- * that has waited longest (scripts/mutex.ts RELEASE_SCRIPT): enough for its head to hear the
- * announcement, wait its {@link raceDelay} and reach the masters on a loaded machine. An engine
- * that is gone costs this once: its entry is taken off when reserved.
- *
- * Why the masters: the timed races alone put 11–18% of the rotations out of order (4 processes
- * × 4 callers, bench/README.md, sessions 10–11), most likely because on a loaded machine a head
- * is not scheduled within its {@link RACE_STEP_MS}; each engine's count of lost races ranks the
- * heads right, but only a master can refuse the wrong one. The masters order the waiting engines
- * by when each began to wait (the engine sends it: the same score on every master), so they
- * agree on whom to reserve for. With it 96–97% of the rotations were in order and the longest
- * wait 3.0–3.4× the mean instead of 4.0–4.6× (same probe). Safety is untouched: a reservation
- * only refuses.
- */
-export const RESERVE_MS = 25;
+export { RESERVE_MS };
 
 /**
  * Ordered yields: how long (ms) the heads of the engines that a yield did not name stand by
@@ -111,7 +97,7 @@ export const STAND_BY_MS = 2 * RESERVE_MS;
  * read (`Line.polled`). With a mark seen, the streak is bounded by {@link MAX_LOCAL_STREAK} here
  * too, and after the yield the local waiters defer to the pollers (fair-queue.ts `handOff`,
  * `Line.deferring`): their attempts take no free key on which another engine's mark is up
- * (scripts/mutex.ts ACQUIRE_SCRIPT, `defer`), so the poller that left it takes the key at its
+ * (kinds/mutex-scripts.ts ACQUIRE_SCRIPT, `defer`), so the poller that left it takes the key at its
  * next poll; the deferred attempt appends our id to its mark, and a waiter of ours refused by it
  * later raises our own mark, either of which ends that engine's streak in turn. Until a holder of
  * another engine refuses them or releases the resource (a poller took the key; its release

@@ -4,7 +4,7 @@
  * `expiry`, ...): lua.ts (inlined templates).
  */
 import { publishLua } from '../scripts/announce';
-import { CHECK_TOKEN_LUA, NOW_LUA, expiry, num, prune, script } from './lua';
+import { CHECK_TOKEN_LUA, NOW_LUA, expiry, num, prune, script } from '../scripts/kind-lua';
 
 /**
  * Extend: all-or-nothing compare-and-pexpire of one holder. Every key must be a holder zset in

@@ -1,5 +1,5 @@
 import type { LuaScript } from '../scripts/lua';
-import type { LockKindSpec } from './kind-spec';
+import type { LockKindSpec } from '../kind-spec';
 import { HOLDERS_EXTEND_SCRIPT, HOLDERS_RELEASE_SCRIPT } from './holder-scripts';
 import type {
   AcquireAnswer,

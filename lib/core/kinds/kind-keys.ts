@@ -24,7 +24,7 @@ export function waitKey(prefix: string, resource: string): string {
 /**
  * Redis key of the poll mark of a resource (same Cluster slot as its lock key): a plain lock
  * that will retry and is refused by another plain lock raises it for one retry interval, so the
- * holder's process learns that someone polls for the resource (scripts/mutex.ts, FAIR_ACQUIRE_SCRIPT;
+ * holder's process learns that someone polls for the resource (kinds/mutex-scripts.ts, FAIR_ACQUIRE_SCRIPT;
  * fair/streak.ts). Unlike the writer-waiting flag it holds back no one: readers ignore it.
  */
 export function pollKey(prefix: string, resource: string): string {
@@ -34,7 +34,7 @@ export function pollKey(prefix: string, resource: string): string {
 /**
  * Redis key of the order of a resource (same Cluster slot as its lock key): a sorted set of the
  * engines waiting for it, scored by when each began to wait, and the reservation a yield leaves
- * for the one that waited longest (scripts/mutex.ts; fair/streak.ts, "Ordered yields").
+ * for the one that waited longest (kinds/mutex-scripts.ts; fair/streak.ts, "Ordered yields").
  */
 export function orderKey(prefix: string, resource: string): string {
   return `${prefix}order:${lockKey(prefix, resource).slice(prefix.length)}`;
@@ -43,7 +43,7 @@ export function orderKey(prefix: string, resource: string): string {
 /**
  * Redis key of the parked tokens of a resource (same Cluster slot as its lock key): a hash of
  * engine id → `<token> <ttl> <until ms>`, the next token of each waiting engine, which a yield
- * that names the engine installs (scripts/mutex.ts; hand-over across processes).
+ * that names the engine installs (kinds/mutex-scripts.ts; hand-over across processes).
  */
 export function parkKey(prefix: string, resource: string): string {
   return `${prefix}park:${lockKey(prefix, resource).slice(prefix.length)}`;

@@ -5,16 +5,12 @@
  * vote. ioredis returns Lua integers as numbers and Lua strings as strings under RESP2 and RESP3.
  */
 
+import type { FoundKind } from '../kind-spec';
+
+export type { FoundKind };
+
 /** The lock kinds. */
 export type KindName = 'mutex' | 'shared' | 'semaphore';
-
-/** What a script found at a key. `foreign` is anything we did not write (its Redis type). */
-export type FoundKind =
-  | { readonly kind: 'none' }
-  | { readonly kind: 'mutex' }
-  | { readonly kind: 'shared' }
-  | { readonly kind: 'semaphore'; readonly limit: number }
-  | { readonly kind: 'foreign'; readonly redisType: string };
 
 /**
  * Reply of SEMAPHORE_ACQUIRE_SCRIPT, SHARED_ACQUIRE_SCRIPT and WRITE_ACQUIRE_SCRIPT. `granted`
@@ -105,7 +101,7 @@ export function decodeKindAcquire(reply: unknown, fencingCounters: number): Kind
   }
   const holderTtl: unknown = reply[2];
   if (!isInt(holderTtl, 0)) throw bad();
-  // A plain lock's refusal may add the holder's token (scripts/mutex.ts REFUSED_LUA).
+  // A plain lock's refusal may add the holder's token (kinds/mutex-scripts.ts REFUSED_LUA).
   if (
     status === 0 &&
     (reply.length === 3 || (reply.length === 4 && typeof reply[3] === 'string'))

@@ -1,31 +1,13 @@
-import type { LuaScript } from '../scripts/lua';
+import type { GroupReply, ScriptCall } from '../scripts/call';
 import type { FoundKind } from './kind-replies';
+
+export type { GroupReply, ScriptCall };
 
 /**
  * A kind of lock (docs/lock-kinds.md): what it writes on one master and how a master's answer
  * is read. The quorum round, the protocol, retries, fencing and the lock's life are common to
  * every kind (quorum/, policy/); a new kind is one file like mutex.ts plus its Lua.
  */
-
-/** The script call of one request on one master (one slot group on a Cluster master). */
-export interface ScriptCall {
-  readonly script: LuaScript;
-  readonly keys: readonly string[];
-  readonly args: readonly string[];
-  /**
-   * Where in `args` the boot-marker value goes, when the script takes the value a master is
-   * known to hold (`AcquireInput.markerBirth`): the store copies the call built once per attempt
-   * and puts each master's value there instead of building the call once per master.
-   */
-  readonly birthArg?: number;
-  /**
-   * A call that depends on this one's reply on the same master: given the reply and the call as
-   * sent (its per-master arguments), the call to send next instead of reading the reply (its
-   * reply is read in its place), or `undefined` to read it. The plain lock's acquire asks again
-   * this way when it met another kind at a key (mutex.ts).
-   */
-  readonly followUp?: (reply: unknown, sent: ScriptCall) => ScriptCall | undefined;
-}
 
 /** What an acquire sends to one master (or one slot group of it). */
 export interface AcquireInput {
@@ -67,14 +49,14 @@ export interface AcquireInput {
   /**
    * Defer to pollers (fair/streak.ts; mutex only, with the `pollKeys`): a free key on which
    * another engine's poll mark is up refuses the attempt instead of being taken, and the mark
-   * gets this engine's id appended (scripts/mutex.ts FAIR_ACQUIRE_SCRIPT, `defer`).
+   * gets this engine's id appended (kinds/mutex-scripts.ts FAIR_ACQUIRE_SCRIPT, `defer`).
    */
   readonly defer?: boolean | undefined;
   /**
    * Ordered yields (fair/streak.ts; mutex only, one resource, with the `pollKeys`): the order
    * key (kind-keys.ts `orderKey`) and when this engine began to wait for the resource (wall
    * ms): a refusal by another engine's lock enters the engine there, a grant removes it, and a
-   * free key reserved for another engine by a yield refuses (scripts/mutex.ts FAIR_ACQUIRE_SCRIPT).
+   * free key reserved for another engine by a yield refuses (kinds/mutex-scripts.ts FAIR_ACQUIRE_SCRIPT).
    */
   readonly orderKeys?: readonly string[] | undefined;
   readonly waitSince?: number | undefined;
@@ -83,7 +65,7 @@ export interface AcquireInput {
    * and this engine's next token for the resource, parked there by a refusal for `life` ms;
    * `alive`, the prefix of the engines' alive channels (kind-keys.ts `aliveChannel`; '' on a
    * Cluster): a free key goes to the order's head when it parked there and is alive
-   * (scripts/mutex.ts FAIR_ACQUIRE_SCRIPT).
+   * (kinds/mutex-scripts.ts FAIR_ACQUIRE_SCRIPT).
    */
   readonly park?: {
     readonly key: string;
@@ -189,12 +171,6 @@ export interface ExtendAnswer {
   readonly status: 'kept' | 'repaired' | 'held';
   /** The youngest boot-marker age reported (ms), when checked (repairing extension only). */
   readonly markerAge: number | undefined;
-}
-
-/** A script's raw reply for one slot group of resources. */
-export interface GroupReply {
-  readonly resources: readonly string[];
-  readonly value: unknown;
 }
 
 /** A kind of lock. */

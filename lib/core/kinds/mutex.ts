@@ -5,7 +5,7 @@ import {
   FAIR_ACQUIRE_SCRIPT,
   FAIR_RELEASE_SCRIPT,
   RELEASE_SCRIPT,
-} from '../scripts/mutex';
+} from './mutex-scripts';
 import { KEEP_SCRIPT } from '../scripts/keep';
 import { ACQUIRE_AMONG_KINDS_SCRIPT } from './mutex-among-kinds';
 import type {
@@ -199,7 +199,7 @@ export const MUTEX: LockKind = {
  * The keys and first six arguments of every kind's acquire script: lock keys, fencing counters,
  * the writer-waiting flags, then `more` keys (the fair script's), the boot marker last; token,
  * ttl, fencing flag, marker (the value known to be old when there is one, compared without a
- * clock read: kinds/lua.ts), n, the counters' ttl.
+ * clock read: scripts/kind-lua.ts), n, the counters' ttl.
  */
 export function acquireLayout(
   input: AcquireInput,

@@ -14,7 +14,7 @@ import {
   prune,
   pttl,
   script,
-} from './lua';
+} from '../scripts/kind-lua';
 
 /**
  * Acquire: all-or-nothing over several resources, like ACQUIRE_SCRIPT (same keys, same first six

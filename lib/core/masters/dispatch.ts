@@ -1,4 +1,4 @@
-import type { GroupReply, ScriptCall } from '../kinds/kind';
+import type { GroupReply, ScriptCall } from '../scripts/call';
 import type { MasterNode } from './node';
 import { slotGroups } from './slots';
 

@@ -268,7 +268,7 @@ export class ReleaseNotifier {
     let token = announced === 'release' ? message : message.slice(1);
     let reserved: Reserved | undefined;
     if (announced === 'yield') {
-      // An ordered yield names the engine it reserved the key for (scripts/mutex.ts).
+      // An ordered yield names the engine it reserved the key for (kinds/mutex-scripts.ts).
       const at = token.indexOf(RESERVED_SEP);
       if (at >= 0) {
         reserved = token.slice(at + 1) === this.engineId ? 'own' : 'other';
@@ -287,7 +287,7 @@ export class ReleaseNotifier {
    * The subscriber connection of `node`, made on first use. A Cluster master gets a Cluster
    * client of its own: a PUBLISH reaches every node of a Cluster, so its subscriber hears the
    * releases of every slot (ioredis subscribes on one node and moves on a failover). The
-   * masters' subscriber count in a hand-over (PUBSUB NUMSUB, scripts/mutex.ts) is per node, so
+   * masters' subscriber count in a hand-over (PUBSUB NUMSUB, kinds/mutex-scripts.ts) is per node, so
    * on a Cluster of several nodes another engine's watch may go unseen: the local streak is then
    * bounded by MAX_ALONE_STREAK instead of MAX_INSTALL_STREAK (fair/streak.ts) — still bounded.
    */

@@ -9,7 +9,7 @@ import {
 import type { LockErrorDetail, NoQuorumError } from '../errors';
 import type { Lock } from '../lock';
 import type { CheckedAcquire } from '../request';
-import type { Grant, LockStore } from './store';
+import type { Grant, LockStore } from '../store';
 import type { AttemptResult } from './attempt-result';
 import type { AttemptHints, WaitingPolicy } from './waiting';
 

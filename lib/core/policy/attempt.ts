@@ -1,7 +1,7 @@
 import { monotonicNow } from '../clock';
 import { KindMismatchError, LockAbortedError, LockContendedError, NoQuorumError } from '../errors';
 import { withFields } from '../fields';
-import { MUTEX_SPEC } from '../kinds/kind-spec';
+import { MUTEX_SPEC } from '../kind-spec';
 import type { LockErrorDetail } from '../errors';
 import type { HeldLocks } from '../held';
 import { grantState, mintLock, scheduleExpiry } from '../lock';
@@ -11,7 +11,7 @@ import type { ResolvedSettings } from '../settings';
 import type { LoopContext } from './acquire-loop';
 import type { AttemptResult } from './attempt-result';
 import type { Observers } from './observers';
-import type { AttemptOutcome, Grant, LockStore } from './store';
+import type { AttemptOutcome, Grant, LockStore } from '../store';
 import type { AttemptHints } from './waiting';
 
 /** What an attempt needs from the engine. */

@@ -6,7 +6,7 @@ import { applyExtension, expire } from '../lock';
 import type { Lock, LockState } from '../lock';
 import type { ResolvedSettings } from '../settings';
 import type { Observers } from './observers';
-import type { Grant, LockStore } from './store';
+import type { Grant, LockStore } from '../store';
 
 /** What an extension needs from the engine. */
 export interface ExtensionContext {

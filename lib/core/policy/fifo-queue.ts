@@ -18,7 +18,7 @@ import {
   watchAll,
 } from './lines';
 import type { Line, Slot, Ticket } from './lines';
-import type { Announced, LockStore, ReleaseWatch } from './store';
+import type { Announced, LockStore, ReleaseWatch } from '../store';
 import { Timeline } from '../timeline';
 import type { WaitingPolicy } from './waiting';
 import { monotonicNow } from '../clock';

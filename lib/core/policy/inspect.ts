@@ -3,7 +3,7 @@ import { InvalidArgumentError, NoQuorumError } from '../errors';
 import { MAX_RESOURCE_LENGTH } from '../request';
 import type { ResourceInspection } from '../types';
 import { checkResourceName } from '../validate';
-import type { LockStore } from './store';
+import type { LockStore } from '../store';
 
 /**
  * `inspect(resource)`: one read-only round on the store (see quorum/agreement.ts for what is

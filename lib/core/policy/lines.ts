@@ -13,7 +13,7 @@ import { lockState } from '../lock';
 import type { Lock } from '../lock';
 import type { Timeline, TimelineEntry } from '../timeline';
 import { onAbort } from '../wake';
-import type { ReleaseWatch } from './store';
+import type { ReleaseWatch } from '../store';
 
 /** An acquire's place in the lines of its resources. */
 export interface Ticket {

@@ -8,7 +8,7 @@ import type { ReleaseOptions } from '../types';
 import { checkInteger, checkNames, checkObject } from '../validate';
 import type { Observers } from './observers';
 import type { LocalHandover } from './waiting';
-import type { Grant, LockStore } from './store';
+import type { Grant, LockStore } from '../store';
 
 /** What a release needs from the engine. */
 export interface ReleaseContext {

@@ -1,13 +1,13 @@
 import { monotonicNow } from '../clock';
 import { expire, mintLock } from '../lock';
 import type { Lock, LockState } from '../lock';
-import { SHARED_SPEC } from '../kinds/kind-spec';
-import type { LockKindSpec } from '../kinds/kind-spec';
+import { SHARED_SPEC } from '../kind-spec';
+import type { LockKindSpec } from '../kind-spec';
 import { checkSerializedLock } from '../portable';
 import { driftFor } from '../quorum/protocol';
 import { reportLoss, track } from './attempt';
 import type { AttemptContext } from './attempt';
-import type { Grant } from './store';
+import type { Grant } from '../store';
 
 /**
  * `restore(data)` (issue 14 item 5): a lock serialized by another engine over the same masters

@@ -2,7 +2,7 @@ import type { LockContendedError, LockErrorDetail, NodeVote } from '../errors';
 import type { Lock, LockState } from '../lock';
 import type { AttemptResult, GrantNews } from './attempt-result';
 import type { ReleaseResult } from '../quorum/protocol';
-import type { Grant, LockStore } from './store';
+import type { Grant, LockStore } from '../store';
 
 /**
  * The waiting seam: what the acquire loop (policy/acquire-loop.ts) asks around each attempt of

@@ -1,3 +1,4 @@
+import { driftFor } from '../clock';
 import type { NodeOutcome, NodeVote } from '../errors';
 
 /**
@@ -16,10 +17,7 @@ import type { NodeOutcome, NodeVote } from '../errors';
  * - "One master": release is compare-and-delete everywhere ({@link releaseSummary}).
  */
 
-/** Drift allowance for a ttl (step 4): ttl × driftFactor + 2 ms. */
-export function driftFor(ttl: number, driftFactor: number): number {
-  return Math.floor(ttl * driftFactor) + 2;
-}
+export { driftFor };
 
 /** Validity left (ms) of a ttl sent at monotonic time `start`, seen at `now` (step 4). */
 export function validityAfter(

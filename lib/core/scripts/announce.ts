@@ -1,6 +1,6 @@
 /**
  * The release announcements' wire format, in one place for the scripts that publish them
- * (scripts/mutex.ts RELEASE_SCRIPT, kinds/holder-scripts.ts HOLDERS_RELEASE_SCRIPT) and for the
+ * (kinds/mutex-scripts.ts RELEASE_SCRIPT, kinds/holder-scripts.ts HOLDERS_RELEASE_SCRIPT) and for the
  * subscriber that reads them (masters/handoff.ts). The channel is named like the lock key; the
  * message is the token (tokens are base64url, so neither prefix can start one), prefixed by
  * what the deletion was.
@@ -15,7 +15,7 @@ export const CLEANUP_PREFIX = '~';
 /**
  * Prefix of a yield announcement (`^token`, publish flag '3'): a holder let the waiters of other
  * processes go first (fair/fair-queue.ts). An ordered yield that reserved the key for an
- * engine names it after {@link RESERVED_SEP}: `^token:engineId` (scripts/mutex.ts RELEASE_SCRIPT).
+ * engine names it after {@link RESERVED_SEP}: `^token:engineId` (kinds/mutex-scripts.ts RELEASE_SCRIPT).
  */
 export const YIELD_PREFIX = '^';
 

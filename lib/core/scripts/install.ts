@@ -1,9 +1,9 @@
 /**
  * The Lua of the hand-over across processes (design: lib/core/fair/README.md),
- * inlined into the mutex's scripts (scripts/mutex.ts): parking an engine's next token for a
+ * inlined into the mutex's scripts (kinds/mutex-scripts.ts): parking an engine's next token for a
  * resource, and installing the parked token of the engine a yield names.
  */
-import { NOW_LUA, num } from '../kinds/lua';
+import { NOW_LUA, num } from './kind-lua';
 import { RESERVED_SEP, YIELD_PREFIX } from './announce';
 import { fenceIncrLua } from './fencing';
 import { bootMarkerAge } from './lua';

@@ -1,5 +1,5 @@
-/** The mutex's release scripts (scripts/mutex.ts re-exports them). */
-import { NOW_LUA, num } from '../kinds/lua';
+/** The mutex's release scripts (kinds/mutex-scripts.ts re-exports them). */
+import { NOW_LUA, num } from './kind-lua';
 import { ENGINE_ID_LENGTH } from '../token';
 import { RESERVED_SEP, releaseAnnounceLua, publishLua } from './announce';
 import { INSTALL_LUA, parkLua } from './install';

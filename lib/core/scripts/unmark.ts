@@ -1,9 +1,9 @@
-/** The poll marks' take-down script (the marks: scripts/mutex.ts FAIR_ACQUIRE_SCRIPT, kinds/kind-keys.ts). */
+/** The poll marks' take-down script (the marks: kinds/mutex-scripts.ts FAIR_ACQUIRE_SCRIPT, kinds/kind-keys.ts). */
 import { ENGINE_ID_LENGTH } from '../token';
 import { script } from './lua';
 
 /**
- * Takes an engine's poll mark down (policy/store.ts `unmarkPolling`): deletes the mark when it
+ * Takes an engine's poll mark down (store.ts `unmarkPolling`): deletes the mark when it
  * names the engine — its own mark, one that another engine's deferred attempt joined
  * (`<id>+<other id>`, FAIR_ACQUIRE_SCRIPT `defer`), which would otherwise keep that engine deferring
  * until it expired, or another engine's mark that this one joined (`<other id>+<id>`): a

@@ -1,5 +1,5 @@
 /**
- * Hand-over across processes (lib/core/redis-install.ts, scripts/mutex.ts; design:
+ * Hand-over across processes (lib/core/redis-install.ts, kinds/mutex-scripts.ts; design:
  * lib/core/fair/README.md), against real redis-server masters: a waiting engine that
  * hears the resource's announcements parks its next token in its refused attempt; a yield that
  * names it sets that token on each master, with a fencing increment, and announces it; the engine
@@ -11,7 +11,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { monotonicNow } from '../../../lib/core/clock';
 import { orderKey, parkKey } from '../../../lib/core/kinds/kind-keys';
-import type { AttemptRequest, Grant, ReleaseWatch } from '../../../lib/core/policy/store';
+import type { AttemptRequest, Grant, ReleaseWatch } from '../../../lib/core/store';
 import { Redlock } from '../../../lib/core/redlock';
 import { PARK_LIFE_MS } from '../../../lib/core/redis-install';
 import type { RedisStore } from '../../../lib/core/redis-store';

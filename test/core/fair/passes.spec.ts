@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { aliveChannel, orderKey, parkKey } from '../../../lib/core/kinds/kind-keys';
 import type { Lock } from '../../../lib/core/lock';
 import { MAX_INSTALL_STREAK } from '../../../lib/core/fair/streak';
-import type { Announced, AttemptRequest, Grant, Reserved } from '../../../lib/core/policy/store';
+import type { Announced, AttemptRequest, Grant, Reserved } from '../../../lib/core/store';
 import { Redlock } from '../../../lib/core/redlock';
 import type { RedisStore } from '../../../lib/core/redis-store';
 import type { RedlockSettings } from '../../../lib/core/settings';

@@ -13,7 +13,7 @@ import type {
   LockStore,
   ReleaseWatch,
   Reserved,
-} from '../../../lib/core/policy/store';
+} from '../../../lib/core/store';
 
 export function bus(foreignTokens = false): {
   store: LockStore;

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { FairQueue } from '../../../lib/core/fair/fair-queue';
 import { defers } from '../../../lib/core/fair/queue-lines';
 import type { Line } from '../../../lib/core/fair/queue-lines';
-import type { Announced, AnnouncementListener, LockStore } from '../../../lib/core/policy/store';
+import type { Announced, AnnouncementListener, LockStore } from '../../../lib/core/store';
 
 const queues: FairQueue[] = [];
 afterEach(() => {

@@ -7,7 +7,7 @@
  * policy over the in-memory store (pure logic: what the store is asked).
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import type { AttemptRequest } from '../../../lib/core/policy/store';
+import type { AttemptRequest } from '../../../lib/core/store';
 import { Redlock } from '../../../lib/core/redlock';
 import { InMemoryStore } from '../../../lib/testing/in-memory-store';
 

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it, jest } from '@jest/globals';
 import { FairQueue } from '../../../lib/core/fair/fair-queue';
-import type { Grant, LockStore } from '../../../lib/core/policy/store';
+import type { Grant, LockStore } from '../../../lib/core/store';
 
 function fakeStore() {
   let handler: ((resource: string, grant: Grant | undefined) => void) | undefined;

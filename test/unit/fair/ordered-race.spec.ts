@@ -18,7 +18,7 @@ import {
 } from '../../../lib/core/fair/streak';
 import { FairQueue } from '../../../lib/core/fair/fair-queue';
 import type { Ticket } from '../../../lib/core/fair/fair-queue';
-import type { LockStore } from '../../../lib/core/policy/store';
+import type { LockStore } from '../../../lib/core/store';
 import { bus, fakeClockQueues } from './announce-bus';
 
 const queues = fakeClockQueues();

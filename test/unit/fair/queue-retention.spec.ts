@@ -11,7 +11,7 @@ import { describe, expect, it } from '@jest/globals';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { FairQueue } from '../../../lib/core/fair/fair-queue';
-import type { LockStore } from '../../../lib/core/policy/store';
+import type { LockStore } from '../../../lib/core/store';
 import { onAbort } from '../../../lib/core/wake';
 
 setFlagsFromString('--expose-gc');

@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { Installs } from '../../../lib/core/redis-install';
-import type { Grant } from '../../../lib/core/policy/store';
+import type { Grant } from '../../../lib/core/store';
 import type { RedisStore } from '../../../lib/core/redis-store';
 import type { LuaScript } from '../../../lib/core/scripts/lua';
 

@@ -10,7 +10,7 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import { FairQueue } from '../../../lib/core/fair/fair-queue';
 import type { Ticket } from '../../../lib/core/fair/fair-queue';
-import type { LockStore } from '../../../lib/core/policy/store';
+import type { LockStore } from '../../../lib/core/store';
 import { bus, fakeClockQueues } from './announce-bus';
 import { RACE_LEVELS, STAND_BY_MS, raceDelay } from '../../../lib/core/fair/streak';
 

@@ -1,11 +1,11 @@
-import type { FoundLockKind, NodeVote } from '../errors';
-import type { LockKindSpec } from '../kinds/kind-spec';
-import type { ReleaseResult } from '../quorum/protocol';
-import type { ResolvedSettings } from '../settings';
-import type { MasterHealth } from '../types';
-import type { AnnouncementListener, ReleaseWatch } from '../announcements';
+import type { FoundLockKind, NodeVote } from './errors';
+import type { LockKindSpec } from './kind-spec';
+import type { ReleaseResult } from './quorum/protocol';
+import type { ResolvedSettings } from './settings';
+import type { MasterHealth } from './types';
+import type { AnnouncementListener, ReleaseWatch } from './announcements';
 
-export type { Announced, AnnouncementListener, Reserved, ReleaseWatch } from '../announcements';
+export type { Announced, AnnouncementListener, Reserved, ReleaseWatch } from './announcements';
 
 /**
  * The store seam: what the policy (acquire loop, keep-alive, observers, the lock's life — see
@@ -108,7 +108,7 @@ export interface AttemptRequest {
    * Defer to pollers (plain locks that retry; fair/streak.ts): this engine just let the
    * resource go to the pollers of other engines, so a free key on which another engine's poll
    * mark is up refuses this attempt instead of being taken (and the mark then names this engine
-   * too: scripts/mutex.ts ACQUIRE_SCRIPT). Stores without poll marks ignore it.
+   * too: kinds/mutex-scripts.ts ACQUIRE_SCRIPT). Stores without poll marks ignore it.
    */
   readonly defer?: boolean;
   /**

@@ -1,11 +1,11 @@
 /** The mutex's scripts: acquire, release, extend, extend-with-repair (one master each). */
-import { NOW_LUA } from '../kinds/lua';
-import { FENCE_COUNTERS_LUA } from './fencing';
+import { NOW_LUA } from '../scripts/kind-lua';
+import { FENCE_COUNTERS_LUA } from '../scripts/fencing';
 import { ENGINE_ID_LENGTH } from '../token';
-import { bootMarkerAge, script } from './lua';
-import { HEAD_INSTALL_LUA, parkLua } from './install';
-import { writerGrantedLua } from '../kinds/writer-flag';
-import { refusedLua } from '../kinds/mutex-among-kinds';
+import { bootMarkerAge, script } from '../scripts/lua';
+import { HEAD_INSTALL_LUA, parkLua } from '../scripts/install';
+import { writerGrantedLua } from './writer-flag';
+import { refusedLua } from './mutex-among-kinds';
 
 /** Lua: 1 when the boot marker is the last key (ARGV[4] ~= '0'), else 0. */
 const MARKER_SLOT = `(ARGV[4] ~= '0' and 1 or 0)`;
@@ -336,7 +336,7 @@ return res
 `,
 );
 
-export { FAIR_RELEASE_SCRIPT, RELEASE_SCRIPT } from './release';
+export { FAIR_RELEASE_SCRIPT, RELEASE_SCRIPT } from '../scripts/release';
 
 /**
  * Extend: all-or-nothing compare-and-pexpire. Never re-creates a missing key (used when the

@@ -24,3 +24,11 @@ export const SHARED_SPEC: LockKindSpec = Object.freeze({ name: 'shared' });
 export function describeKind(spec: LockKindSpec): string {
   return spec.name === 'semaphore' ? `semaphore (limit ${spec.limit})` : spec.name;
 }
+
+/** What a script found at a key. `foreign` is anything we did not write (its Redis type). */
+export type FoundKind =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'mutex' }
+  | { readonly kind: 'shared' }
+  | { readonly kind: 'semaphore'; readonly limit: number }
+  | { readonly kind: 'foreign'; readonly redisType: string };
