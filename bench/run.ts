@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: side-by-side benchmark of Redlock clients on local redis-server masters
- * (issue 13's targets). Every library runs against the same masters with the same settings,
+ *. Every library runs against the same masters with the same settings,
  * interleaved (A, B, C, A, B, C, ...) over several rounds; the tables show medians over rounds.
  *
  *   npm run bench                          full run (5 masters, 3 rounds; see bench/README.md)

@@ -34,8 +34,8 @@ export function delay(ms: number, signal?: AbortSignal): Promise<void> {
 
 /**
  * Calls `fn` once the I/O that is already waiting has been read: from the event loop's check
- * phase, which follows its poll phase (issue 13, item 4: "a busy process must not turn its own
- * backlog into missed per-node timeouts"). A timer that comes due while the loop was blocked
+ * phase, which follows its poll phase (a busy process must not turn its own backlog
+ * into missed per-node timeouts: test/core/busy-loop.spec.ts). A timer that comes due while the loop was blocked
  * fires in the timers phase, before the poll phase reads the sockets; replies that arrived
  * meanwhile, inside the per-node timeout, would be counted as timeouts. Per-node timeouts end
  * through this: the replies already received are counted first. It adds one loop turn (no I/O

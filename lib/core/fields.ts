@@ -5,8 +5,7 @@
  * Why: V8 (Node 20) builds an object literal that starts with a spread and goes on
  * (`{ ...base, x }`, `{ ...base, ...more }`) in its slow path, about 1 µs each against 0.1 µs
  * here — measured on the lock's hot path, where a local hand-over built eight of them per lock
- * (bench/README.md, "Object spreads on the hot path, session 20"; the lint rule in
- * eslint.config.mjs keeps them out of the per-lock code).
+ * (the lint rule in eslint.config.mjs keeps them out of the per-lock code).
  *
  * Only for objects the library built itself, or a user's object after its field names were
  * checked against the known ones (an own `__proto__` field, which only parsed JSON makes, never

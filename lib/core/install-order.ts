@@ -14,7 +14,7 @@ import type { RedisContext } from './redis-context';
  * that is gone costs this once: its entry is taken off when reserved.
  *
  * Why the masters: the timed races alone put 11–18% of the rotations out of order (4 processes
- * × 4 callers, bench/README.md, sessions 10–11), most likely because on a loaded machine a head
+ * × 4 callers, bench/multiproc.ts), most likely because on a loaded machine a head
  * is not scheduled within its race step (fair/streak.ts `RACE_STEP_MS`); each engine's count of lost races ranks the
  * heads right, but only a master can refuse the wrong one. The masters order the waiting engines
  * by when each began to wait (the engine sends it: the same score on every master), so they

@@ -5,7 +5,7 @@ import type { ResolvedSettings } from './settings';
 import { checkInteger, checkNames, checkResourceName, checkTtl, describe } from './validate';
 
 /**
- * Portable locks (issue 14 item 5): the plain form of a lock (`lock.toJSON()`, used by
+ * Portable locks: the plain form of a lock (`lock.toJSON()`, used by
  * `JSON.stringify(lock)`) and its checks before `restore(data)` turns it back into a `Lock` of
  * another engine over the same masters and key prefix (policy/restore.ts).
  */

@@ -45,7 +45,7 @@ export async function attemptOnMasters(
   // Writer-waiting flags, poll marks, and the order of ordered yields (with announcements).
   const fair = store.settings.fairness === 'across-processes';
   const wait = waitInput(kind, req.writerWait, keyPrefix, resources, fair, store.settings.handoff);
-  // One object shape for every attempt (no spreads on the hot path: see issue 13, item 2).
+  // One object shape for every attempt (no spreads on the hot path: fields.ts).
   const input: AcquireInput = {
     token,
     ttl,

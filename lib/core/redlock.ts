@@ -189,7 +189,7 @@ export class Redlock {
    */
   acquire(resources: string | readonly string[], options: AcquireOptions = {}): Promise<Lock> {
     // Not an async function: a queued acquire keeps one suspended frame (the loop's), not two —
-    // the memory of 10,000 waiters (issue 13, item 4). Bad arguments still reject, never throw.
+    // the memory of 10,000 waiters . Bad arguments still reject, never throw.
     try {
       const { rest, lockAtLeastFor } = takeLockAtLeastFor(options, this.settings);
       const req = checkOpenAcquire(resources, rest, this.settings, this.draining.signal);

@@ -1,5 +1,5 @@
 /**
- * Self-healing extension (issue 16, item 3; the `repairOnExtend` setting).
+ * Self-healing extension (the `repairOnExtend` setting).
  *
  * Without it, an extension only refreshes keys that are still there (compare-and-pexpire), so a
  * long-held lock decays: every master that restarts empty loses the key for good, and once the
@@ -45,7 +45,7 @@
  *     key blocks B's `SET NX`); and each extension starts within the previous validity, so the
  *     holder's intervals leave no gap. This is exactly the guarantee of an extension without
  *     repair, where "kept" means "held since the acquire". (The acquire's own `SET`s, some of
- *     which land after it was granted — issue 16, item 1 — count from the first extension on, as
+ *     which land after it was granted count from the first extension on, as
  *     they did before: they are covered by the acquire's quorum, not by this argument.)
  *
  *     Conversely, if B won a quorum meanwhile — possible only once our key was gone from enough

@@ -77,7 +77,7 @@ export function checkAcquire(
     throw new InvalidArgumentError('signal', 'must be an AbortSignal');
   }
   // Each option: the setting when absent, else checked (no closure per call: 10,000 waiters
-  // queued in one tick, issue 13 item 4).
+  // queued in one tick).
   const o = options;
   const retryDelay =
     o.retryDelay === undefined ? s.retryDelay : checkDelay('retryDelay', o.retryDelay, argError);

@@ -174,7 +174,7 @@ export type ExtendOutcome =
       readonly afterLoss?: () => Promise<void>;
     };
 
-// --- inspect and lockAtLeastFor (issue 14, items 3 and 4) ------------------------------------
+// --- inspect and lockAtLeastFor ------------------------------------------------------------------
 
 /** What a quorum of masters agrees on about one resource (see quorum/agreement.ts). */
 export interface InspectState {

@@ -1,5 +1,5 @@
 /**
- * Clean-up announcements (issue 13, lib/core/masters/handoff.ts): the keys of a failed attempt
+ * Clean-up announcements: the keys of a failed attempt
  * are deleted and announced as `~token`. A waiter refused by one holder with a quorum sleeps
  * until that holder's release — another engine's clean-up does not free the resource and does
  * not wake it (before, every clean-up woke every such waiter for an attempt it could not win:

@@ -1,5 +1,5 @@
 /**
- * `close()` while an acquire is on the wire (issue 15): the grant that arrives after shutdown
+ * `close()` while an acquire is on the wire: the grant that arrives after shutdown
  * began is never handed out — the acquire rejects with ShuttingDownError — and its keys are
  * deleted before `close()` resolves. Replies are held back by TCP delay proxies so that the
  * attempt is really in flight (its keys already set on the masters) when `close()` starts.

@@ -2,7 +2,7 @@
  * A Redis Cluster as one of the Redlock masters. Lock keys are `prefix{resource}`, so each
  * resource's lock and fencing keys share a hash slot; a multi-resource lock is split per slot on
  * a Cluster master (one all-or-nothing script per slot), so it never fails with CROSSSLOT —
- * whatever braces the resource names contain (issue 15, item 5).
+ * whatever braces the resource names contain.
  */
 import { Cluster } from 'ioredis';
 import type { Redis } from 'ioredis';

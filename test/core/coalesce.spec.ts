@@ -1,5 +1,5 @@
 /**
- * One write per master per tick (issue 13, item 1; lib/core/masters/node.ts `coalesce`): the
+ * One write per master per tick: the
  * script calls that many acquires and releases issue in the same tick leave for each master in
  * (at most) two socket writes, and a lone call is not held back.
  */

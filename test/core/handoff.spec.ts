@@ -73,7 +73,7 @@ async function subscribedEverywhere(channel: string): Promise<void> {
   try {
     await waitUntil(async () => (await subscribers(channel)) === probe.length);
   } catch (err) {
-    // Unexplained once in two flake-check runs (session 5): tell which master is off.
+    // Unexplained once in two flake-check runs: tell which master is off.
     throw new Error(
       `${String(err)}; NUMSUB per master: ${await subscribersPerMaster(channel)}; ` +
         `engine log: ${logged.slice(-20).join(' | ') || 'empty'}`,

@@ -1,5 +1,5 @@
 /**
- * Hardening (issue 15) of the engine against 5 real masters: a lock released by close() aborts
+ * Hardening of the engine against 5 real masters: a lock released by close() aborts
  * its signal before its keys are deleted (item 1); fencing tokens for any resource name and the
  * smallest accepted counter TTL (item 2); no MaxListenersExceededWarning however many waiters
  * (item 9); locks left to expire and hand-off bookkeeping do not accumulate (item 10); a lock

@@ -1,5 +1,5 @@
 /**
- * The per-lock hot path on real masters (issue 13, item 2: "one timer per lock at most"): what a
+ * The per-lock hot path on real masters: what a
  * plain acquire + release costs the process besides the script calls — no timer of its own —
  * and the fencing tokens, kept per position and named only when read, still per resource.
  */

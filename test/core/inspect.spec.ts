@@ -1,5 +1,5 @@
 /**
- * `inspect(resource)` / `isLocked(resource)` against real redis-server masters (issue 14 item 3):
+ * `inspect(resource)` / `isLocked(resource)` against real redis-server masters:
  * what a quorum agrees on, read-only (no write of any kind), masters down, restart quarantine,
  * holders of the other kinds written by the groundwork scripts.
  */

@@ -1,5 +1,5 @@
 /**
- * The counting semaphore under latency skew (issue 14): 5 real masters, and in front of them one
+ * The counting semaphore under latency skew: 5 real masters, and in front of them one
  * TCP delay proxy per (contender, master) link, so that the contenders' commands reach the masters
  * in different orders. Never more than `limit` holders at once — and the same setup with a plain
  * majority quorum admits `limit + 1` (so this test can fail).

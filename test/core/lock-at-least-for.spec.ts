@@ -1,5 +1,5 @@
 /**
- * `lockAtLeastFor` (issue 14 item 4) against real redis-server masters: a release before the
+ * `lockAtLeastFor` against real redis-server masters: a release before the
  * period has passed since the grant keeps the keys (TTL = the remainder, no hand-off message),
  * after it deletes them; on acquire, tryAcquire, using() and as a release override; typed errors.
  */

@@ -1,5 +1,5 @@
 /**
- * Portable locks (issue 14 item 5) against real redis-server masters: `lock.toJSON()` /
+ * Portable locks against real redis-server masters: `lock.toJSON()` /
  * `JSON.stringify(lock)` and `restore(data)` in another engine (another process) over the same
  * masters and key prefix; conservative validity; expired locks never re-created; typed errors.
  */

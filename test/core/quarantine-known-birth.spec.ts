@@ -1,5 +1,5 @@
 /**
- * The boot-marker check without a clock read (issue 13, item 2; bootMarkerAge in
+ * The boot-marker check without a clock read (bootMarkerAge in
  * lib/core/scripts/lua.ts, MasterNode.knownBirth): once a master's marker is known to be older than
  * the quarantine, acquire scripts compare it instead of calling TIME — and a marker that moved
  * (a flush, a re-seed) is still caught on the very next acquire.

@@ -1,5 +1,5 @@
 /**
- * The boot marker of restart quarantine is seeded once per master process (issue 16 item 4):
+ * The boot marker of restart quarantine is seeded once per master process:
  * engines that come and go never push a master that left quarantine back into it, while a
  * restart is still detected.
  */

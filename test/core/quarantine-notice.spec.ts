@@ -1,5 +1,5 @@
 /**
- * Fresh masters explain themselves (issue 11, "the first hour"; issue 16): restart quarantine is
+ * Fresh masters explain themselves: restart quarantine is
  * announced once through the engine's logger, with which masters, why, for how long and how to
  * skip it; NoQuorumError and health() tell the time left.
  */

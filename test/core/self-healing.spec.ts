@@ -1,5 +1,5 @@
 /**
- * Self-healing extension (issue 16, item 3; lib/core/repair.ts): an extension puts a lost key
+ * Self-healing extension: an extension puts a lost key
  * back with `SET NX` (same token), so a lock held with auto-extension survives a master that
  * restarted empty followed by the failure of another master. Repaired masters and masters in
  * restart quarantine do not count toward the extension's quorum; another holder's key is never

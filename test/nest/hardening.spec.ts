@@ -1,5 +1,5 @@
 /**
- * Hardening (issue 15) of the Nest layer against real masters:
+ * Hardening of the Nest layer against real masters:
  * - item 1: Nest shutdown past `shutdownTimeout` aborts the signal of a running `@Locked()`
  *   provider call and `using()` routine (and of plain locks) before their keys are deleted;
  * - item 3: a password never appears in bootstrap errors, log lines, health output, events or

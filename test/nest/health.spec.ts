@@ -42,7 +42,7 @@ it('reports quarantine of fresh masters, then up with every master reachable', a
   // Freshly started masters could have lost locks a moment ago: quarantined, so down.
   expect(early.locks.status).toBe('down');
   expect(early.locks.masters.every((m: { quarantined: boolean }) => m.quarantined)).toBe(true);
-  // ...and for how much longer at most (issue 11, "the first hour").
+  // ...and for how much longer at most.
   for (const m of early.locks.masters as { quarantineRemaining?: number }[]) {
     expect(m.quarantineRemaining).toBeGreaterThan(0);
     expect(m.quarantineRemaining).toBeLessThanOrEqual(1500);

@@ -1,5 +1,5 @@
 /**
- * Stability soak (issue 15): one engine on 3 local masters runs churn (many resources acquired,
+ * Stability soak: one engine on 3 local masters runs churn (many resources acquired,
  * extended, released, some left to expire), contention (`waiters` loops on a few resources) and
  * faults (a master paused with SIGSTOP/SIGCONT, or killed and restarted empty) for `durationMs`,
  * then stops everything, lets every lock expire and checks that nothing was left behind: heap,

@@ -4,7 +4,7 @@ import type { AttemptResult } from '../policy/attempt-result';
 import type { Grant, LockStore } from '../store';
 
 /**
- * A local hand-over (issue 13, "fair hand-off"): a plain lock released while the next local
+ * A local hand-over: a plain lock released while the next local
  * waiter of exactly its resources may take it goes straight to that waiter. The waiter's next
  * attempt carries the releasing holder's token (`AttemptRequest.handoverFrom`); the acquire
  * script treats a key holding that token as free and overwrites it (token, ttl, a new fencing
@@ -94,7 +94,7 @@ export async function takeOverVotes(
  * (`pending`). Their keys are released the usual way; on a master whose take-over is still on
  * its way, the compare-and-delete runs after it and finds the taker's token (left untouched).
  * A master that answered `ok` after the verdict holds the taker's token: nothing to release
- * there (one compare-and-delete per such master saved on every hand-over, issue 13 item 1).
+ * there (one compare-and-delete per such master saved on every hand-over).
  */
 export function notTakenOver(votes: readonly NodeVote[] | undefined): number[] | undefined {
   if (!votes) return undefined;

@@ -14,7 +14,7 @@ import { RESERVE_MS } from '../install-order';
  * between processes then takes a release round and a poll. With announcements:
  * {@link MAX_INSTALL_STREAK}.
  *
- * 8, not 4 (bench/README.md, sessions 4, 11 and 12): a shorter streak evens the waits across
+ * 8, not 4 (bench/multiproc.ts): a shorter streak evens the waits across
  * processes but costs throughput while a turn between processes takes a release round, the
  * announcement and an acquire round (2.0–2.6 ms against 0.6–0.8 ms for a local hand-over, on 2
  * cores); and a test with polling engines showed the bound 2 × (streak + 1) is not kept at 4.
@@ -27,10 +27,10 @@ export const MAX_LOCAL_STREAK = 8;
  * (fair/fair-queue.ts `announceAs`) and, for a lock of one resource, installs the token of
  * the engine that waited longest (lib/core/fair/README.md), so a turn between
  * processes takes no acquire round: 1.2–1.9 ms. 4 processes × 4 callers in the benchmark, 10 ms
- * retries (bench/README.md, session 13): streak 4 with installs 408–434 locks/s and p99 wait 64
- * ms; streak 8 without 388–421 locks/s and 90–117 ms (same session). With one other engine
- * (session 14; until then its yield was a plain release after {@link MAX_LOCAL_STREAK}): 2
- * processes × 2 callers 599 locks/s and p99 14 ms against 553 and 26 ms.
+ * retries (bench/multiproc.ts): streak 4 with installs 408–434 locks/s and p99 wait 64
+ * ms; streak 8 without 388–421 locks/s and 90–117 ms (same run). With one other engine, 2
+ * processes × 2 callers: 599 locks/s and p99 14 ms, against 553 and 26 ms when its yield was a
+ * plain release after {@link MAX_LOCAL_STREAK}.
  */
 export const MAX_INSTALL_STREAK = 4;
 
@@ -57,7 +57,7 @@ export const RACE_LEVELS = 3;
  * See {@link RACE_LEVELS}. 2 ms, not 1: on a loaded machine a head's attempt often reaches the
  * masters more than 1 ms after the announcement, and the order was lost (4 processes × 4
  * callers: 80% of the rotations were in order with 1 ms steps, 85% with 2 ms, p99 wait 110 →
- * 97 ms; 3 ms cost throughput; bench/README.md, session 10). The first head to attempt, the one
+ * 97 ms; 3 ms cost throughput; bench/multiproc.ts). The first head to attempt, the one
  * that lost the most races, waits 0 ms either way.
  */
 export const RACE_STEP_MS = 2;
@@ -69,7 +69,7 @@ export const RACE_STEP_MS = 2;
  * Heads refused by split votes wake on each other's clean-ups; attempting at once, they split
  * the votes again. (The 50–120 ms storms of this kind seen with 4 processes × 1 caller were fed
  * by hand-overs that reached only 3 of 5 masters, fixed in RELEASE_SCRIPT; with that fix, this
- * spread measured the same throughput and a p99 no worse: bench/README.md, session 15.)
+ * spread measured the same throughput and a p99 no worse: bench/multiproc.ts.)
  */
 export const COLLISION_SPREAD_MS = 2 * RACE_STEP_MS;
 

@@ -202,7 +202,7 @@ export interface LockKind {
   /**
    * Compare-and-delete of `token`; `announce` publishes the release for waiters (hand-off):
    * `'release'` as the token, `'cleanup'` (a failed attempt's keys) as `~token`.
-   * `keepFor` (lockAtLeastFor, added for issue 14 item 4): when given (ms, > 0), the keys that
+   * `keepFor` (lockAtLeastFor): when given (ms, > 0), the keys that
    * hold `token` are not deleted but get the TTL `keepFor` (compare-and-pexpire; for holder sets:
    * the membership's expiry becomes now + keepFor), keys no longer ours are untouched, nothing
    * is published. {@link readRelease} then reads whether something of ours was kept.

@@ -1,5 +1,5 @@
 /**
- * Quorum rules of the lock kinds (issue 14; design note: docs/lock-kinds.md, "Quorum rules").
+ * Quorum rules of the lock kinds (design note: docs/lock-kinds.md, "Quorum rules").
  * Pure functions, no Redis.
  *
  * ## Counting semaphore with limit n on N masters

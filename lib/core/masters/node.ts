@@ -360,7 +360,7 @@ export class MasterNode {
   };
 
   /**
-   * One write per master per tick (issue 13, item 1). The first script call of a tick is written
+   * One write per master per tick. The first script call of a tick is written
    * at once, as without coalescing (a lone call pays nothing but one `process.nextTick`); a
    * second call in the same tick corks the connection's socket, and the end of the tick uncorks
    * it, so every further acquire, release and extension of that tick leaves in one `writev`

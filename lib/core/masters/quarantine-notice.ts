@@ -21,7 +21,7 @@ interface Entry {
 }
 
 /**
- * Explains restart quarantine to operators (issue 11, "the first hour"): a new engine on freshly
+ * Explains restart quarantine to operators : a new engine on freshly
  * started masters refuses every lock for up to `maxTtl`, and nothing but a log line can say why.
  *
  * Each master's quarantine is announced ONCE through `logger.warn` when the engine first sees it

@@ -8,7 +8,7 @@ import { releaseLock } from './release';
 import type { ReleaseContext } from './release';
 
 /**
- * Attempts on the wire, and the clean-up they started (issue 15: an acquire in flight during
+ * Attempts on the wire, and the clean-up they started (an acquire in flight during
  * `close()`). The engine's `close()` waits for them, so that no grant arrives — and no key is
  * written — after it resolved; a grant that arrives while the engine drains is refused and
  * released by the engine (see `Redlock.refuseLate`).

@@ -10,7 +10,7 @@ import type { AttemptContext } from './attempt';
 import type { Grant } from '../store';
 
 /**
- * `restore(data)` (issue 14 item 5): a lock serialized by another engine over the same masters
+ * `restore(data)`: a lock serialized by another engine over the same masters
  * and key prefix becomes a lock of this one — tracked (held locks, `lost` events, released by
  * `close()`), with its own signal — without any Redis call.
  *

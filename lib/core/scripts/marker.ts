@@ -9,7 +9,7 @@ import { script } from './lua';
  * Done once per server process: KEYS[2] records the `run_id` (from INFO) of the process whose
  * start is already accounted for, and a check of the same process changes nothing. The uptime is
  * known to the second only, so recomputing it on every connect could move the birth forward by
- * up to a second and push a master that just left quarantine back into it (issue 16). A restored
+ * up to a second and push a master that just left quarantine back into it. A restored
  * snapshot brings back an old `run_id`, a flushed master has none: both are seeded again.
  *
  * KEYS[1]: marker, KEYS[2]: run id of the seeding process. ARGV[1]: uptime in ms, ARGV[2]: run id.

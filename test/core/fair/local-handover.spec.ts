@@ -1,5 +1,5 @@
 /**
- * Local hand-over (issue 13, lib/core/fair/handover.ts): a plain lock released while the next
+ * Local hand-over: a plain lock released while the next
  * local waiter of exactly its resources sleeps goes to that waiter in one round — the acquire
  * script takes over keys holding the releasing holder's token — with no delete, no release
  * announcement, a new token and a greater fencing token. Fallbacks: a waiter that aborts when

@@ -1,5 +1,5 @@
 /**
- * Hostile input against the engine with 3 real masters (issue 15, items 4, 7, 8, 11, 13, 14).
+ * Hostile input against the engine with 3 real masters.
  * Every bad call ends in a typed error naming the field, and nothing is written on any master:
  * before and after each call a PING on each of the engine's own connections (commands on one
  * connection run in order, so anything the engine sent before has been applied), then the

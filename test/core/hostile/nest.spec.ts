@@ -1,5 +1,5 @@
 /**
- * Hostile input against the Nest layer with 3 real masters (issue 15, items 4, 7, 8, 11, 13,
+ * Hostile input against the Nest layer with 3 real masters (items 4, 7, 8, 11, 13,
  * 14): module options, `@Locked()` options, resources resolved from templates and functions, and
  * every `RedlockService` entry point. Each bad input ends in a typed error (a 400 over HTTP) and
  * writes no key on any master (the keyspace is scanned before and after).

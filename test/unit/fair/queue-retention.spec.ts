@@ -1,5 +1,5 @@
 /**
- * Nothing a finished wait leaves behind keeps other waiters' memory alive (issue 15, item 10:
+ * Nothing a finished wait leaves behind keeps other waiters' memory alive (item 10:
  * long-running processes stay flat). Found by the 10-minute soak: with one AbortSignal shared
  * by every acquire (an application's shutdown signal, say), the heap grew by about 4 MB a
  * minute. The signal's one abort listener (lib/core/wake.ts) was made in the scope of the first

@@ -1,5 +1,5 @@
 /**
- * Key prefixes that overlap (issue 15, hardening): two engines on the same masters with
+ * Key prefixes that overlap: two engines on the same masters with
  * different accepted prefixes must never share a Redis key, whatever the kind of key (lock,
  * fencing counter, boot marker, run id) and whatever the resource. A prefix `P + "fence:"`
  * would make its lock keys the fencing counters of `P`; it is refused with a typed error.

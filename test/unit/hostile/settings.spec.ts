@@ -1,5 +1,5 @@
 /**
- * Hostile settings and options (issue 15, items 7, 8, 11, 13, 14): every engine setting, Nest
+ * Hostile settings and options: every engine setting, Nest
  * module option and `@Locked()` option is checked by name and type when it is given, with a
  * typed error naming the field (and, for an unknown name, listing the valid ones). The clients
  * are lazy and never connect: a construction that slipped through would not reach Redis here
@@ -237,7 +237,7 @@ describe('module options', () => {
     expect(resolved.lockedDefaults.ttl).toBe(12);
   });
 
-  it('accepts repairOnExtend (issue 16, item 3): on by default, off when asked, a boolean only', () => {
+  it('accepts repairOnExtend: on by default, off when asked, a boolean only', () => {
     expect(normalizeOptions(base).repairOnExtend).toBe(true);
     expect(normalizeOptions({ ...base, repairOnExtend: false }).repairOnExtend).toBe(false);
     const error = configErrorOf(() =>
