@@ -21,7 +21,7 @@ import { RedisMasters } from '../test/harness/redis-masters';
 import { STORE_FACTORY } from '../lib/core/store';
 import type { StoreFactory } from '../lib/core/store';
 import type { RedlockClient } from '../lib/core/settings';
-import { RedisStore } from '../lib/core/redis-store';
+import { FairRedisStore } from '../lib/core/fair/fair-redis-store';
 import { benchClients } from './clients';
 import { probeSettings } from './config';
 
@@ -44,7 +44,7 @@ async function child(
     [STORE_FACTORY]: true,
     masters: urls.length,
     open: (resolved: never) => {
-      const st = new RedisStore(clientsRef as RedlockClient[], resolved);
+      const st = new FairRedisStore(clientsRef as RedlockClient[], resolved);
       const attempt = st.attempt.bind(st);
       st.attempt = async (req) => {
         const t0 = abs();

@@ -8,8 +8,6 @@ import { monotonicNow } from './clock';
 import { counterKeyOf } from './keys';
 import type { AcquireAnswer, AcquireInput, GroupReply, LockKind, ScriptCall } from './kinds/kind';
 import { mismatchIn, waitInput } from './kinds/store-kinds';
-import { parkKey } from './kinds/kind-keys';
-import { aliveArg } from './install-order';
 import type { MasterNode } from './masters/node';
 import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './store';
 import { fencingTokensOf } from './quorum/fencing-tokens';
@@ -27,12 +25,47 @@ import { newToken } from './token';
 import { FENCE_RAISE_SCRIPT } from './scripts/fencing';
 
 /**
+ * What a store that writes more than the plain lock adds to each of its attempts (the fair
+ * mode: fair/fair-attempt.ts); the plain store gives none.
+ */
+export interface AttemptParts {
+  /** The attempt's input, built once per attempt from the plain one. */
+  input(
+    plain: AcquireInput,
+    kind: LockKind,
+    req: AttemptRequest,
+    start: number,
+    wallStart: number,
+  ): AcquireInput;
+  /** The input of one Cluster slot group (`group`'s resources), from its plain input. */
+  group(plain: AcquireInput, group: readonly string[]): AcquireInput;
+  /** How a master's replies are read, when not by the kind itself. */
+  read(
+    input: AcquireInput,
+    kind: LockKind,
+    resources: readonly string[],
+  ): ((groups: readonly GroupReply[]) => AcquireAnswer) | undefined;
+  /** Whether the round keeps counting votes after its verdict (`RoundSpec.lateVotes`). */
+  lateVotes(input: AcquireInput): boolean;
+  /** The grant, with the store's own fields. */
+  granted(
+    grant: Grant,
+    tally: Tally<AcquireAnswer>,
+    input: AcquireInput,
+    req: AttemptRequest,
+  ): Grant;
+  /** A refusal, with the store's own fields. */
+  refused(outcome: AttemptOutcome, input: AcquireInput): AttemptOutcome;
+}
+
+/**
  * One attempt (docs/REDLOCK.md, "N masters", steps 1–5): a grant, or the reason it
  * was not granted, with the clean-up of a failed attempt already sent.
  */
 export async function attemptOnMasters(
   store: RedisContext,
   req: AttemptRequest,
+  parts?: AttemptParts,
 ): Promise<AttemptOutcome> {
   const { resources, ttl } = req;
   const { driftFactor, fencing, quarantine, keyPrefix } = store.settings;
@@ -42,11 +75,10 @@ export async function attemptOnMasters(
   const start = monotonicNow();
   const wallStart = Date.now();
   const keys = resources.map((r) => store.keyOf(r));
-  // Writer-waiting flags, poll marks, and the order of ordered yields (with announcements).
-  const fair = store.settings.fairness === 'across-processes';
-  const wait = waitInput(kind, req.writerWait, keyPrefix, resources, fair, store.settings.handoff);
+  // Writer-waiting flags (kinds/store-kinds.ts).
+  const wait = waitInput(kind, req.writerWait, keyPrefix, resources);
   // One object shape for every attempt (no spreads on the hot path: fields.ts).
-  const input: AcquireInput = {
+  const plainInput: AcquireInput = {
     token,
     ttl,
     keys,
@@ -57,18 +89,8 @@ export async function attemptOnMasters(
     waitKeys: wait.waitKeys,
     waitTtl: wait.waitTtl,
     clearFlags: req.clearWriterFlags === true,
-    pollKeys: wait.pollKeys,
-    handoverFrom: kind.name === 'mutex' ? req.handoverFrom : undefined,
-    defer: req.defer === true,
-    orderKeys: wait.orderKeys,
-    waitSince: wait.orderKeys ? (req.waitSince ?? wallStart) : undefined,
-    // Hand-over across processes (redis-install.ts): parked only while this engine hears the
-    // installs (not for a local take-over, which another engine's lock never refuses).
-    park:
-      wait.orderKeys && req.handoverFrom === undefined && store.hears(keys[0])
-        ? parkInput(store, resources[0], ttl, start, wallStart)
-        : undefined,
   };
+  const input = parts ? parts.input(plainInput, kind, req, start, wallStart) : plainInput;
   // Built once per attempt, when first needed; a Cluster master gets one call per slot group.
   let plain: ScriptCall | undefined; // for masters whose boot marker is not checked
   let withMarker: ScriptCall | undefined; // the full marker check; per master its known birth
@@ -84,6 +106,9 @@ export async function attemptOnMasters(
   // the attempt has not failed (its clean-up not yet sent) and its lock has not ended.
   const state: { failed: boolean; grant?: Grant } = { failed: false };
   const wanted = (): boolean => !state.failed && !state.grant?.ended;
+  const read =
+    parts?.read(input, kind, resources) ??
+    ((groups: readonly GroupReply[]) => kind.readAcquire(groups, resources));
   const tally = await store.round<AcquireAnswer>({
     quorum,
     timeout: attemptTimeout(store.settings.requestTimeout, ttl, driftFactor),
@@ -95,19 +120,14 @@ export async function attemptOnMasters(
           keys,
           (groupKeys, group) => {
             if (group === resources) return forNode(node);
-            const groupWait = input.waitKeys && waitInput(kind, 1, keyPrefix, group, fair);
-            return kind.acquire(
-              withFields(input, {
-                keys: groupKeys,
-                fenceKeys: fencing ? groupKeys.map((k) => counterKeyOf(keyPrefix, k)) : undefined,
-                waitKeys: groupWait?.waitKeys,
-                pollKeys: groupWait?.pollKeys,
-              }),
-            );
+            const groupInput = withFields(input, {
+              keys: groupKeys,
+              fenceKeys: fencing ? groupKeys.map((k) => counterKeyOf(keyPrefix, k)) : undefined,
+              waitKeys: input.waitKeys && waitInput(kind, 1, keyPrefix, group).waitKeys,
+            });
+            return kind.acquire(parts ? parts.group(groupInput, group) : groupInput);
           },
-          input.handoverFrom === undefined
-            ? (groups) => kind.readAcquire(groups, resources)
-            : (groups) => readHandover(kind, groups, resources),
+          read,
           wanted,
         ),
       ),
@@ -118,9 +138,7 @@ export async function attemptOnMasters(
       return node.checksMarker && young ? 'quarantined' : 'ok';
     },
     holderTtl: (a) => a.holderTtl,
-    // A hand-over's releasing holder releases only where the take-over did not land at the end
-    // (Grant.takenOver), not on every master still pending at the verdict.
-    lateVotes: input.handoverFrom !== undefined,
+    lateVotes: parts?.lateVotes(input) ?? false,
   });
   store.noteQuarantined(tally);
   const fail = (refusal: Refusal, found?: AcquireAnswer['mismatch']): AttemptOutcome => {
@@ -147,15 +165,15 @@ export async function attemptOnMasters(
             })
             .then(() => undefined)
         : undefined;
-    return {
+    const outcome: AttemptOutcome = {
       refusal,
       votes: tally.votes,
       cleanup,
       quorum,
       heldBy: refusal === 'contended' ? holderWithQuorum(tally.replies, quorum) : undefined,
-      waitSince: input.waitSince,
       ...(found ? { found } : {}),
     };
+    return parts ? parts.refused(outcome, input) : outcome;
   };
   // Another kind at a key on any master: an error, whatever the other votes (kinds never mix).
   const found = mismatchIn(tally);
@@ -183,7 +201,7 @@ export async function attemptOnMasters(
     }
   }
   if (exhausted()) return fail('validity-exhausted');
-  const grant: Grant = (state.grant = {
+  const plainGrant: Grant = {
     resources,
     token,
     ttl,
@@ -192,75 +210,10 @@ export async function attemptOnMasters(
     votes: tally.votes,
     fencingTokens,
     ended: false,
-    othersWait: input.orderKeys !== undefined && othersWaitIn(tally),
     ...(req.kind && req.kind.name !== 'mutex' ? { kind: req.kind } : {}),
-    ...(input.handoverFrom === undefined
-      ? {}
-      : withFields(othersOf(tally), { takenOver: tally.final, installedBy: req.installedBy })),
-  });
-  if (input.park) store.installs.retire(input.park.token); // (redis-install.ts)
+  };
+  const grant = (state.grant = parts ? parts.granted(plainGrant, tally, input, req) : plainGrant);
   return { grant };
-}
-
-/** The park of an attempt (AcquireInput.park). */
-function parkInput(
-  store: RedisContext,
-  resource: string,
-  ttl: number,
-  start: number,
-  wall: number,
-): AcquireInput['park'] {
-  const { token, life } = store.installs.park(resource, ttl, start, wall);
-  return { key: parkKey(store.settings.keyPrefix, resource), token, life, alive: aliveArg(store) };
-}
-
-/**
- * A hand-over's acquire reply carries two more numbers when granted (FAIR_ACQUIRE_SCRIPT: the release
- * channels' subscriber count, the longest poll mark); they are taken off before the kind reads
- * the rest.
- */
-function readHandover(
-  kind: LockKind,
-  groups: readonly GroupReply[],
-  resources: readonly string[],
-): AcquireAnswer {
-  let watchers = 0;
-  let polled = 0;
-  const rest = groups.map((g): GroupReply => {
-    const v = g.value;
-    if (!Array.isArray(v) || (v[0] !== 1 && v[0] !== 2) || v.length < 4) return g;
-    const w: unknown = v[v.length - 2];
-    const p: unknown = v[v.length - 1];
-    watchers = Math.max(watchers, typeof w === 'number' && w >= 0 ? w : Infinity);
-    if (typeof p === 'number' && p > 0) polled = Math.max(polled, p);
-    return { resources: g.resources, value: v.slice(0, -2) };
-  });
-  const answer = kind.readAcquire(rest, resources);
-  return answer.granted ? withFields(answer, { watchers, polled }) : answer;
-}
-
-/**
- * What the granting masters said of a hand-over's resources: the most subscriber connections
- * one counted on the release channels (this engine's own watch is one of them; `Infinity` when
- * one did not say), and the longest remaining poll mark (ms; 0 when none).
- */
-function othersOf(tally: Tally<AcquireAnswer>): { watchers: number; polled: number } {
-  let watchers = 0;
-  let polled = 0;
-  for (const r of tally.replies) {
-    if (r?.kind !== 'reply' || !r.value.granted) continue;
-    watchers = Math.max(watchers, r.value.watchers ?? Infinity);
-    polled = Math.max(polled, r.value.polled ?? 0);
-  }
-  return { watchers, polled };
-}
-
-/** Whether a granting master said that other engines wait in the resource's order. */
-function othersWaitIn(tally: Tally<AcquireAnswer>): boolean {
-  for (const r of tally.replies) {
-    if (r?.kind === 'reply' && r.value.granted && r.value.othersWait === true) return true;
-  }
-  return false;
 }
 
 /**

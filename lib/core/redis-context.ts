@@ -1,4 +1,4 @@
-import type { Announce, LockKind } from './kinds/kind';
+import type { Announce, LockKind, ScriptCall } from './kinds/kind';
 import type { LockKindSpec } from './kind-spec';
 import type { Dispatch } from './masters/dispatch';
 import type { MasterNode } from './masters/node';
@@ -9,8 +9,8 @@ import type { ResolvedSettings } from './settings';
 
 /**
  * What the Redis operations — one attempt (redis-attempt.ts), an extension (redis-extend.ts), an
- * inspection (redis-inspect.ts) and the installs of the hand-over across processes
- * (redis-install.ts, install-*.ts) — need of the masters: the masters and how to send to them,
+ * inspection (redis-inspect.ts), and the fair mode's installs (fair/installs.ts) — need of the
+ * masters: the masters and how to send to them,
  * the keys, the settings, one voting round, and the releases a failed attempt sends. The Redis
  * store (redis-store.ts) provides it; the operations never see the store itself.
  */
@@ -26,8 +26,6 @@ export interface RedisContext {
   readonly markerKey: string;
   /** This engine's id, the first characters of each of its tokens (token.ts). */
   readonly engineId: string;
-  /** Hand-over across processes: this engine's parked tokens (redis-install.ts `Installs`). */
-  readonly installs: ParkedTokens;
   /** The lock key of `resource`. */
   keyOf(resource: string): string;
   /** The fencing counter's key of `resource`. */
@@ -52,8 +50,6 @@ export interface RedisContext {
   release(grant: Grant, waitAll: boolean): Promise<ReleaseResult>;
   /** The clean-up of an own failed attempt wakes other engines' waiters, not this engine's. */
   ignoreOwn(resources: readonly string[], token: string, cleanup: boolean): void;
-  /** Whether this engine hears the release announcements of the lock key `key` now. */
-  hears(key: string): boolean;
 }
 
 /** A voting round's request, without what the store fills in. */
@@ -75,16 +71,9 @@ export interface ReleaseKeysOptions {
   readonly kind?: LockKindSpec;
   /** lockAtLeastFor: keep the keys for this many ms instead of deleting them. */
   readonly keepFor?: number;
-  /** A yield: the ttl of the yielding engine's next token (parked with it). */
-  readonly ttl?: number;
-  /** A yield or a pass: Grant.installedBy. */
-  readonly after?: string;
-}
-
-/** What an attempt asks of the installs (redis-install.ts `Installs`). */
-export interface ParkedTokens {
-  /** The token to park for `resource`, and for how long a master keeps it installable. */
-  park(resource: string, ttl: number, start: number, wall: number): { token: string; life: number };
-  /** `token` was granted by this engine's own attempt: it is not parked any more. */
-  retire(token: string): void;
+  /**
+   * The script call for `keys` (the keys of `resources`: all of them, or one Cluster slot
+   * group), when not the kind's own release.
+   */
+  readonly call?: (keys: readonly string[], resources: readonly string[]) => ScriptCall;
 }

@@ -2,9 +2,6 @@ import { Timeline } from './timeline';
 import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
 import type { LockKind } from './kinds/kind';
-import { aliveChannel, orderKey, parkKey, pollKey } from './kinds/kind-keys';
-import { yieldOrder } from './install-order';
-import { Installs } from './redis-install';
 import { lockKindFor } from './kinds/holders';
 import type { LockKindSpec } from './kind-spec';
 import { fenceKey, lockKey, markerKey } from './keys';
@@ -36,7 +33,6 @@ import type { ReleaseKeysOptions, RedisContext, RoundRequest } from './redis-con
 import { extendOnMasters } from './redis-extend';
 import { inspectOnMasters } from './redis-inspect';
 import { MARKER_AGE_SCRIPT } from './scripts/marker';
-import { UNMARK_SCRIPT } from './scripts/unmark';
 import { endWriterWait } from './redis-writer-flag';
 import { describe } from './settings';
 import type { RedlockClient, ResolvedSettings } from './settings';
@@ -54,19 +50,14 @@ export class RedisStore implements LockStore, RedisContext {
   readonly dispatch: Dispatch;
   /** The boot marker's key (restart quarantine). */
   readonly markerKey: string;
-  /**
-   * This engine's id, the first characters of each of its tokens (token.ts): the
-   * acquire script raises a poll mark (kinds/kind-keys.ts `pollKey`) only against another
-   * engine's holder, and a hand-over counts only other engines' marks.
-   */
+  /** This engine's id, the first characters of each of its tokens (token.ts). */
   readonly engineId = newEngineId();
   /** Tells the logger, once per master, why it is in restart quarantine and for how long. */
   readonly quarantineNotice: QuarantineNotice;
   /** Removes credentials — also the known passwords of the clients — from texts it reports. */
   private readonly redact: Redactor;
-  private readonly notifier: ReleaseNotifier;
-  /** Hand-over across processes: this engine's parked tokens and their installs. */
-  readonly installs: Installs;
+  /** Release announcements to this engine's waiters (masters/handoff.ts). */
+  protected readonly notifier: ReleaseNotifier;
   /** The voting rounds' timeouts: one timer, kept armed between rounds (timeline.ts). */
   private readonly deadlines = new Timeline(true);
 
@@ -93,9 +84,15 @@ export class RedisStore implements LockStore, RedisContext {
     }
   }
 
+  /**
+   * @param presence a channel that every subscriber connection of this engine keeps subscribed
+   * while it is up (masters/handoff.ts), named from the engine id: other engines' scripts can
+   * tell this engine is alive (the fair mode's, fair/fair-redis-store.ts).
+   */
   constructor(
     clients: readonly RedlockClient[],
     readonly settings: ResolvedSettings,
+    presence?: (engineId: string) => string,
   ) {
     const { logger, keyPrefix, quarantine, quorum } = settings;
     this.quorum = quorum;
@@ -128,15 +125,8 @@ export class RedisStore implements LockStore, RedisContext {
       logger,
       settings.requestTimeout,
       this.engineId,
-      // (Hand-over across processes only: the masters skip a waiting engine that is gone.)
-      settings.fairness === 'across-processes'
-        ? aliveChannel(settings.keyPrefix, this.engineId)
-        : undefined,
+      presence?.(this.engineId),
     );
-    this.installs = new Installs(this);
-    this.notifier.onInstall = (...heard) => this.installs.heard(...heard);
-    this.notifier.onNews = (...news) => this.installs.news(...news);
-    this.notifier.onResubscribed = (node) => this.installs.resubscribed(node);
     this.dispatch = new Dispatch((r) => this.keyOf(r));
     if (settings.fencing) slotTag(0); // slot tags (keys.ts): now, not in an acquire's validity
   }
@@ -228,16 +218,13 @@ export class RedisStore implements LockStore, RedisContext {
     waitAll: boolean,
     keepFor?: number,
     only?: readonly number[],
-    announce: 'release' | 'yield' | 'pass' = 'release',
   ): Promise<ReleaseResult> {
     return this.releaseKeys(grant.resources, grant.token, {
       only: only && this.nodes.filter((n) => only.includes(n.index)),
       waitAll,
-      announce,
+      announce: 'release',
       kind: grant.kind,
       keepFor,
-      ttl: grant.ttl,
-      after: grant.installedBy,
     });
   }
 
@@ -252,17 +239,14 @@ export class RedisStore implements LockStore, RedisContext {
     token: string,
     options: ReleaseKeysOptions,
   ): Promise<ReleaseResult> {
-    const { only, waitAll = false, keepFor, after } = options;
+    const { only, waitAll = false, keepFor } = options;
     const kind = this.kindOf(options.kind);
     const keys = resources.map((r) => this.keyOf(r));
     const announce = this.settings.handoff ? options.announce : false;
+    const build =
+      options.call ?? ((ks: readonly string[]) => kind.release(token, ks, announce, keepFor));
     // One call for every standalone master; a Cluster master gets one per slot group.
-    // A yield or a pass (the fair mode) may also reserve the resource or install a parked token.
-    const order =
-      announce === 'yield' || announce === 'pass'
-        ? yieldOrder(this, resources, announce, options.ttl, after)
-        : undefined;
-    const whole = kind.release(token, keys, announce, keepFor, order);
+    const whole = build(keys, resources);
     const tally = await this.round<boolean>({
       quorum: this.quorumFor(options.kind),
       timeout: this.settings.requestTimeout,
@@ -273,24 +257,13 @@ export class RedisStore implements LockStore, RedisContext {
               node,
               resources,
               keys,
-              (groupKeys, group) =>
-                group === resources ? whole : kind.release(token, groupKeys, announce, keepFor),
+              (groupKeys, group) => (group === resources ? whole : build(groupKeys, group)),
               (groups) => kind.readRelease(groups),
             ),
       judge: (deleted) => (deleted ? 'ok' : 'held'),
       waitAll,
     });
     return releaseSummary(tally.votes, tally.ok);
-  }
-
-  /** Whether this engine hears the release announcements of the lock key `key` now. */
-  hears(key: string): boolean {
-    return this.notifier.isLive(key);
-  }
-
-  /** Hand-over across processes: the outcomes of this engine's installs (redis-install.ts). */
-  onInstalled(handler: (resource: string, grant: Grant | undefined) => void): void {
-    this.installs.onResult(handler);
   }
 
   /** Read-only: what a quorum of masters agrees on about `resource` (redis-inspect.ts). */
@@ -331,31 +304,8 @@ export class RedisStore implements LockStore, RedisContext {
     );
   }
 
-  ownsToken(token: string): boolean {
-    return token.startsWith(this.engineId);
-  }
-
-  hasParked(resource: string): boolean {
-    return this.installs.hasParked(resource);
-  }
-
   writerGaveUp(resources: readonly string[]): void {
     endWriterWait(this, resources); // (redis-writer-flag.ts)
-  }
-
-  unmarkPolling(resource: string): void {
-    const parked = this.installs.abandon(resource);
-    const keys = [
-      pollKey(this.settings.keyPrefix, resource),
-      orderKey(this.settings.keyPrefix, resource),
-      parkKey(this.settings.keyPrefix, resource),
-      this.keyOf(resource),
-    ];
-    // With the tokens it parked: where a yield installed one already, it is deleted.
-    const args = [this.engineId, ...parked];
-    for (const node of this.nodes) {
-      node.evalScript(UNMARK_SCRIPT, keys, args).catch(() => undefined); // best effort
-    }
   }
 
   /** Release announcements of `resource` through the masters' pub/sub (masters/handoff.ts). */
@@ -374,7 +324,6 @@ export class RedisStore implements LockStore, RedisContext {
   }
 
   async close(): Promise<void> {
-    this.installs.close();
     await this.notifier.close();
     this.quarantineNotice.close();
     // The timer kept over an empty heap goes; rounds still in flight keep theirs until they end.

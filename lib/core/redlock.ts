@@ -26,6 +26,7 @@ import { Observers } from './policy/observers';
 import { isStoreFactory } from './store';
 import type { LockStore, StoreFactory } from './store';
 import { RedisStore } from './redis-store';
+import { FairRedisStore } from './fair/fair-redis-store';
 import { checkOpenAcquire } from './request';
 import { MAX_TIMER_MS, checkInteger, resolveSettings } from './settings';
 import type { RedlockClient, RedlockSettings, ResolvedSettings } from './settings';
@@ -90,7 +91,10 @@ export class Redlock {
     } else {
       RedisStore.checkClients(source);
       this.settings = resolveSettings(settings, source.length);
-      this.store = new RedisStore(source, this.settings);
+      this.store =
+        this.settings.fairness === 'across-processes'
+          ? new FairRedisStore(source, this.settings)
+          : new RedisStore(source, this.settings);
     }
     this.quorum = this.settings.quorum;
     this.observers = new Observers(this.settings.logger, (err) => this.store.describe(err));

@@ -70,7 +70,7 @@ export interface Grant {
   readonly takenOver?: Promise<readonly NodeVote[]>;
   /**
    * A lock installed by another engine's yield or pass (the hand-over across processes,
-   * redis-install.ts): that release's token, announced by the most masters. Its own yield or
+   * fair/installs.ts): that release's token, announced by the most masters. Its own yield or
    * pass sends it along: a master whose key still holds that token has not run that release yet
    * — commands of two processes may reach a descheduled master in either order — and names
    * nobody (scripts/release.ts). A local hand-over's grant carries on its releasing holder's
@@ -256,11 +256,11 @@ export interface LockStore {
   ownsToken?(token: string): boolean;
   /**
    * Takes this engine's poll mark of `resource` down on every master where it still starts
-   * with this engine's id, joined by a deferring engine or not (kinds/kind-keys.ts `pollKey`,
-   * scripts/unmark.ts UNMARK_SCRIPT; best effort, not awaited): the engine stopped
+   * with this engine's id, joined by a deferring engine or not (fair/fair-keys.ts `pollKey`,
+   * fair/unmark-script.ts UNMARK_SCRIPT; best effort, not awaited): the engine stopped
    * waiting for the resource, and waiters of other engines that defer to the mark
    * (`AttemptRequest.defer`) need not wait for it to expire. Also takes the engine off the
-   * resource's order (kinds/kind-keys.ts `orderKey`), so that no yield reserves the key for it.
+   * resource's order (fair/fair-keys.ts `orderKey`), so that no yield reserves the key for it.
    * Stores without poll marks leave it out.
    */
   unmarkPolling?(resource: string): void;

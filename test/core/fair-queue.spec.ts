@@ -72,7 +72,7 @@ beforeAll(async () => {
 });
 
 // Each test's engines are closed after it: a queue an engine keeps or lets linger is dropped
-// later, with a script on every master (scripts/unmark.ts), which a later test counting the
+// later, with a script on every master (fair/unmark-script.ts), which a later test counting the
 // scripts it caused would see (flake check, session 15). Closing drops them at once, written
 // ahead of anything the next test sends on the same connections.
 afterEach(async () => {

@@ -318,7 +318,7 @@ it.each(['across-processes', 'local'] as const)(
     // caller's lock) must be over before that lock is released, or the release finds nobody
     // queued in its process and is a plain one, and the second caller's attempt meets a free key
     // with the waiter at the head of the order — and installs the waiter's parked token for it
-    // (kinds/mutex-scripts.ts FAIR_ACQUIRE_SCRIPT): the waiter holds, and the test waits for nothing
+    // (fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT): the waiter holds, and the test waits for nothing
     // (1 run in 10 under load, session 16).
     let holderAttempts = 0;
     let holderOutcomes = 0;

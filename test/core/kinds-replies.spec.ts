@@ -18,7 +18,7 @@ import { lockKindFor } from '../../lib/core/kinds/holders';
 import type { AcquireAnswer, LockKind, ScriptCall } from '../../lib/core/kinds/kind';
 import type { LockKindSpec } from '../../lib/core/kind-spec';
 import { counterKeyOf, lockKey } from '../../lib/core/keys';
-import { pollKey, waitKey } from '../../lib/core/kinds/kind-keys';
+import { waitKey } from '../../lib/core/kinds/kind-keys';
 import { Redlock } from '../../lib/core/redlock';
 import { RedisMasters } from '../harness/redis-masters';
 import { recordingLogger, uniqueResource, waitUntil } from '../harness/util';
@@ -107,7 +107,7 @@ function callFor(
     fenceTtl: 60_000,
     waitKeys: kind.name === 'shared' || retries ? [waitKey(PREFIX, resource)] : undefined,
     waitTtl: retries ? 100 : undefined,
-    pollKeys: retries ? [pollKey(PREFIX, resource)] : undefined,
+    clearFlags: retries,
   });
   if (path !== 'known' || call.birthArg === undefined) return call;
   const args = call.args.slice();

@@ -8,14 +8,11 @@
 import type { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { InvalidConfigurationError, KindMismatchError } from '../../lib/core/errors';
-import { orderKey, parkKey, pollKey } from '../../lib/core/kinds/kind-keys';
+import { orderKey, parkKey, pollKey } from '../../lib/core/fair/fair-keys';
 import { lockKey } from '../../lib/core/keys';
-import {
-  ACQUIRE_SCRIPT,
-  FAIR_ACQUIRE_SCRIPT,
-  FAIR_RELEASE_SCRIPT,
-  RELEASE_SCRIPT,
-} from '../../lib/core/kinds/mutex-scripts';
+import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '../../lib/core/kinds/mutex-scripts';
+import { FAIR_ACQUIRE_SCRIPT } from '../../lib/core/fair/acquire-script';
+import { FAIR_RELEASE_SCRIPT } from '../../lib/core/fair/release-script';
 import { ACQUIRE_AMONG_KINDS_SCRIPT } from '../../lib/core/kinds/mutex-among-kinds';
 import type { LuaScript } from '../../lib/core/scripts/lua';
 import { Redlock } from '../../lib/core/redlock';

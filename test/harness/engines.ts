@@ -10,6 +10,7 @@ import { STORE_FACTORY } from '../../lib/core/store';
 import type { RedlockClient } from '../../lib/core/settings';
 import type { AttemptOutcome, AttemptRequest, StoreFactory } from '../../lib/core/store';
 import { RedisStore } from '../../lib/core/redis-store';
+import { FairRedisStore } from '../../lib/core/fair/fair-redis-store';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockSettings } from '../../lib/core/settings';
 import { RedisMasters } from './redis-masters';
@@ -83,8 +84,9 @@ export function useMasters(n: number, defaults: RedlockSettings = {}): MasterSui
 }
 
 /**
- * A Redis store over `clients` that `instrument` may patch before the engine uses it
- * (`new Redlock(storeWith(...), settings)`): for tests that watch or delay what the store does.
+ * A Redis store over `clients` (the fair mode's with `fairness: 'across-processes'`) that
+ * `instrument` may patch before the engine uses it (`new Redlock(storeWith(...), settings)`):
+ * for tests that watch or delay what the store does.
  */
 export function storeWith(
   clients: readonly RedlockClient[],
@@ -94,17 +96,34 @@ export function storeWith(
     [STORE_FACTORY]: true,
     masters: clients.length,
     open: (resolved) => {
-      const store = new RedisStore(clients, resolved);
+      const store =
+        resolved.fairness === 'across-processes'
+          ? new FairRedisStore(clients, resolved)
+          : new RedisStore(clients, resolved);
       instrument(store);
       return store;
     },
   };
 }
 
+/**
+ * {@link storeWith} for the fair mode's settings: `instrument` gets the fair mode's store (an
+ * engine with other settings fails to open).
+ */
+export function fairStoreWith(
+  clients: readonly RedlockClient[],
+  instrument: (store: FairRedisStore) => void,
+): StoreFactory {
+  return storeWith(clients, (s) => {
+    if (!(s instanceof FairRedisStore)) throw new Error('fairStoreWith: the fair mode only');
+    instrument(s);
+  });
+}
+
 /** Engines over the same masters with their stores (see {@link enginesOver}). */
 export interface EngineSet {
-  /** Each engine's store, in the order of {@link locks}. */
-  readonly all: RedisStore[];
+  /** Each engine's store (the fair mode's), in the order of {@link locks}. */
+  readonly all: FairRedisStore[];
   readonly locks: Redlock[];
   close(): Promise<void>;
 }
@@ -122,12 +141,15 @@ export async function enginesOver(
   first: RedlockSettings = {},
   every: RedlockSettings = {},
 ): Promise<EngineSet> {
-  const all: RedisStore[] = [];
+  const all: FairRedisStore[] = [];
   const locks = Array.from(
     { length: count },
     (_, i) =>
       new Redlock(
-        storeWith(typeof clients === 'function' ? clients() : clients, (s) => all.push(s)),
+        storeWith(typeof clients === 'function' ? clients() : clients, (s) => {
+          if (!(s instanceof FairRedisStore)) throw new Error('enginesOver: the fair mode only');
+          all.push(s);
+        }),
         { ...FAIR_DEFAULTS, ...every, ...(i === 0 ? first : {}) },
       ),
   );

@@ -1,13 +1,13 @@
 /**
  * Hand-over across processes, the local queue's part (lib/core/fair/README.md,
- * lib/core/redis-install.ts): a grant that a yield installed for this engine goes to the head of
+ * lib/core/fair/installs.ts): a grant that a yield installed for this engine goes to the head of
  * the resource's queue, when that head can take it; otherwise it is released like any lock.
  */
 import type { Line, Ticket } from './queue-lines';
 import type { Grant, LockStore } from '../store';
 
 /**
- * The outcome of an install for `line`'s resource (redis-install.ts; `line` undefined when this
+ * The outcome of an install for `line`'s resource (fair/installs.ts; `line` undefined when this
  * engine has no queue for it): a grant goes to {@link takerOf} — not while the engine drains —
  * or is released; a failed install (`undefined`) wakes the head (`wake`), which attempts.
  */
@@ -61,7 +61,7 @@ export function give(ticket: Ticket, grant: Grant): void {
 /**
  * Releases an installed grant nobody takes (like any lock's release, announced). Marked ended
  * first: an install of its token announced later is then deleted where it lands
- * (redis-install.ts), not kept as part of a live lock.
+ * (fair/installs.ts), not kept as part of a live lock.
  */
 export function unused(store: LockStore, grant: Grant): void {
   grant.ended = true;

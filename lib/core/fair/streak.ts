@@ -5,7 +5,7 @@
  * fairness only: the masters decide who holds a lock.
  */
 import type { Line } from './queue-lines';
-import { RESERVE_MS } from '../install-order';
+import { RESERVE_MS } from './install-order';
 
 /**
  * Consecutive local hand-offs of one resource before the next local waiter yields to others,
@@ -93,7 +93,7 @@ export const STAND_BY_MS = 2 * RESERVE_MS;
  * Without release announcements (`handoff: false`, or subscriptions that failed) the waiters of
  * other processes poll, and a process that hands a resource over locally never frees its key:
  * their polls would never find it free. Their refused attempts leave poll marks on the masters
- * (kinds/kind-keys.ts `pollKey`, raised for one of their retry intervals), which the hand-overs
+ * (fair/fair-keys.ts `pollKey`, raised for one of their retry intervals), which the hand-overs
  * read (`Line.polled`). With a mark seen, the streak is bounded by {@link MAX_LOCAL_STREAK} here
  * too, and after the yield the local waiters defer to the pollers (fair-queue.ts `handOff`,
  * `Line.deferring`): their attempts take no free key on which another engine's mark is up

@@ -1,7 +1,7 @@
 /**
  * Extend and release for the holder-set kinds (shared readers, semaphore holders); inspecting
  * any kind: scripts/inspect.ts. Layout and reply shapes: docs/lock-kinds.md. Helpers (`prune`,
- * `expiry`, ...): lua.ts (inlined templates).
+ * `expiry`, ...): scripts/kind-lua.ts (inlined templates).
  */
 import { publishLua } from '../scripts/announce';
 import { CHECK_TOKEN_LUA, NOW_LUA, expiry, num, prune, script } from '../scripts/kind-lua';

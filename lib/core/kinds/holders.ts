@@ -123,12 +123,7 @@ function holderKind(
     },
 
     release(token, keys, announce, keepFor): ScriptCall {
-      // Only plain locks yield or pass (fair/fair-queue.ts); a holder set's release is announced
-      // plainly.
-      const args = [
-        token,
-        announceFlag(announce === 'yield' || announce === 'pass' ? 'release' : announce),
-      ];
+      const args = [token, announceFlag(announce)];
       if (keepFor !== undefined && keepFor > 0) args.push(String(keepFor));
       return { script: HOLDERS_RELEASE_SCRIPT, keys, args };
     },

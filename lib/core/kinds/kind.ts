@@ -36,95 +36,17 @@ export interface AcquireInput {
   readonly waitTtl?: number | undefined;
   /** With `waitTtl`: a granted plain lock takes the flags down (AttemptRequest.clearWriterFlags). */
   readonly clearFlags?: boolean;
-  /**
-   * Poll-mark keys of the resources (kind-keys.ts `pollKey`; plain locks, with the `waitKeys`):
-   * raised for `waitTtl` ms by a plain lock refused by another plain lock, read by a hand-over.
-   */
-  readonly pollKeys?: readonly string[] | undefined;
-  /**
-   * A local hand-over (fair/handover.ts; mutex only): the token of this process's releasing
-   * holder — keys holding it count as free and are overwritten. Other kinds never get one.
-   */
-  readonly handoverFrom?: string | undefined;
-  /**
-   * Defer to pollers (fair/streak.ts; mutex only, with the `pollKeys`): a free key on which
-   * another engine's poll mark is up refuses the attempt instead of being taken, and the mark
-   * gets this engine's id appended (kinds/mutex-scripts.ts FAIR_ACQUIRE_SCRIPT, `defer`).
-   */
-  readonly defer?: boolean | undefined;
-  /**
-   * Ordered yields (fair/streak.ts; mutex only, one resource, with the `pollKeys`): the order
-   * key (kind-keys.ts `orderKey`) and when this engine began to wait for the resource (wall
-   * ms): a refusal by another engine's lock enters the engine there, a grant removes it, and a
-   * free key reserved for another engine by a yield refuses (kinds/mutex-scripts.ts FAIR_ACQUIRE_SCRIPT).
-   */
-  readonly orderKeys?: readonly string[] | undefined;
-  readonly waitSince?: number | undefined;
-  /**
-   * Hand-over across processes (with the `orderKeys`): the park key (kind-keys.ts `parkKey`)
-   * and this engine's next token for the resource, parked there by a refusal for `life` ms;
-   * `alive`, the prefix of the engines' alive channels (kind-keys.ts `aliveChannel`; '' on a
-   * Cluster): a free key goes to the order's head when it parked there and is alive
-   * (kinds/mutex-scripts.ts FAIR_ACQUIRE_SCRIPT).
-   */
-  readonly park?: {
-    readonly key: string;
-    readonly token: string;
-    readonly life: number;
-    readonly alive: string;
-  };
 }
 
 /**
- * Ordered yields (fair/streak.ts): the order keys of a yield's lock keys (kind-keys.ts
- * `orderKey`, one per lock key), how long (ms) the yield reserves them for the engine that has
- * waited longest, and since when (wall ms) the yielding engine's own waiters wait: it joins the
- * order with that score. Kinds without an order ignore it.
+ * How a release is announced to waiters (masters/handoff.ts): not, as a release, or as a
+ * clean-up (the keys of a failed attempt). The fair mode adds its own (fair/fair-mutex.ts).
  */
-export interface YieldOrder {
-  readonly keys: readonly string[];
-  readonly reserveMs: number;
-  /** A yield: since when the yielding engine's local waiters wait (wall ms). A pass: none. */
-  readonly since: number | undefined;
-  /** How long (ms) the order lives at least after the yield (it may have been made by it). */
-  readonly keepMs: number;
-  /**
-   * Hand-over across processes: the park key, the yielding engine's own next token (parked
-   * with `ttl` for `life` ms; '' none), and what an install needs: the fencing counter key
-   * (when fencing), its ttl, and the boot marker key (when checked).
-   */
-  readonly install?: {
-    readonly parkKey: string;
-    readonly token: string;
-    readonly ttl: number;
-    readonly life: number;
-    readonly fenceKey: string | undefined;
-    readonly fenceTtl: number;
-    readonly marker: string | undefined;
-    /** The alive channels' prefix (kinds/kind-keys.ts `aliveChannel`); '' not checked. */
-    readonly alive: string;
-    /**
-     * The token whose yield or pass installed the releasing lock (Grant.installedBy; '' none):
-     * a master whose key still holds it has not run that release yet (scripts/release.ts).
-     */
-    readonly after: string;
-  };
-}
+export type Announce = false | 'release' | 'cleanup';
 
-/**
- * How a release is announced to waiters (masters/handoff.ts): not, as a release, as a clean-up,
- * as a yield (a plain lock's holder lets other processes go first: fair/fair-queue.ts), or
- * as a pass (a plain lock released while other engines wait for it goes to the one that waited
- * longest, like a yield's, without the releasing engine joining the order: a release when none
- * waits; fair/fair-queue.ts `announceAs`).
- */
-export type Announce = false | 'release' | 'cleanup' | 'yield' | 'pass';
-
-/** The publish flag of the release scripts for `announce` ('0', '1', '2', '3', '4'). */
+/** The publish flag of the release scripts for `announce` ('0', '1', '2'). */
 export function announceFlag(announce: Announce): string {
   if (announce === 'cleanup') return '2';
-  if (announce === 'yield') return '3';
-  if (announce === 'pass') return '4';
   return announce ? '1' : '0';
 }
 
@@ -140,23 +62,6 @@ export interface AcquireAnswer {
   readonly holder?: string;
   /** Granted with fencing: the counter per resource (order of the lock's resources). */
   readonly counters: readonly number[] | undefined;
-  /**
-   * Granted by a local hand-over (mutex only): the most subscriber connections any of the
-   * resources' release channels has on this master — this engine's own watch included
-   * (fair/fair-queue.ts: whether another engine waits).
-   */
-  readonly watchers?: number;
-  /**
-   * Granted by a local hand-over: the longest remaining poll mark of the resources on this master
-   * (ms; 0 or absent when none): a plain lock of another engine polls for them (kind-keys.ts).
-   */
-  readonly polled?: number;
-  /**
-   * Granted while other engines wait for the resource in the masters' order (mutex, one
-   * resource: FAIR_ACQUIRE_SCRIPT's `{2, age, …}`): the lock's release is a pass
-   * (fair/fair-queue.ts `announceAs`), not a plain release that its own process could win.
-   */
-  readonly othersWait?: boolean;
   /**
    * Another kind of lock at one of the keys (`{-1, age, keyTtl, kind, limit}`): the request's
    * kind cannot be granted there whatever the timing — a `KindMismatchError` (errors.ts), never
@@ -207,13 +112,7 @@ export interface LockKind {
    * the membership's expiry becomes now + keepFor), keys no longer ours are untouched, nothing
    * is published. {@link readRelease} then reads whether something of ours was kept.
    */
-  release(
-    token: string,
-    keys: readonly string[],
-    announce: Announce,
-    keepFor?: number,
-    order?: YieldOrder,
-  ): ScriptCall;
+  release(token: string, keys: readonly string[], announce: Announce, keepFor?: number): ScriptCall;
   /** Whether one master deleted something of ours. */
   readRelease(groups: readonly GroupReply[]): boolean;
 }

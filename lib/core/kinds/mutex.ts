@@ -2,8 +2,6 @@ import {
   ACQUIRE_SCRIPT,
   EXTEND_REPAIR_SCRIPT,
   EXTEND_SCRIPT,
-  FAIR_ACQUIRE_SCRIPT,
-  FAIR_RELEASE_SCRIPT,
   RELEASE_SCRIPT,
 } from './mutex-scripts';
 import { KEEP_SCRIPT } from '../scripts/keep';
@@ -39,10 +37,6 @@ export const MUTEX: LockKind = {
     // The writer-waiting flags go along only when this plain lock will retry (waitTtl > 0):
     // KEYS[w0 + i] in the acquire scripts.
     const waitKeys = input.waitTtl ? input.waitKeys : undefined;
-    // The hand-over across processes' parts (poll marks, a local take-over): the fair script.
-    if (input.handoverFrom !== undefined || (waitKeys && input.pollKeys)) {
-      return fairAcquire(input, waitKeys);
-    }
     // The flags go to the plain script only for a retry, whose grant takes them down.
     const clear = waitKeys && input.clearFlags ? waitKeys : undefined;
     const { keys, args } = acquireLayout(input, clear, []);
@@ -70,16 +64,9 @@ export const MUTEX: LockKind = {
         counters = v.slice(2).map(Number);
         if (!counters.every(Number.isFinite)) counters = undefined;
       }
-      return {
-        granted: true,
-        markerAge: age,
-        holderTtl: undefined,
-        counters,
-        othersWait: v[0] === 2,
-      };
+      return { granted: true, markerAge: age, holderTtl: undefined, counters };
     }
     let granted = true;
-    let othersWait = false;
     let markerAge: number | undefined;
     let holderTtl: number | undefined;
     // The plain lock that refused, named only when every refused group names the same one
@@ -101,7 +88,6 @@ export const MUTEX: LockKind = {
         const h = typeof v[3] === 'string' ? v[3] : null;
         holder = holder === undefined || holder === h ? h : null;
       } else {
-        if (v[0] === 2) othersWait = true;
         if (v.length === group.resources.length + 2) {
           group.resources.forEach((r, i) => counted.set(r, Number(v[2 + i])));
         }
@@ -117,7 +103,6 @@ export const MUTEX: LockKind = {
       markerAge,
       holderTtl: granted ? undefined : holderTtl,
       counters,
-      othersWait: granted && othersWait,
     };
     if (mismatch) return withFields(answer, { mismatch });
     return typeof holder === 'string' ? withFields(answer, { holder }) : answer;
@@ -151,43 +136,12 @@ export const MUTEX: LockKind = {
     return { status, markerAge };
   },
 
-  release(token, keys, announce, keepFor, order): ScriptCall {
+  release(token, keys, announce, keepFor): ScriptCall {
     // lockAtLeastFor (scripts/keep.ts): compare-and-pexpire to the remainder, no announcement.
     if (keepFor !== undefined && keepFor > 0) {
       return { script: KEEP_SCRIPT, keys, args: [token, String(keepFor)] };
     }
-    if ((announce === 'yield' || announce === 'pass') && order?.keys.length === keys.length) {
-      // Ordered yields and passes: the release also reserves the keys (or installs a parked
-      // token) for the engine that waited longest; a yield's engine joins the order.
-      const args = [
-        token,
-        announceFlag(announce),
-        String(keys.length),
-        String(order.reserveMs),
-        order.since === undefined ? '' : String(order.since),
-        String(order.keepMs),
-      ];
-      const inst = order.install;
-      if (!inst) return { script: FAIR_RELEASE_SCRIPT, keys: [...keys, ...order.keys], args };
-      const all = [...keys, ...order.keys, inst.parkKey];
-      if (inst.fenceKey !== undefined) all.push(inst.fenceKey);
-      if (inst.marker !== undefined) all.push(inst.marker);
-      args.push(
-        inst.token,
-        String(inst.ttl),
-        String(inst.life),
-        inst.fenceKey !== undefined ? '1' : '0',
-        String(inst.fenceTtl),
-        inst.marker !== undefined ? '1' : '0',
-        inst.alive,
-        inst.after,
-      );
-      return { script: FAIR_RELEASE_SCRIPT, keys: all, args };
-    }
-    // A yield or a pass without the order (several resources): announced as such.
-    const flag = announceFlag(announce);
-    const script = flag === '3' || flag === '4' ? FAIR_RELEASE_SCRIPT : RELEASE_SCRIPT;
-    return { script, keys, args: [token, flag] };
+    return { script: RELEASE_SCRIPT, keys, args: [token, announceFlag(announce)] };
   },
 
   readRelease(groups: readonly GroupReply[]): boolean {
@@ -242,40 +196,12 @@ function amongKinds(
   return { script: ACQUIRE_AMONG_KINDS_SCRIPT, keys, args };
 }
 
-/**
- * The call of FAIR_ACQUIRE_SCRIPT (`fairness: 'across-processes'`, lib/core/fair/README.md): the
- * plain keys and arguments, then the poll marks, the order and the park, and the take-over,
- * deferral and wait start arguments.
- */
-function fairAcquire(input: AcquireInput, waitKeys: readonly string[] | undefined): ScriptCall {
-  const ordered =
-    waitKeys !== undefined &&
-    input.pollKeys !== undefined &&
-    input.orderKeys !== undefined &&
-    input.waitSince !== undefined;
-  const more = [...(input.pollKeys ?? [])];
-  if (ordered && input.orderKeys) more.push(...input.orderKeys);
-  if (ordered && input.park) more.push(input.park.key);
-  const { keys, args } = acquireLayout(input, waitKeys, more);
-  const defer = input.defer === true && waitKeys !== undefined && input.pollKeys !== undefined;
-  if (waitKeys || input.handoverFrom) args.push(waitKeys ? String(input.waitTtl) : '0');
-  if (input.handoverFrom || defer || ordered) args.push(input.handoverFrom ?? '');
-  if (defer || ordered) args.push(defer ? '1' : '0');
-  if (ordered) args.push(String(input.waitSince));
-  if (ordered && input.park) args.push(input.park.token, String(input.park.life), input.park.alive);
-  return { script: FAIR_ACQUIRE_SCRIPT, keys, args, birthArg: input.marker ? 3 : undefined };
-}
-
 /** An acquire reply `{1|0|-1, age, ...}`, or a {@link ReplyFormatError}. */
-function checked(v: unknown): [-1 | 0 | 1 | 2, number, ...unknown[]] {
-  if (
-    !Array.isArray(v) ||
-    (v[0] !== 0 && v[0] !== 1 && v[0] !== 2 && v[0] !== -1) ||
-    typeof v[1] !== 'number'
-  ) {
+function checked(v: unknown): [-1 | 0 | 1, number, ...unknown[]] {
+  if (!Array.isArray(v) || (v[0] !== 0 && v[0] !== 1 && v[0] !== -1) || typeof v[1] !== 'number') {
     throw new ReplyFormatError('acquire', v);
   }
-  return v as [-1 | 0 | 1 | 2, number, ...unknown[]];
+  return v as [-1 | 0 | 1, number, ...unknown[]];
 }
 
 /** The answer to a `{-1, age, keyTtl, kind, limit}` reply (decoded completely, or an error). */

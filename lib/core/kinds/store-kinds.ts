@@ -1,41 +1,22 @@
 import type { Tally } from '../quorum/round';
 import type { AcquireAnswer, LockKind } from './kind';
-import { orderKey, pollKey, waitKey } from './kind-keys';
+import { waitKey } from './kind-keys';
 
 /** What the Redis store (lib/core/redis-store.ts) needs to know of the kinds, beside LockKind. */
 
 /**
  * The writer-waiting flag part of an acquire's input (kind-keys.ts, docs/lock-kinds.md): readers
  * always read the flags; a plain lock raises them only when it will retry (`writerWait` > 0 ms).
- * With `fair` (`fairness: 'across-processes'`) such a plain lock also gets its poll marks
- * (kind-keys.ts `pollKey`), and with `ordered` (release announcements on) the order key of a
- * single resource.
  */
 export function waitInput(
   kind: LockKind,
   writerWait: number | undefined,
   prefix: string,
   resources: readonly string[],
-  fair: boolean,
-  ordered = false,
-): {
-  waitKeys?: readonly string[];
-  waitTtl?: number;
-  pollKeys?: readonly string[];
-  orderKeys?: readonly string[];
-} {
+): { waitKeys?: readonly string[]; waitTtl?: number } {
   const keys = (): string[] => resources.map((r) => waitKey(prefix, r));
   if (kind.name === 'shared') return { waitKeys: keys() };
-  if (kind.name === 'mutex' && writerWait) {
-    if (!fair) return { waitKeys: keys(), waitTtl: writerWait };
-    return {
-      waitKeys: keys(),
-      waitTtl: writerWait,
-      pollKeys: resources.map((r) => pollKey(prefix, r)),
-      // Ordered yields: single-resource plain locks, with release announcements.
-      orderKeys: ordered && resources.length === 1 ? [orderKey(prefix, resources[0])] : undefined,
-    };
-  }
+  if (kind.name === 'mutex' && writerWait) return { waitKeys: keys(), waitTtl: writerWait };
   return {};
 }
 

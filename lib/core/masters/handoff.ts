@@ -64,7 +64,7 @@ export class ReleaseNotifier {
     /** This engine's id: a yield that names it reserved the key for it (scripts/announce.ts). */
     private readonly engineId: string,
     /**
-     * This engine's alive channel (kinds/kind-keys.ts `aliveChannel`), subscribed first on each
+     * This engine's alive channel (fair/fair-keys.ts `aliveChannel`), subscribed first on each
      * standalone master's subscriber connection, again after it was lost: a yield installs this
      * engine's parked tokens only while it has a subscriber (scripts/release.ts).
      */
@@ -222,7 +222,7 @@ export class ReleaseNotifier {
   /**
    * Hand-over across processes: called for each master's announcement of a yield that installed
    * this engine's parked `token` on `key` (the master's index, the fencing counter it set, its
-   * boot marker age: -1 not checked). Set by the store (redis-install.ts).
+   * boot marker age: -1 not checked). Set by the store (fair/installs.ts).
    */
   onInstall?: (key: string, node: number, token: string, fence: number, age: number) => void;
 
@@ -230,7 +230,7 @@ export class ReleaseNotifier {
    * Hand-over across processes: called for each master's announcement on a watched `key` with
    * the token it deleted there (or, for an attempt's install, the attempting one: nothing of it
    * was set) and, when it installed a parked token (any engine's), that token: what holds the
-   * key on that master now, as far as announcements tell (redis-install.ts `Installs.news`).
+   * key on that master now, as far as announcements tell (fair/installs.ts `Installs.news`).
    */
   onNews?: (key: string, node: number, deleted: string, installed: string | undefined) => void;
 

@@ -19,7 +19,7 @@ export interface ScriptCall {
    * A call that depends on this one's reply on the same master: given the reply and the call as
    * sent (its per-master arguments), the call to send next instead of reading the reply (its
    * reply is read in its place), or `undefined` to read it. The plain lock's acquire asks again
-   * this way when it met another kind at a key (mutex.ts).
+   * this way when it met another kind at a key (kinds/mutex.ts).
    */
   readonly followUp?: (reply: unknown, sent: ScriptCall) => ScriptCall | undefined;
 }

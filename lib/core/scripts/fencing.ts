@@ -5,7 +5,7 @@ import { script } from './lua';
  * Lua statements: increments the fencing counter at `key` into a new local `v`. A new (or
  * expired, or lost) counter starts from the server time in whole seconds × 10^6 — `clock`, the
  * master's TIME when the script read it already, else read now — with the TTL `ttl` (see
- * ACQUIRE_SCRIPT). Shared by the acquire scripts and the installs (scripts/install.ts).
+ * ACQUIRE_SCRIPT). Shared by the acquire scripts and the installs (fair/install-scripts.ts).
  */
 export function fenceIncrLua(key: string, ttl: string, clock = "redis.call('TIME')"): string {
   return `local v = redis.call('INCR', ${key})

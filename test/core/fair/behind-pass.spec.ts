@@ -10,9 +10,9 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import { lockKey } from '../../../lib/core/keys';
-import { MUTEX } from '../../../lib/core/kinds/mutex';
-import { orderKey, parkKey } from '../../../lib/core/kinds/kind-keys';
-import type { YieldOrder } from '../../../lib/core/kinds/kind';
+import { FAIR_MUTEX } from '../../../lib/core/fair/fair-mutex';
+import { orderKey, parkKey } from '../../../lib/core/fair/fair-keys';
+import type { YieldOrder } from '../../../lib/core/fair/fair-mutex';
 import { newEngineId, newToken } from '../../../lib/core/token';
 import { FAIR_DEFAULTS, useMasters } from '../../harness/engines';
 import { RedisMasters } from '../../harness/redis-masters';
@@ -40,7 +40,7 @@ async function pass(r: string, key: string, token: string, after: string): Promi
       after,
     },
   };
-  const call = MUTEX.release(token, [key], 'pass', undefined, order);
+  const call = FAIR_MUTEX.releaseAs(token, [key], 'pass', order);
   return suite.probe[0].eval(call.script.source, call.keys.length, ...call.keys, ...call.args);
 }
 

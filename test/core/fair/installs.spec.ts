@@ -1,5 +1,5 @@
 /**
- * Hand-over across processes (lib/core/redis-install.ts, kinds/mutex-scripts.ts; design:
+ * Hand-over across processes (lib/core/fair/installs.ts, kinds/mutex-scripts.ts; design:
  * lib/core/fair/README.md), against real redis-server masters: a waiting engine that
  * hears the resource's announcements parks its next token in its refused attempt; a yield that
  * names it sets that token on each master, with a fencing increment, and announces it; the engine
@@ -10,11 +10,11 @@
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { monotonicNow } from '../../../lib/core/clock';
-import { orderKey, parkKey } from '../../../lib/core/kinds/kind-keys';
+import { orderKey, parkKey } from '../../../lib/core/fair/fair-keys';
 import type { AttemptRequest, Grant, ReleaseWatch } from '../../../lib/core/store';
 import { Redlock } from '../../../lib/core/redlock';
-import { PARK_LIFE_MS } from '../../../lib/core/redis-install';
-import type { RedisStore } from '../../../lib/core/redis-store';
+import { PARK_LIFE_MS } from '../../../lib/core/fair/installs';
+import type { FairRedisStore } from '../../../lib/core/fair/fair-redis-store';
 import type { RedlockSettings } from '../../../lib/core/settings';
 import { FAIR_DEFAULTS, enginesOver, useMasters } from '../../harness/engines';
 import type { EngineSet } from '../../harness/engines';
@@ -55,7 +55,7 @@ const retrying = (r: string, waitSince: number): AttemptRequest => ({
 });
 
 /** `store`'s outcomes of installs (its engine's queue no longer gets them). */
-function outcomes(store: RedisStore): (Grant | undefined)[] {
+function outcomes(store: FairRedisStore): (Grant | undefined)[] {
   const got: (Grant | undefined)[] = [];
   store.onInstalled((_resource, grant) => got.push(grant));
   return got;
@@ -66,8 +66,8 @@ function outcomes(store: RedisStore): (Grant | undefined)[] {
  * as master 0 has it).
  */
 async function parkedBehind(
-  a: RedisStore,
-  b: RedisStore,
+  a: FairRedisStore,
+  b: FairRedisStore,
   r: string,
 ): Promise<{ held: Grant; watch: ReleaseWatch; sent: number; refusedAt: number; token: string }> {
   const held = await a.attempt(retrying(r, 1));
@@ -96,9 +96,9 @@ function parkedOn(r: string, engineId: string): Promise<(string | undefined)[]> 
  * granted. Returns a's lock, b's installed grant and what c is granted from then on.
  */
 async function installedAheadOfMaster0(
-  a: RedisStore,
-  b: RedisStore,
-  c: RedisStore,
+  a: FairRedisStore,
+  b: FairRedisStore,
+  c: FairRedisStore,
   r: string,
 ): Promise<{ held: Grant; installed: Grant; gotC: (Grant | undefined)[]; stop: () => void }> {
   const got = outcomes(b);
@@ -120,8 +120,8 @@ async function installedAheadOfMaster0(
 
 /** `a`'s late yield on master 0; then c's token holds `r` on every master, and is released. */
 async function lateYieldNamesC(
-  a: RedisStore,
-  c: RedisStore,
+  a: FairRedisStore,
+  c: FairRedisStore,
   held: Grant,
   gotC: (Grant | undefined)[],
   r: string,
@@ -240,7 +240,7 @@ describe('hand-over across processes', () => {
    */
   const notGranted = (
     label: string,
-    before: (b: RedisStore, r: string) => Promise<void>,
+    before: (b: FairRedisStore, r: string) => Promise<void>,
     first?: RedlockSettings,
   ): Promise<void> =>
     withEngines(async ({ all }) => {

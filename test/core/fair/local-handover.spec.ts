@@ -13,7 +13,7 @@ import { lockKey } from '../../../lib/core/keys';
 import type { Lock, ReleaseResult } from '../../../lib/core/lock';
 import type { Redlock } from '../../../lib/core/redlock';
 import type { AcquireOptions } from '../../../lib/core/types';
-import { FAIR_ACQUIRE_SCRIPT } from '../../../lib/core/kinds/mutex-scripts';
+import { FAIR_ACQUIRE_SCRIPT } from '../../../lib/core/fair/acquire-script';
 import { FAIR_DEFAULTS, useMasters } from '../../harness/engines';
 import { acquireLayout, key, run } from '../../harness/kind-scripts';
 import { uniqueResource, valuesOn, waitUntil } from '../../harness/util';

@@ -1,5 +1,5 @@
 /**
- * Ordered yields (kinds/mutex-scripts.ts FAIR_ACQUIRE_SCRIPT and FAIR_RELEASE_SCRIPT, kinds/kind-keys.ts
+ * Ordered yields (fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT and fair/release-script.ts FAIR_RELEASE_SCRIPT, kinds/kind-keys.ts
  * `orderKey`, fair/streak.ts `RESERVE_MS`), against real redis-server masters: a plain lock
  * refused by another engine's lock enters its engine in the resource's order, scored by when it
  * began to wait (the first score kept); a yield reserves the free key for the engine that has
@@ -8,10 +8,12 @@
  * reservation that nobody used expires; a plain release reserves nothing.
  */
 import { describe, expect, it } from '@jest/globals';
-import { orderKey, parkKey, pollKey, waitKey } from '../../../lib/core/kinds/kind-keys';
+import { waitKey } from '../../../lib/core/kinds/kind-keys';
+import { orderKey, parkKey, pollKey } from '../../../lib/core/fair/fair-keys';
 import type { AttemptRequest, Grant } from '../../../lib/core/store';
 import { RESERVE_MS } from '../../../lib/core/fair/streak';
-import { FAIR_ACQUIRE_SCRIPT, FAIR_RELEASE_SCRIPT } from '../../../lib/core/kinds/mutex-scripts';
+import { FAIR_ACQUIRE_SCRIPT } from '../../../lib/core/fair/acquire-script';
+import { FAIR_RELEASE_SCRIPT } from '../../../lib/core/fair/release-script';
 import { FAIR_DEFAULTS, enginesOver, useMasters } from '../../harness/engines';
 import { RedisMasters } from '../../harness/redis-masters';
 import type { EngineSet } from '../../harness/engines';

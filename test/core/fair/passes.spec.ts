@@ -9,14 +9,14 @@
  * has only one or two callers.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { aliveChannel, orderKey, parkKey } from '../../../lib/core/kinds/kind-keys';
+import { aliveChannel, orderKey, parkKey } from '../../../lib/core/fair/fair-keys';
 import type { Lock } from '../../../lib/core/lock';
 import { MAX_INSTALL_STREAK } from '../../../lib/core/fair/streak';
 import type { Announced, AttemptRequest, Grant, Reserved } from '../../../lib/core/store';
 import { Redlock } from '../../../lib/core/redlock';
-import type { RedisStore } from '../../../lib/core/redis-store';
+import type { FairRedisStore } from '../../../lib/core/fair/fair-redis-store';
 import type { RedlockSettings } from '../../../lib/core/settings';
-import { FAIR_DEFAULTS, enginesOver, storeWith, useMasters } from '../../harness/engines';
+import { FAIR_DEFAULTS, enginesOver, fairStoreWith, useMasters } from '../../harness/engines';
 import { sleep, uniqueResource, waitUntil } from '../../harness/util';
 
 const PREFIX = 'lock:'; // the default keyPrefix
@@ -38,7 +38,7 @@ const RETRY: RedlockSettings = { retryDelay: 10, retryJitter: 10, retryCount: 10
 async function processes(
   count: number,
   settings: RedlockSettings = {},
-): Promise<{ locks: Redlock[]; stores: RedisStore[] }> {
+): Promise<{ locks: Redlock[]; stores: FairRedisStore[] }> {
   const set = await enginesOver(() => suite.masters.createClients(), count, {}, settings);
   cleanup.push(() => set.close());
   return { locks: set.locks, stores: set.all };
@@ -97,8 +97,8 @@ async function waitingBehind(
  * collects the waiter's installs.
  */
 async function holdWithWaiter(
-  holder: RedisStore,
-  waiter: RedisStore,
+  holder: FairRedisStore,
+  waiter: FairRedisStore,
   r: string,
 ): Promise<{ held: Grant; got: (Grant | undefined)[] }> {
   const got: (Grant | undefined)[] = [];
@@ -115,7 +115,7 @@ async function holdWithWaiter(
 }
 
 /** Waits until `store`'s engine has a token parked for `r` on every master. */
-function parkedEverywhere(store: RedisStore, r: string): Promise<void> {
+function parkedEverywhere(store: FairRedisStore, r: string): Promise<void> {
   return waitUntil(async () =>
     (await Promise.all(suite.probe.map((p) => p.hget(parkKey(PREFIX, r), store.engineId)))).every(
       (t) => t !== null,
@@ -125,7 +125,7 @@ function parkedEverywhere(store: RedisStore, r: string): Promise<void> {
 
 /** What `store`'s engine hears announced for `r` (first announcements only). */
 async function heard(
-  store: RedisStore,
+  store: FairRedisStore,
   r: string,
 ): Promise<{ announced: Announced; reserved: Reserved | undefined }[]> {
   const got: { announced: Announced; reserved: Reserved | undefined }[] = [];
@@ -427,9 +427,9 @@ describe('kept queues', () => {
 
   it("a caller that asks again while another caller of its process holds queues behind it: no attempt against its own process's lock", async () => {
     const refusals: string[] = [];
-    let store: RedisStore | undefined;
+    let store: FairRedisStore | undefined;
     const rl = new Redlock(
-      storeWith(suite.clients, (s) => {
+      fairStoreWith(suite.clients, (s) => {
         store = s;
         const attempt = s.attempt.bind(s);
         s.attempt = async (req) => {
@@ -462,7 +462,7 @@ describe('kept queues', () => {
     const [a, b] = locks;
     const unmarked: string[] = [];
     const c = new Redlock(
-      storeWith(suite.masters.createClients(), (s) => {
+      fairStoreWith(suite.masters.createClients(), (s) => {
         const unmark = s.unmarkPolling.bind(s);
         s.unmarkPolling = (resource) => {
           unmarked.push(resource);

@@ -1,5 +1,5 @@
 /**
- * Poll marks (kinds/kind-keys.ts `pollKey`, kinds/mutex-scripts.ts ACQUIRE_SCRIPT, fair/streak.ts):
+ * Poll marks (fair/fair-keys.ts `pollKey`, kinds/mutex-scripts.ts ACQUIRE_SCRIPT, fair/streak.ts):
  * a plain lock that will retry and is refused by another plain lock raises the resource's poll
  * mark for one retry interval on the masters that refused it; a single attempt raises none;
  * shared readers ignore the mark (it holds no one back); and the holder's process reads it in
@@ -7,13 +7,14 @@
  * announcements is in fair-queue.spec ("a polling engine is not starved").
  */
 import { describe, expect, it } from '@jest/globals';
-import { pollKey, waitKey } from '../../../lib/core/kinds/kind-keys';
+import { waitKey } from '../../../lib/core/kinds/kind-keys';
+import { pollKey } from '../../../lib/core/fair/fair-keys';
 import type { Line } from '../../../lib/core/fair/queue-lines';
 import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK, mustYield } from '../../../lib/core/fair/streak';
 import { Redlock } from '../../../lib/core/redlock';
-import type { RedisStore } from '../../../lib/core/redis-store';
+import type { FairRedisStore } from '../../../lib/core/fair/fair-redis-store';
 import { ENGINE_ID_LENGTH } from '../../../lib/core/token';
-import { FAIR_DEFAULTS, observedStore, storeWith, useMasters } from '../../harness/engines';
+import { FAIR_DEFAULTS, observedStore, fairStoreWith, useMasters } from '../../harness/engines';
 import { uniqueResource, waitUntil } from '../../harness/util';
 
 const noop = (): void => undefined;
@@ -109,14 +110,14 @@ describe('poll marks', () => {
   });
 
   it("a deferring attempt takes no free key another engine's mark is on, and joins the mark", async () => {
-    let store: RedisStore | undefined;
+    let store: FairRedisStore | undefined;
     const rl = new Redlock(
-      storeWith(suite.clients, (s) => (store = s)),
+      fairStoreWith(suite.clients, (s) => (store = s)),
       { ...FAIR_DEFAULTS, handoff: false },
     );
     try {
       await (await rl.acquire(uniqueResource('defer-warm-up'))).release(); // connections checked
-      const s = store as RedisStore;
+      const s = store as FairRedisStore;
       const r = uniqueResource('defer');
       const req = { resources: [r], ttl: 5000, writerWait: 500 };
       const other = 'o'.repeat(ENGINE_ID_LENGTH); // another engine's id

@@ -5,6 +5,9 @@
 import type { NodeOutcome } from '../../../lib/core/errors';
 import { MUTEX } from '../../../lib/core/kinds/mutex';
 import { ReplyFormatError } from '../../../lib/core/kinds/kind';
+import type { AcquireAnswer } from '../../../lib/core/kinds/kind';
+import { FAIR_MUTEX } from '../../../lib/core/fair/fair-mutex';
+import type { FairAcquireAnswer } from '../../../lib/core/fair/fair-mutex';
 import {
   acquireVerdict,
   driftFor,
@@ -266,30 +269,34 @@ describe('the mutex kind reads replies, never guessing', () => {
       markerAge: 5000,
       holderTtl: undefined,
       counters: [3, 7],
-      othersWait: false,
     });
   });
 
-  it('granted while other engines wait in the order: status 2, on one group or any of several', () => {
-    expect(MUTEX.readAcquire(one([2, -1, 4]), ['a'])).toEqual({
+  it('the fair mutex: granted while other engines wait in the order, status 2, on one group or any of several', () => {
+    const fair = (a: AcquireAnswer): FairAcquireAnswer => a;
+    expect(FAIR_MUTEX.readAcquire(one([2, -1, 4]), ['a'])).toEqual({
       granted: true,
       markerAge: undefined,
       holderTtl: undefined,
       counters: [4],
       othersWait: true,
     });
-    expect(MUTEX.readAcquire(one([1, -1, 4]), ['a']).othersWait).toBe(false);
+    expect(fair(FAIR_MUTEX.readAcquire(one([1, -1, 4]), ['a'])).othersWait).toBeFalsy();
     const groups = [
       { resources: ['b'], value: [1, -1, 7] },
       { resources: ['a'], value: [2, -1, 3] },
     ];
-    expect(MUTEX.readAcquire(groups, ['a', 'b'])).toMatchObject({
+    expect(FAIR_MUTEX.readAcquire(groups, ['a', 'b'])).toMatchObject({
       counters: [3, 7],
       othersWait: true,
     });
     // Not granted (one group refused): nobody's wait is reported.
     const refused = [groups[1], { resources: ['b'], value: [0, -1, 900] }];
-    expect(MUTEX.readAcquire(refused, ['a', 'b']).othersWait).toBe(false);
+    expect(fair(FAIR_MUTEX.readAcquire(refused, ['a', 'b'])).othersWait).toBeFalsy();
+  });
+
+  it('the plain mutex refuses status 2 (only the fair acquire sends it)', () => {
+    expect(() => MUTEX.readAcquire(one([2, -1, 4]), ['a'])).toThrow(ReplyFormatError);
   });
 
   it('refused: the holder ttl of the first refused group', () => {

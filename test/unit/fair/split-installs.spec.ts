@@ -1,5 +1,5 @@
 /**
- * Hand-over across processes (lib/core/redis-install.ts `Installs.news`): an engine that parks
+ * Hand-over across processes (lib/core/fair/installs.ts `Installs.news`): an engine that parks
  * for a key keeps, per master, the token the announcements last installed there; its gathering
  * install fails at once when no token can reach a quorum any more before another is deleted,
  * and waits for the request timeout otherwise. And which token it parks: the one being installed
@@ -7,9 +7,9 @@
  * (quorum 2) whose request timeout (the install's deadline) never comes within a test.
  */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
-import { Installs } from '../../../lib/core/redis-install';
+import { Installs } from '../../../lib/core/fair/installs';
 import type { Grant } from '../../../lib/core/store';
-import type { RedisStore } from '../../../lib/core/redis-store';
+import type { FairContext } from '../../../lib/core/fair/fair-context';
 import type { LuaScript } from '../../../lib/core/scripts/lua';
 
 const KEY = 'lock:{r}';
@@ -47,7 +47,7 @@ function setup(): {
     keyOf: (r: string) => `lock:{${r}}`,
     releaseKeys,
     ignoreOwn: () => undefined,
-  } as unknown as RedisStore;
+  } as unknown as FairContext;
   const installs = new Installs(store);
   opened.push(installs);
   const outcomes: (Grant | undefined)[] = [];

@@ -1,6 +1,6 @@
-/** The poll marks' take-down script (the marks: kinds/mutex-scripts.ts FAIR_ACQUIRE_SCRIPT, kinds/kind-keys.ts). */
+/** The poll marks' take-down script (the marks: fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT, kinds/kind-keys.ts). */
 import { ENGINE_ID_LENGTH } from '../token';
-import { script } from './lua';
+import { script } from '../scripts/lua';
 
 /**
  * Takes an engine's poll mark down (store.ts `unmarkPolling`): deletes the mark when it
@@ -9,10 +9,10 @@ import { script } from './lua';
  * until it expired, or another engine's mark that this one joined (`<other id>+<id>`): a
  * deferring attempt of that other engine would hand the turn to this one, which is gone (the
  * other engine's next refused poll raises its mark again). KEYS: the poll mark, then
- * optionally the resource's order (kinds/kind-keys.ts `orderKey`), from which the engine is
+ * optionally the resource's order (fair/fair-keys.ts `orderKey`), from which the engine is
  * taken off too: a yield would otherwise reserve the key for an engine that no longer waits,
  * and the others would stand by for it (fair/announced.ts `standBy`); then optionally the
- * park (kinds/kind-keys.ts `parkKey`), from which the engine's entry is taken off, and the lock
+ * park (fair/fair-keys.ts `parkKey`), from which the engine's entry is taken off, and the lock
  * key: where it holds one of the tokens ARGV[2..] (tokens the engine parked, which a yield may
  * have installed unheard: lib/core/fair/README.md), it is deleted and the release
  * announced. ARGV: the engine id, then those tokens.

@@ -1,8 +1,8 @@
 /**
  * The state of the tokens an engine parked for the hand-over across processes
- * (redis-install.ts; design: lib/core/fair/README.md).
+ * (fair/installs.ts; design: lib/core/fair/README.md).
  */
-import type { Grant } from './store';
+import type { Grant } from '../store';
 
 /** What a master announced of an install: its fencing counter and boot marker age. */
 export interface Installed {

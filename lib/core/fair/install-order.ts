@@ -1,15 +1,16 @@
 /**
  * What a yield, a pass or an attempt sends for the hand-over across processes
- * (lib/core/fair/README.md; the installs themselves: redis-install.ts).
+ * (lib/core/fair/README.md; the installs themselves: fair/installs.ts).
  */
-import { monotonicNow } from './clock';
-import type { Announce, YieldOrder } from './kinds/kind';
-import { aliveChannel, orderKey, parkKey } from './kinds/kind-keys';
-import type { RedisContext } from './redis-context';
+import { monotonicNow } from '../clock';
+import type { FairAnnounce, YieldOrder } from './fair-mutex';
+import { aliveChannel, orderKey, parkKey } from './fair-keys';
+import type { RedisContext } from '../redis-context';
+import type { FairContext } from './fair-context';
 
 /**
  * Ordered yields: how long (ms) the masters keep a resource that a yield let go for the engine
- * that has waited longest (scripts/release.ts FAIR_RELEASE_SCRIPT): enough for its head to hear the
+ * that has waited longest (fair/release-script.ts FAIR_RELEASE_SCRIPT): enough for its head to hear the
  * announcement, wait its race delay (fair/streak.ts `raceDelay`) and reach the masters on a loaded machine. An engine
  * that is gone costs this once: its entry is taken off when reserved.
  *
@@ -31,9 +32,9 @@ export const RESERVE_MS = 25;
  * yielding lock's). `undefined` for any other release.
  */
 export function yieldOrder(
-  store: RedisContext,
+  store: FairContext,
   resources: readonly string[],
-  announce: Announce | false | undefined,
+  announce: FairAnnounce | undefined,
   ttl: number | undefined,
   after: string | undefined,
 ): YieldOrder | undefined {
@@ -55,7 +56,7 @@ export function yieldOrder(
  * the boot marker when the quarantine is checked: not on a Cluster).
  */
 export function installOrder(
-  store: RedisContext,
+  store: FairContext,
   resource: string,
   ttl: number | undefined,
   after: string | undefined,
@@ -81,7 +82,7 @@ export function installOrder(
 
 /**
  * The alive channels' prefix that a yield, a pass or an attempt sends to skip engines that are
- * gone (kinds/kind-keys.ts `aliveChannel`); '' on a Cluster, whose subscriber may sit on another
+ * gone (fair/fair-keys.ts `aliveChannel`); '' on a Cluster, whose subscriber may sit on another
  * node than the key (not checked there).
  */
 export function aliveArg(store: RedisContext): string {

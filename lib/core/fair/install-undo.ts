@@ -1,12 +1,12 @@
 /**
- * What the hand-over across processes takes back on the masters (redis-install.ts; design:
+ * What the hand-over across processes takes back on the masters (fair/installs.ts; design:
  * lib/core/fair/README.md, "What is released, and when"). Best effort: nothing is
  * awaited, a master that does not answer keeps what it has until it expires.
  */
-import { parkKey } from './kinds/kind-keys';
-import type { RedisContext } from './redis-context';
-import { RELEASE_SCRIPT } from './scripts/release';
-import { UNPARK_SCRIPT } from './scripts/unpark';
+import { parkKey } from './fair-keys';
+import type { RedisContext } from '../redis-context';
+import { RELEASE_SCRIPT } from '../scripts/release';
+import { UNPARK_SCRIPT } from './unpark-script';
 
 /**
  * Compare-and-delete of `token` at `key` on master `node` only, announced as a release: an
@@ -20,7 +20,7 @@ export function releaseKeyOn(store: RedisContext, node: number, key: string, tok
 
 /**
  * Takes the parked `token` of this engine for `resource` off every master where it is still
- * parked (scripts/unpark.ts): a failed install's token, or one retired when the engine's own
+ * parked (fair/unpark-script.ts): a failed install's token, or one retired when the engine's own
  * attempt was granted, which a later pass or attempt would otherwise install there — a key held
  * by a token nobody can use, until its engine hears the install and deletes it, and a turn lost
  * on that master. Sent before anything the engine sends for the resource afterwards, so a newer

@@ -3,10 +3,10 @@
  * inlined into the mutex's scripts (kinds/mutex-scripts.ts): parking an engine's next token for a
  * resource, and installing the parked token of the engine a yield names.
  */
-import { NOW_LUA, num } from './kind-lua';
-import { RESERVED_SEP, YIELD_PREFIX } from './announce';
-import { fenceIncrLua } from './fencing';
-import { bootMarkerAge } from './lua';
+import { NOW_LUA, num } from '../scripts/kind-lua';
+import { RESERVED_SEP, YIELD_PREFIX } from '../scripts/announce';
+import { fenceIncrLua } from '../scripts/fencing';
+import { bootMarkerAge } from '../scripts/lua';
 
 /**
  * Lua statement: parks token `token` with ttl `ttl` for engine `me` in the hash `hash`,

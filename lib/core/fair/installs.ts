@@ -20,18 +20,18 @@
  * does not know (forgotten once no install of it can come any more, or never parked) on that
  * master only; an install that fewer than a quorum announced within the request timeout, or
  * that the announcements show can no longer reach one (`Installs.news`), on every master (and
- * taken off the park where it is still parked: install-undo.ts `unpark`); a grant with no local
+ * taken off the park where it is still parked: fair/install-undo.ts `unpark`); a grant with no local
  * waiter to take it (fair/installed.ts) like any lock.
  */
-import { withFields } from './fields';
-import { monotonicNow } from './clock';
-import type { NodeVote } from './errors';
-import type { Grant } from './store';
-import { fencingTokensOf } from './quorum/fencing-tokens';
-import { validUntil, validityAfter } from './quorum/protocol';
-import type { RedisContext } from './redis-context';
-import { raiseFences } from './redis-attempt';
-import { newToken } from './token';
+import { withFields } from '../fields';
+import { monotonicNow } from '../clock';
+import type { NodeVote } from '../errors';
+import type { Grant } from '../store';
+import { fencingTokensOf } from '../quorum/fencing-tokens';
+import { validUntil, validityAfter } from '../quorum/protocol';
+import type { FairContext } from './fair-context';
+import { raiseFences } from '../redis-attempt';
+import { newToken } from '../token';
 import { releaseKeyOn, unpark } from './install-undo';
 import { isOut } from './install-park';
 import type { Held, Installed, Park } from './install-park';
@@ -56,7 +56,7 @@ export class Installs {
   private handler: ((resource: string, grant: Grant | undefined) => void) | undefined;
   private closed = false;
 
-  constructor(private readonly store: RedisContext) {}
+  constructor(private readonly store: FairContext) {}
 
   /** Where the outcome of each install goes (the engine's local queue). */
   onResult(handler: (resource: string, grant: Grant | undefined) => void): void {
@@ -106,7 +106,7 @@ export class Installs {
   /**
    * `resource`'s queue ended: none of the tokens this engine parked for it may be granted any
    * more — a gathering install fails (deleted everywhere), the others are returned, to be
-   * deleted where a yield installed them (scripts/unmark.ts): once the queue's watch stops,
+   * deleted where a yield installed them (fair/unmark-script.ts): once the queue's watch stops,
    * nobody here would hear their installs.
    */
   abandon(resource: string): string[] {
@@ -341,7 +341,7 @@ export class Installs {
 
   /**
    * `p` may not be installed any more: failed, no longer the current token, and taken off the
-   * park where it is still parked (install-undo.ts `unpark`).
+   * park where it is still parked (fair/install-undo.ts `unpark`).
    */
   private giveUp(p: Park): void {
     clearTimeout(p.timer);

@@ -1,9 +1,9 @@
-/** Taking a parked token that must not be installed any more off (lib/core/install-undo.ts). */
-import { script } from './lua';
+/** Taking a parked token that must not be installed any more off (lib/core/fair/install-undo.ts). */
+import { script } from '../scripts/lua';
 
 /**
  * Unpark: takes engine ARGV[1]'s entry off the park hash KEYS[1] when it still holds the token
- * ARGV[2] (`<token> <ttl> <until>`, scripts/install.ts `parkLua`); an entry of another token (the
+ * ARGV[2] (`<token> <ttl> <until>`, fair/install-scripts.ts `parkLua`); an entry of another token (the
  * engine parked a newer one since) is left alone. Returns 1 when the entry was taken off.
  */
 export const UNPARK_SCRIPT = script(
