@@ -98,9 +98,7 @@ describe('await using', () => {
       // (without the option) would delete them.
       await lock.release({ lockAtLeastFor: 20_000 });
     }
-    expect((await valuesOn(suite.probe, key)).filter((v) => v === value).length).toBeGreaterThan(
-      1,
-    );
+    expect((await valuesOn(suite.probe, key)).filter((v) => v === value).length).toBeGreaterThan(1);
     expect(types(events)).toEqual(['acquired', 'released']); // one release, reported once
     expect(await redlock.isLocked(r)).toBe(true);
   });
