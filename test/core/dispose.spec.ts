@@ -4,9 +4,9 @@
  * released disposes without sending anything again, one that expired or was lost disposes
  * quietly and its release is reported through the engine's events as a normal release is.
  */
-import { LockLostError } from '../../lib/core/errors';
+import { InvalidArgumentError, LockLostError } from '../../lib/core/errors';
 import type { RedlockEvent } from '../../lib/core/events';
-import type { Lock } from '../../lib/core/lock';
+import { Lock } from '../../lib/core/lock';
 import type { Redlock } from '../../lib/core/redlock';
 import { InMemoryRedlock } from '../../lib/testing/in-memory-redlock';
 import { useMasters } from '../harness/engines';
@@ -142,6 +142,11 @@ describe('await using', () => {
     expect(released.result.votes).toHaveLength(3);
     await goneEverywhere(key); // whatever the failed extension's repair may have put back
   });
+});
+
+it('refuses to dispose of something that is not a lock an engine granted', async () => {
+  const forged = Object.create(Lock.prototype) as Lock;
+  await expect(forged[Symbol.asyncDispose]()).rejects.toBeInstanceOf(InvalidArgumentError);
 });
 
 describe('await using on the in-memory engine (nestjs-redlock/testing)', () => {
