@@ -7,6 +7,8 @@ const base = {
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.jest.json', useESM: true }] },
   testEnvironment: 'node',
   moduleFileExtensions: ['ts', 'js', 'json'],
+  // `Symbol.asyncDispose` in each test file's sandbox (`await using`): see the file.
+  setupFiles: ['<rootDir>/test/harness/disposable-symbols.ts'],
 };
 
 module.exports = {

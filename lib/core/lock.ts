@@ -9,6 +9,7 @@ import { SERIALIZED_LOCK_VERSION } from './portable';
 import type { SerializedLock } from './portable';
 import type { ReleaseOptions } from './types';
 import { describe as describeValue } from './validate';
+import './disposable'; // the typings of `Symbol.asyncDispose` (Lock's `await using`)
 
 export type { ReleaseResult } from './quorum/protocol';
 
@@ -302,6 +303,16 @@ export class Lock {
   /** Extends the lock to `ttl` ms (default: its current ttl). Same as `redlock.extend(lock, ttl)`. */
   extend(ttl?: number): Promise<Lock> {
     return this.owner.extend(this, ttl);
+  }
+
+  /**
+   * Releases the lock when an `await using` block ends, however it ends (TypeScript ≥ 5.2):
+   * `await using lock = await redlock.acquire('x')`. A lock already released disposes quietly
+   * (nothing is sent again); one that expired or was lost is released like {@link release} does
+   * it — no throw, the `released` event reports what each master did.
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (!lockState(this).released) await this.owner.release(this);
   }
 
   /**

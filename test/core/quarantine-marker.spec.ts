@@ -41,10 +41,14 @@ async function agedMasters(
     await masters.stop();
   });
   await RedisMasters.ready(probe);
+  // Until every master's marker (seeded by the engine's post-connect checks) is older than the
+  // quarantine, as health reads it on each master. An acquire's votes cannot tell: its round ends
+  // at a quorum, so the master that answers last is `pending` — and may still be in quarantine,
+  // its marker seeded later than the others' (its check ran later, or its whole-second uptime
+  // counted one second less): health then saw it quarantined in the test below.
   await waitUntil(async () => {
-    const lock = await rl.tryAcquire(uniqueResource('aged')).catch(() => null);
-    await lock?.release();
-    return lock?.votes.every((v) => v.outcome === 'ok' || v.outcome === 'pending') ?? false;
+    const { masters: health } = await rl.health();
+    return health.every((m) => m.reachable && !m.quarantined);
   }, duration + 10_000);
   return { masters, probe, rl };
 }
