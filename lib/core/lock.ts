@@ -66,11 +66,6 @@ export interface LockState {
    * lost: the engine's local queue wakes the next waiter (fair/fair-queue.ts).
    */
   onEnd?: () => void;
-  /**
-   * Other engines were seen waiting for this plain lock of one resource when it was granted: its
-   * release passes it to the one that waited longest (fair/fair-queue.ts `announceAs`).
-   */
-  othersWait?: boolean;
 }
 
 /** The state of a lock for `grant`: valid from the time its request was sent (protocol step 2). */
@@ -85,7 +80,6 @@ export function grantState(grant: Grant, driftFactor: number): LockState {
     votes: grant.votes,
     acquiredAt: grant.start,
     grant,
-    othersWait: false,
   };
 }
 

@@ -4,7 +4,7 @@ import type { RedlockObserver } from './events';
 import { HeldLocks } from './held';
 import { lockKey } from './keys';
 import { expire, lockState, ownedState } from './lock';
-import type { Lock, LockState, LockedRoutine, ReleaseResult } from './lock';
+import type { Lock, LockedRoutine, ReleaseResult } from './lock';
 import { withFields } from './fields';
 import { acquireLoop } from './policy/acquire-loop';
 import { InflightAttempts, refuseLate } from './policy/inflight';
@@ -24,7 +24,7 @@ import { keepAlive } from './policy/keep-alive';
 import { runUsing } from './policy/using';
 import { Observers } from './policy/observers';
 import { isStoreFactory } from './store';
-import type { LockStore, StoreFactory } from './store';
+import type { Grant, LockStore, StoreFactory } from './store';
 import { RedisStore } from './redis-store';
 import { FairRedisStore } from './fair/fair-redis-store';
 import { checkOpenAcquire } from './request';
@@ -115,9 +115,8 @@ export class Redlock {
       this.queue = fair;
       this.releasing = withFields(this.policy, {
         held: this.held,
-        handover: (lock: Lock, token: string, installedBy?: string) =>
-          fair.handover(lock, token, installedBy),
-        announceAs: (lock: Lock, s: LockState) => fair.announceAs(lock, s),
+        handover: (lock: Lock, grant: Grant) => fair.handover(lock, grant),
+        release: (lock: Lock, grant: Grant) => fair.release(lock, grant),
       });
     } else {
       this.queue = new FifoQueue(this.store, this.draining.signal);

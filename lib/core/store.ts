@@ -41,44 +41,6 @@ export interface Grant {
   lock?: object;
   /** The kind of lock granted; a plain lock (mutex) when absent. */
   readonly kind?: LockKindSpec;
-  /**
-   * A local hand-over's grant (fair/handover.ts): the most release watchers (engines
-   * subscribed to the resources' release announcements, this one's included) that a granting
-   * master counted; `Infinity` when one did not say. The local queue reads from it whether
-   * other engines wait (fair/streak.ts `mustYield`). Absent for other grants.
-   */
-  readonly watchers?: number;
-  /**
-   * A local hand-over's grant: the longest remaining poll mark a granting master had on the
-   * resources (ms; 0 when none) — another engine's plain lock was refused there and will poll
-   * again within it (fair/streak.ts). Absent for other grants.
-   */
-  readonly polled?: number;
-  /**
-   * Other engines waited for the resource when it was granted (a granting master had them in
-   * its order: ordered yields, one plain resource): its release is a pass to the one that waited
-   * longest (fair/fair-queue.ts `announceAs`), even for a lock taken at the first attempt.
-   * Absent or false otherwise, and from stores without the order.
-   */
-  readonly othersWait?: boolean;
-  /**
-   * A local hand-over's grant: every master's final vote on the take-over, once each answered
-   * or its per-node timeout passed (the verdict came at a quorum, maybe before some of them).
-   * The releasing holder releases its keys only where the take-over was not `ok` in the end
-   * (fair/handover.ts). Absent for other grants, and from stores that do not tell.
-   */
-  readonly takenOver?: Promise<readonly NodeVote[]>;
-  /**
-   * A lock installed by another engine's yield or pass (the hand-over across processes,
-   * fair/installs.ts): that release's token, announced by the most masters. Its own yield or
-   * pass sends it along: a master whose key still holds that token has not run that release yet
-   * — commands of two processes may reach a descheduled master in either order — and names
-   * nobody (scripts/release.ts). A local hand-over's grant carries on its releasing holder's
-   * (`AttemptRequest.installedBy`): the pass that ends the streak is that same release's
-   * follower on a master that has not run it. Absent for other grants, and from stores that do
-   * not tell.
-   */
-  readonly installedBy?: string;
 }
 
 /** One acquire attempt. */
@@ -94,30 +56,6 @@ export interface AttemptRequest {
    * (kinds/writer-flag.ts `writerGrantedLua`). Stores without flags ignore it.
    */
   readonly clearWriterFlags?: boolean;
-  /**
-   * A local hand-over (fair/handover.ts; plain locks only): the token of this engine's holder
-   * that releases the lock to this attempt. Keys holding it count as free and are taken over.
-   */
-  readonly handoverFrom?: string;
-  /**
-   * With `handoverFrom`: the releasing holder's `Grant.installedBy`, carried on to this attempt's
-   * grant (fair/handover.ts `Handover.installedBy`). Stores without installs ignore it.
-   */
-  readonly installedBy?: string;
-  /**
-   * Defer to pollers (plain locks that retry; fair/streak.ts): this engine just let the
-   * resource go to the pollers of other engines, so a free key on which another engine's poll
-   * mark is up refuses this attempt instead of being taken (and the mark then names this engine
-   * too: kinds/mutex-scripts.ts ACQUIRE_SCRIPT). Stores without poll marks ignore it.
-   */
-  readonly defer?: boolean;
-  /**
-   * Ordered yields (plain locks that retry; fair/streak.ts): since when this engine waits for
-   * the resource (wall ms; the attempt's own time when absent). The masters order the waiting
-   * engines by it, and a yield reserves the resource for the one that waited longest. Stores
-   * without the order ignore it.
-   */
-  readonly waitSince?: number;
 }
 
 /**
@@ -145,13 +83,6 @@ export type AttemptOutcome =
        * not free the resource.
        */
       readonly heldBy?: string;
-      /**
-       * Ordered yields: the wait start this attempt sent (`AttemptRequest.waitSince`, or its
-       * own send time when none was given). The engine sends the same value from then on: the
-       * masters keep the first score each got, and one engine's score must not differ between
-       * masters (it would swap places with an engine that began to wait at about the same time).
-       */
-      readonly waitSince?: number;
     };
 
 /** The outcome of one extension round. */
@@ -218,19 +149,9 @@ export interface LockStore {
   /**
    * Compare-and-delete; `waitAll` waits for every master, not just a quorum. With `keepFor`
    * (ms, > 0: `lockAtLeastFor`), compare-and-pexpire to `keepFor` instead: keys still holding
-   * the grant's token stay, with that TTL; nothing is announced to waiters. `only`: on those
-   * masters (indexes) only, the others vote `held` (after a local hand-over: fair/handover.ts).
-   * `announce`: how the release is announced (default `'release'`; `'yield'` when the engine's
-   * next local waiter lets other processes' waiters go first, `'pass'` when other engines wait
-   * for the lock: fair/fair-queue.ts `announceAs`).
+   * the grant's token stay, with that TTL; nothing is announced to waiters.
    */
-  release(
-    grant: Grant,
-    waitAll: boolean,
-    keepFor?: number,
-    only?: readonly number[],
-    announce?: 'release' | 'yield' | 'pass',
-  ): Promise<ReleaseResult>;
+  release(grant: Grant, waitAll: boolean, keepFor?: number): Promise<ReleaseResult>;
   /**
    * One read-only round about `resource`: no write of any kind, not an attempt (see
    * quorum/agreement.ts for what is agreed).
@@ -250,36 +171,10 @@ export interface LockStore {
     onRelease: AnnouncementListener,
   ): Promise<ReleaseWatch | undefined>;
   /**
-   * Whether `token` belongs to a lock of this engine (its engine id starts it: token.ts). Stores
-   * without poll marks (one process: the in-memory store) leave it out.
-   */
-  ownsToken?(token: string): boolean;
-  /**
-   * Takes this engine's poll mark of `resource` down on every master where it still starts
-   * with this engine's id, joined by a deferring engine or not (fair/fair-keys.ts `pollKey`,
-   * fair/unmark-script.ts UNMARK_SCRIPT; best effort, not awaited): the engine stopped
-   * waiting for the resource, and waiters of other engines that defer to the mark
-   * (`AttemptRequest.defer`) need not wait for it to expire. Also takes the engine off the
-   * resource's order (fair/fair-keys.ts `orderKey`), so that no yield reserves the key for it.
-   * Stores without poll marks leave it out.
-   */
-  unmarkPolling?(resource: string): void;
-  /**
    * A retrying plain acquire of `resources` ended without a lock: the writer-waiting flags this
    * engine raised for it are taken down (kinds/writer-flag.ts; best effort, not awaited).
    */
   writerGaveUp?(resources: readonly string[]): void;
-  /**
-   * Hand-over across processes: whether this engine parked a token for `resource` that a yield
-   * may still install; its queue's end then takes it back ({@link unmarkPolling}).
-   */
-  hasParked?(resource: string): boolean;
-  /**
-   * Hand-over across processes: `handler` is told the outcome of each install of this engine's
-   * parked token for `resource` (a grant, to be given to the head of its queue or released; or
-   * `undefined`: too few masters installed it, it was released, the head attempts).
-   */
-  onInstalled?(handler: (resource: string, grant: Grant | undefined) => void): void;
   readonly footprint: StoreFootprint;
   /** An error's message without credentials (for logs). */
   describe(err: unknown): string;

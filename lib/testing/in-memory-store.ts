@@ -23,6 +23,7 @@ import type { MasterHealth } from '../core/types';
 import { MUTEX_SPEC } from '../core/kind-spec';
 import { admission, pruneSlot } from './in-memory-kinds';
 import type { Admission, Holding, Slot } from './in-memory-kinds';
+import type { FairAttemptRequest } from '../core/fair/fair-store';
 
 /** Who holds a resource in an in-memory engine. */
 export type InMemoryHolder =
@@ -76,7 +77,7 @@ export class InMemoryStore implements LockStore {
     }
     const kind = req.kind ?? MUTEX_SPEC;
     // A local hand-over (core/fair/handover.ts): the releasing holder's plain lock counts as free.
-    const from = kind.name === 'mutex' ? req.handoverFrom : undefined;
+    const from = kind.name === 'mutex' ? (req as FairAttemptRequest).handoverFrom : undefined;
     const answers = resources.map((r) => {
       const slot = this.live(r, now);
       const mine = from !== undefined && slot?.holders.size === 1 && slot.holders.has(from);

@@ -12,7 +12,7 @@ import { runInNewContext } from 'node:vm';
 import { LockAbortedError, LockContendedError } from '../../lib/core/errors';
 import type { Lock } from '../../lib/core/lock';
 import { MAX_ALONE_STREAK, MAX_INSTALL_STREAK, MAX_LOCAL_STREAK } from '../../lib/core/fair/streak';
-import type { AttemptOutcome, AttemptRequest } from '../../lib/core/store';
+import type { FairAttemptOutcome, FairAttemptRequest } from '../../lib/core/fair/fair-store';
 import { Redlock } from '../../lib/core/redlock';
 import type { Fairness, RedlockSettings } from '../../lib/core/settings';
 import { observedStore } from '../harness/engines';
@@ -33,8 +33,8 @@ const engines: Redlock[] = [];
  */
 function observed(
   settings: RedlockSettings,
-  onAttempt: (req: AttemptRequest) => void,
-  onOutcome?: (req: AttemptRequest, outcome: AttemptOutcome) => void,
+  onAttempt: (req: FairAttemptRequest) => void,
+  onOutcome?: (req: FairAttemptRequest, outcome: FairAttemptOutcome) => void,
 ): Redlock {
   const rl = new Redlock(observedStore(clients, onAttempt, onOutcome), {
     quarantine: false,

@@ -6,6 +6,7 @@
 import type { AcquireAnswer, AcquireInput, GroupReply, LockKind } from '../kinds/kind';
 import { orderKey, parkKey, pollKey } from './fair-keys';
 import type { AttemptOutcome, Grant } from '../store';
+import type { FairAttemptRequest } from './fair-store';
 import type { Tally } from '../quorum/round';
 import type { AttemptParts } from '../redis-attempt';
 import type { FairContext } from './fair-context';
@@ -21,7 +22,8 @@ export function fairAttemptParts(store: FairContext): AttemptParts {
   // Ordered yields: single-resource plain locks, with release announcements.
   const ordered = store.settings.handoff;
   return {
-    input(plain, kind, req, start, wallStart): AcquireInput {
+    input(plain, kind, request, start, wallStart): AcquireInput {
+      const req = request as FairAttemptRequest;
       const mutex = kind.name === 'mutex';
       const retries = mutex && plain.waitTtl !== undefined && plain.waitTtl > 0;
       const { resources } = req;
@@ -55,7 +57,8 @@ export function fairAttemptParts(store: FairContext): AttemptParts {
     // A hand-over's releasing holder releases only where the take-over did not land at the end
     // (Grant.takenOver), not on every master still pending at the verdict.
     lateVotes: (input) => (input as FairAcquireInput).handoverFrom !== undefined,
-    granted(grant, tally, input, req): Grant {
+    granted(grant, tally, input, request): Grant {
+      const req = request as FairAttemptRequest;
       const fair = input as FairAcquireInput;
       if (fair.park) store.installs.retire(fair.park.token); // (installs.ts)
       const othersWait = fair.orderKeys !== undefined && othersWaitIn(tally);

@@ -1,7 +1,6 @@
 import { monotonicNow } from '../clock';
 import type { NodeVote } from '../errors';
-import { lockState } from '../lock';
-import type { Lock, LockState } from '../lock';
+import type { Lock } from '../lock';
 import { onAbort } from '../wake';
 import { announcedDelay, heardOn } from './announced';
 import { decline, newHandover } from './handover';
@@ -23,9 +22,13 @@ import {
 } from '../policy/lines';
 import { defers, newLine, newTicket, othersWaited, waitingSince } from './queue-lines';
 import type { Line, Ticket } from './queue-lines';
-import type { GrantNews } from '../policy/attempt-result';
+import type { GrantNews } from './queue-lines';
+import type { AttemptResult } from '../policy/attempt-result';
 import type { LockContendedError, LockErrorDetail } from '../errors';
-import type { Announced, Grant, LockStore, ReleaseWatch, Reserved } from '../store';
+import type { ReleaseResult } from '../quorum/protocol';
+import type { AttemptOutcome, Announced, Grant, ReleaseWatch, Reserved } from '../store';
+import type { FairAttemptRequest, FairGrant, FairLockStore, FairRefusal } from './fair-store';
+import { withFields } from '../fields';
 import type { AttemptHints, WaitingPolicy } from '../policy/waiting';
 import { mustYield } from './streak';
 import { Timeline } from '../timeline';
@@ -83,10 +86,15 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
   readonly lines = new Map<string, Line>();
   private readonly tickets = new Set<Ticket>();
   readonly timeline = new Timeline();
+  /**
+   * Plain locks of one resource that other engines were seen waiting for when they were granted
+   * (queue-lines.ts `othersWaited`): their release passes them to the one that waited longest.
+   */
+  readonly passes = new WeakSet<Lock>();
   private seq = 0;
 
   constructor(
-    readonly store: LockStore,
+    readonly store: FairLockStore,
     private readonly draining: AbortSignal,
   ) {
     onAbort(draining, () => this.wakeAll());
@@ -141,7 +149,17 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
     const defer = !handover && defers(ticket);
     const waitSince = waitingSince(ticket);
     if (!handover && !defer && waitSince === undefined) return undefined;
-    return { handover, defer, waitSince };
+    return {
+      request: (req): FairAttemptRequest =>
+        withFields(req, {
+          handoverFrom: handover?.from,
+          installedBy: handover?.installedBy,
+          defer: defer ? true : undefined,
+          waitSince,
+        }),
+      settle: handover ? (result) => handover.settle(result) : undefined,
+      polls: defer,
+    };
   }
 
   /**
@@ -205,10 +223,14 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
     votes: readonly NodeVote[],
     heldBy: string | undefined,
     sentWall?: number,
+    outcome?: AttemptOutcome,
   ): 'retry' | 'poll' | undefined {
     let released: 'retry' | 'poll' | undefined;
+    // The wait start the attempt sent (ordered yields: fair-store.ts `FairRefusal`), else when
+    // it was sent: the engine's wait start.
+    const since = (outcome as FairRefusal | undefined)?.waitSince ?? sentWall;
     for (const { line } of ticket.slots) {
-      line.waitSince ??= sentWall;
+      line.waitSince ??= since;
       line.votes = votes;
       line.heldBy = heldBy;
       line.streak = 0;
@@ -233,9 +255,9 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
    * `ticket` was granted `lock` (`news`: what the grant told, queue-lines.ts `GrantNews`): it is
    * the local holder now, and leaves the queue. Whether others waited is kept (`othersWaited`).
    */
-  granted(ticket: Ticket, lock: Lock, result: GrantNews | undefined): void {
-    const news = result ?? INSTALLED;
-    if (othersWaited(ticket, news)) lockState(lock).othersWait = true;
+  granted(ticket: Ticket, lock: Lock, result: AttemptResult | undefined): void {
+    const news: GrantNews = (result?.lock && (result.grant as FairGrant)) || INSTALLED;
+    if (othersWaited(ticket, news)) this.passes.add(lock);
     const { watchers } = news;
     const polled = news.polled ?? 0;
     for (const { line } of ticket.slots) {
@@ -291,9 +313,16 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
     }
   }
 
-  /** Hands `lock`, released with `token`, to the next local waiter (handover.ts `handoverTo`). */
-  handover(lock: Lock, token: string, installedBy?: string): Handover | undefined {
-    return this.draining.aborted ? undefined : handoverTo(this.lines, lock, token, installedBy);
+  /** Hands `lock` (`grant`, its grant) to the next local waiter (handover.ts `handoverTo`). */
+  handover(lock: Lock, grant: Grant): Handover | undefined {
+    if (this.draining.aborted) return undefined;
+    const { token, installedBy } = grant as FairGrant;
+    return handoverTo(this.lines, lock, token, this.store, installedBy);
+  }
+
+  /** The release of `lock`, announced as {@link announceAs} says; every master is waited for. */
+  release(lock: Lock, grant: Grant): Promise<ReleaseResult> {
+    return this.store.release(grant, true, undefined, undefined, this.announceAs(lock));
   }
 
   /**
@@ -301,12 +330,12 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
    * when its next local waiter yields to the waiters of other engines (the masters give the
    * resource to the one that waited longest; heads attempt in order when it names nobody:
    * fair/streak.ts `raceDelay`); `pass` when other engines waited for it when it was granted
-   * (`LockState.othersWait`: the same without this engine joining the order); otherwise a plain
-   * `release`. An ordered yield (one resource: redis-store.ts) also enters this engine in the
+   * ({@link passes}: the same without this engine joining the order); otherwise a plain
+   * `release`. An ordered yield (one resource: fair-redis-store.ts) also enters this engine in the
    * order as far as its queue knows (`Line.ordered`), and marks the queue to take its entry off
    * when it ends (`marked`).
    */
-  announceAs(lock: Lock, s: LockState): 'release' | 'yield' | 'pass' {
+  announceAs(lock: Lock): 'release' | 'yield' | 'pass' {
     for (const resource of lock.resources) {
       const line = this.lines.get(resource);
       if (line?.yielding && line.watchers > 1) {
@@ -314,7 +343,7 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
         return 'yield';
       }
     }
-    return s.othersWait ? 'pass' : 'release';
+    return this.passes.has(lock) ? 'pass' : 'release';
   }
 
   /** Wakes every sleeper (the engine drains or closes) and stops the timer. */
@@ -393,6 +422,7 @@ function handoverTo(
   lines: ReadonlyMap<string, Line>,
   lock: Lock,
   token: string,
+  store: FairLockStore,
   installedBy?: string,
 ): Handover | undefined {
   const t = lines.get(lock.resources[0])?.first?.ticket;
@@ -404,7 +434,7 @@ function handoverTo(
     if (line.holder && line.holder !== lock) return undefined;
     if (mustYield(line)) return undefined;
   }
-  const handover = newHandover(token, installedBy);
+  const handover = newHandover(token, store, installedBy);
   for (const { line } of t.slots) line.holder = undefined;
   t.takeover = handover;
   t.local = true;

@@ -14,11 +14,12 @@ import type { AttemptParts } from '../redis-attempt';
 import { attemptOnMasters } from '../redis-attempt';
 import { RedisStore } from '../redis-store';
 import type { RedlockClient, ResolvedSettings } from '../settings';
-import type { AttemptOutcome, AttemptRequest, Grant } from '../store';
+import type { Grant } from '../store';
 import type { FairContext } from './fair-context';
 import { fairAttemptParts } from './fair-attempt';
 import { FAIR_MUTEX } from './fair-mutex';
 import type { FairAnnounce } from './fair-mutex';
+import type { FairAttemptOutcome, FairAttemptRequest, FairGrant } from './fair-store';
 import { yieldOrder } from './install-order';
 import { Installs } from './installs';
 import { UNMARK_SCRIPT } from './unmark-script';
@@ -44,8 +45,9 @@ export class FairRedisStore extends RedisStore implements FairContext {
     return !spec || spec.name === 'mutex' ? FAIR_MUTEX : super.kindOf(spec);
   }
 
-  override attempt(req: AttemptRequest): Promise<AttemptOutcome> {
-    return attemptOnMasters(this, req, this.parts);
+  /** One attempt with the fair parts (fair-attempt.ts), which give its outcome the fair fields. */
+  override attempt(req: FairAttemptRequest): Promise<FairAttemptOutcome> {
+    return attemptOnMasters(this, req, this.parts) as Promise<FairAttemptOutcome>;
   }
 
   /**
@@ -65,7 +67,13 @@ export class FairRedisStore extends RedisStore implements FairContext {
       return super.release(grant, waitAll, keepFor, only);
     }
     const { resources, token } = grant;
-    const order = yieldOrder(this, resources, announce, grant.ttl, grant.installedBy);
+    const order = yieldOrder(
+      this,
+      resources,
+      announce,
+      grant.ttl,
+      (grant as FairGrant).installedBy,
+    );
     return this.releaseKeys(resources, token, {
       only: only && this.nodes.filter((n) => only.includes(n.index)),
       waitAll,

@@ -1,7 +1,8 @@
 import type { NodeVote } from '../errors';
 import type { ReleaseResult } from '../quorum/protocol';
 import type { AttemptResult } from '../policy/attempt-result';
-import type { Grant, LockStore } from '../store';
+import type { Grant } from '../store';
+import type { FairGrant, FairLockStore } from './fair-store';
 
 /**
  * A local hand-over: a plain lock released while the next local
@@ -43,14 +44,14 @@ export interface Handover {
   /** Settles {@link done} (later calls are ignored). */
   settle(result: AttemptResult | undefined): void;
   /** The rest of the holder's release (policy/waiting.ts `LocalHandover`). */
-  finish(store: LockStore, grant: Grant): Promise<ReleaseResult>;
+  finish(grant: Grant): Promise<ReleaseResult>;
 }
 
 /** What the taker's attempt sends of a hand-over (policy/attempt.ts `attemptOnStore`). */
 export type HandoverFrom = Pick<Handover, 'from' | 'installedBy'>;
 
 /** A hand-over from the holder of `token` (its grant's `installedBy`, if any). */
-export function newHandover(token: string, installedBy?: string): Handover {
+export function newHandover(token: string, store: FairLockStore, installedBy?: string): Handover {
   let resolve!: (r: AttemptResult | undefined) => void;
   const done = new Promise<AttemptResult | undefined>((r) => (resolve = r));
   let settled = false;
@@ -63,7 +64,7 @@ export function newHandover(token: string, installedBy?: string): Handover {
       settled = true;
       resolve(result);
     },
-    finish: (store, grant) => finishRelease(done, store, grant),
+    finish: (grant) => finishRelease(done, store, grant),
   };
 }
 
@@ -83,7 +84,7 @@ export async function takeOverVotes(
   result: AttemptResult | undefined,
 ): Promise<readonly NodeVote[] | undefined> {
   if (!result?.lock) return undefined;
-  return (await result.takenOver) ?? result.lock.votes;
+  return (await (result.grant as FairGrant).takenOver) ?? result.lock.votes;
 }
 
 /**
@@ -124,7 +125,7 @@ export function handoverResult(
  */
 async function finishRelease(
   done: Promise<AttemptResult | undefined>,
-  store: LockStore,
+  store: FairLockStore,
   grant: Grant,
 ): Promise<ReleaseResult> {
   const taken = await takeOverVotes(await done);

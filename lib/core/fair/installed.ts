@@ -4,7 +4,8 @@
  * the resource's queue, when that head can take it; otherwise it is released like any lock.
  */
 import type { Line, Ticket } from './queue-lines';
-import type { Grant, LockStore } from '../store';
+import type { Grant } from '../store';
+import type { FairLockStore } from './fair-store';
 
 /**
  * The outcome of an install for `line`'s resource (fair/installs.ts; `line` undefined when this
@@ -15,7 +16,7 @@ export function installed(
   line: Line | undefined,
   grant: Grant | undefined,
   draining: boolean,
-  store: LockStore,
+  store: FairLockStore,
   wake: (line: Line) => void,
 ): void {
   if (!grant) {
@@ -63,7 +64,7 @@ export function give(ticket: Ticket, grant: Grant): void {
  * first: an install of its token announced later is then deleted where it lands
  * (fair/installs.ts), not kept as part of a live lock.
  */
-export function unused(store: LockStore, grant: Grant): void {
+export function unused(store: FairLockStore, grant: Grant): void {
   grant.ended = true;
   void store.release(grant, false);
 }

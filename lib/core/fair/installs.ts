@@ -30,6 +30,7 @@ import type { Grant } from '../store';
 import { fencingTokensOf } from '../quorum/fencing-tokens';
 import { validUntil, validityAfter } from '../quorum/protocol';
 import type { FairContext } from './fair-context';
+import type { FairGrant } from './fair-store';
 import { raiseFences } from '../redis-attempt';
 import { newToken } from '../token';
 import { releaseKeyOn, unpark } from './install-undo';
@@ -304,7 +305,7 @@ export class Installs {
         ? withFields(vote, { error: 'installed without a fencing counter' })
         : vote;
     });
-    const grant: Grant = {
+    const grant: FairGrant = {
       resources: [p.resource],
       token: p.token,
       ttl: p.ttl,

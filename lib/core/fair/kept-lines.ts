@@ -8,11 +8,10 @@
  * Efficiency and fairness only: the masters decide who holds a lock.
  */
 import { monotonicNow } from '../clock';
-import { lockState } from '../lock';
 import type { Lock } from '../lock';
 import { holderUntil } from '../policy/lines';
 import type { Line } from './queue-lines';
-import type { LockStore } from '../store';
+import type { FairLockStore } from './fair-store';
 import type { Timeline } from '../timeline';
 
 /**
@@ -27,7 +26,9 @@ export const LINGER_MS = 250;
 export interface LineTable {
   readonly lines: Map<string, Line>;
   readonly timeline: Timeline;
-  readonly store: LockStore;
+  /** Plain locks that other engines waited for when granted (fair-queue.ts `passes`). */
+  readonly passes: { has(lock: Lock): boolean };
+  readonly store: FairLockStore;
 }
 
 /**
@@ -46,12 +47,12 @@ export function keepOrDrop(t: LineTable, line: Line): void {
 
 /**
  * `lock`, the holder `line` was kept for, ended and nobody here waits: when other engines waited
- * for it (`LockState.othersWait`) the line is kept {@link LINGER_MS} more, with its watch, for
+ * for it ({@link LineTable.passes}) the line is kept {@link LINGER_MS} more, with its watch, for
  * this process's next acquire of the resource (its first refused attempt then parks a token and
  * sleeps until its turn: lib/core/fair/README.md); otherwise it is dropped.
  */
 export function afterHolder(t: LineTable, line: Line, lock: Lock): void {
-  if (lockState(lock).othersWait && line.watching) {
+  if (t.passes.has(lock) && line.watching) {
     line.lingering = true;
     keepUntil(t, line, monotonicNow() + LINGER_MS);
   } else {

@@ -4,7 +4,6 @@
  * installs) — with their constructors and the questions asked of them without the queue's
  * state: whether it defers, since when it waits, whether others waited.
  */
-import type { GrantNews } from '../policy/attempt-result';
 import type { Handover } from './handover';
 import { newBaseLine } from '../policy/lines';
 import type { Line as BaseLine, Slot as BaseSlot, Ticket as BaseTicket } from '../policy/lines';
@@ -97,8 +96,23 @@ export interface Line extends BaseLine {
 }
 
 /**
+ * What a granted attempt told of other engines waiting (from fair-store.ts `FairGrant`'s fields
+ * of the same names), or that the lock was installed by another engine's yield or pass.
+ */
+export interface GrantNews {
+  /** A hand-over's grant: the release watchers the masters counted (`FairGrant.watchers`). */
+  readonly watchers?: number;
+  /** A hand-over's grant: the longest poll mark the masters had (ms, `FairGrant.polled`). */
+  readonly polled?: number;
+  /** Other engines waited in the masters' order (`FairGrant.othersWait`). */
+  readonly othersWait?: boolean;
+  /** Installed by another engine's yield or pass. */
+  readonly installed?: boolean;
+}
+
+/**
  * Whether other engines waited for the plain lock of one resource that `ticket` was just granted
- * (`LockState.othersWait`: its release is a pass, fair/fair-queue.ts `announceAs`): it was
+ * (its release is a pass, fair/fair-queue.ts `announceAs`): it was
  * installed by another engine's yield or pass, the masters had other engines in the order
  * (`othersWait`, even at a first attempt), a hand-over's grant counted another engine's watch
  * (`watchers` > 1) or poll mark, or this acquire was refused by another engine's plain lock, or

@@ -117,7 +117,7 @@ export async function acquireLoop<W>(
       try {
         result = await ctx.attempt(req, attempts, start, hints);
       } finally {
-        hints?.handover?.settle(result);
+        hints?.settle?.(result);
       }
       last = result;
       if (!last.lock && last.error instanceof LockContendedError && last.heldBy === undefined)
@@ -141,14 +141,14 @@ export async function acquireLoop<W>(
       let live = false;
       if (ticket !== undefined && contended) {
         // (`released`: the holder's release was announced before this refusal was read.)
-        // (The wait start the attempt sent, else when it was sent: the engine's wait start.)
-        const sentWall = last.waitSince ?? Date.now() - (monotonicNow() - sentAt);
-        const released = queue.refused(ticket, error.votes, last.heldBy, sentWall);
+        // (When the attempt was sent, wall clock: the engine's wait start.)
+        const sentWall = Date.now() - (monotonicNow() - sentAt);
+        const released = queue.refused(ticket, error.votes, last.heldBy, sentWall, last.outcome);
         const watch = await queue.watch(ticket, sentAt);
         if (watch.fresh) continue; // a release may have been missed while subscribing
         if (released === 'retry') continue;
-        // A deferral names no holder whose release would wake the waiter: it polls.
-        live = watch.live && released === undefined && !(hints?.defer && last.heldBy === undefined);
+        // A refusal that names no holder whose release would wake the waiter: it polls.
+        live = watch.live && released === undefined && !(hints?.polls && last.heldBy === undefined);
       }
       const wait = waitAfter(error, req, ctx.store.quorum, live);
       // Only queued acquires get here (the others cannot retry).

@@ -25,10 +25,8 @@ export interface AttemptContext {
 }
 
 /**
- * One attempt on the store (with the waiting policy's `hints`, fair mode: taking the lock over
- * from this engine's releasing holder, fair/handover.ts; deferring to other engines' pollers,
- * `AttemptRequest.defer`; the wait start): a tracked lock, or the typed reason it was not
- * granted. Another kind
+ * One attempt on the store (the request as the waiting policy's `hints` make it: policy/waiting.ts
+ * `AttemptHints`): a tracked lock, or the typed reason it was not granted. Another kind
  * of lock at a resource rejects with {@link KindMismatchError} once the attempt's clean-up is
  * done: an error the acquire loop does not retry.
  */
@@ -44,16 +42,7 @@ export function attemptOnStore(
   const sent =
     attemptNo > 1 && req.writerWait > 0 ? withFields(req, { clearWriterFlags: true }) : req;
   return ctx.store
-    .attempt(
-      hints === undefined
-        ? sent
-        : withFields(sent, {
-            handoverFrom: hints.handover?.from,
-            installedBy: hints.handover?.installedBy,
-            defer: hints.defer ? true : undefined,
-            waitSince: hints.waitSince,
-          }),
-    )
+    .attempt(hints === undefined ? sent : hints.request(sent))
     .then((outcome) =>
       outcome.grant || outcome.refusal !== 'kind-mismatch'
         ? resultOf(ctx, outcome, req, attemptNo, startedAt)
@@ -71,9 +60,7 @@ function resultOf(
   startedAt: number,
 ): AttemptResult {
   if (outcome.grant) {
-    const lock = createLock(ctx, outcome.grant, attemptNo);
-    const { watchers, polled, takenOver, othersWait } = outcome.grant;
-    return { lock, watchers, polled, takenOver, othersWait };
+    return { lock: createLock(ctx, outcome.grant, attemptNo), grant: outcome.grant };
   }
   const detail: LockErrorDetail = {
     resources: req.resources,
@@ -99,7 +86,7 @@ function resultOf(
     error,
     cleanup: outcome.cleanup,
     heldBy: outcome.heldBy,
-    waitSince: outcome.waitSince,
+    outcome,
   };
 }
 

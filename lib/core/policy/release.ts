@@ -17,16 +17,12 @@ export interface ReleaseContext {
   readonly observers: Observers;
   readonly held: HeldLocks;
   /**
-   * Fair mode: starts a local hand-over of `lock` (fair/handover.ts), when a local waiter may
-   * take it.
+   * The waiting policy's local hand-over of `lock` (policy/waiting.ts `WaitingPolicy.handover`),
+   * when a local waiter may take it.
    */
-  readonly handover?: (
-    lock: Lock,
-    token: string,
-    installedBy?: string,
-  ) => LocalHandover | undefined;
-  /** How the release of `lock`, once ended, is announced (fair/fair-queue.ts `announceAs`). */
-  readonly announceAs?: (lock: Lock, s: LockState) => 'release' | 'yield' | 'pass';
+  readonly handover?: (lock: Lock, grant: Grant) => LocalHandover | undefined;
+  /** The waiting policy's own release (policy/waiting.ts `WaitingPolicy.release`). */
+  readonly release?: (lock: Lock, grant: Grant) => Promise<ReleaseResult>;
 }
 
 const RELEASE_OPTION_NAMES = Object.freeze(['lockAtLeastFor'] as const);
@@ -112,22 +108,23 @@ export async function releaseLock(
   // A valid lock released for good may go straight to the next local waiter (one round).
   const handover =
     !s.released && !s.lostReason && keepFor === undefined && !waitAll && !grant.kind
-      ? ctx.handover?.(lock, grant.token, grant.installedBy)
+      ? ctx.handover?.(lock, grant)
       : undefined;
   if (handover) s.onEnd = undefined; // the queue woke its taker already
   markReleased(s);
   ctx.held.delete(lock);
   let result: ReleaseResult;
   if (handover) {
-    result = await handover.finish(ctx.store, grant); // (no hand-over with waitAll)
+    result = await handover.finish(grant); // (no hand-over with waitAll)
   } else {
-    // A lock whose next local waiter yields to other processes, or that other processes waited
-    // for, goes to the one that waited longest (a yield or a pass: fair/fair-queue.ts
-    // `announceAs`); kept keys are not announced at all.
-    const announce = keepFor === undefined ? (ctx.announceAs?.(lock, s) ?? 'release') : 'release';
     // Every master's answer (or its timeout), not a quorum's: the result — and the `released`
-    // event, and what callers log from it — says whether every master deleted its key.
-    result = await ctx.store.release(grant, true, keepFor, undefined, announce);
+    // event, and what callers log from it — says whether every master deleted its key. The
+    // waiting policy may send it its own way (fair mode: a yield or a pass); kept keys are a
+    // plain compare-and-pexpire.
+    result =
+      keepFor === undefined && ctx.release
+        ? await ctx.release(lock, grant)
+        : await ctx.store.release(grant, true, keepFor);
   }
   if (ctx.observers.active) {
     const end = monotonicNow();

@@ -57,7 +57,6 @@ export function restoreLock(ctx: AttemptContext, data: unknown): Lock {
     votes: [],
     acquiredAt: grant.start,
     grant,
-    othersWait: false, // (as grantState: a restored lock's release is a plain one)
     ...(d.lockAtLeastFor === undefined ? {} : { lockAtLeastFor: d.lockAtLeastFor }),
   };
   const lock = mintLock(ctx.owner, {

@@ -1,8 +1,8 @@
 import type { LockContendedError, LockErrorDetail, NodeVote } from '../errors';
-import type { Lock, LockState } from '../lock';
-import type { AttemptResult, GrantNews } from './attempt-result';
+import type { Lock } from '../lock';
+import type { AttemptResult } from './attempt-result';
 import type { ReleaseResult } from '../quorum/protocol';
-import type { Grant, LockStore } from '../store';
+import type { AttemptOutcome, AttemptRequest, Grant } from '../store';
 
 /**
  * The waiting seam: what the acquire loop (policy/acquire-loop.ts) asks around each attempt of
@@ -46,12 +46,14 @@ export interface WaitingPolicy<W> {
    * refused it on a quorum, if any), `sentWall` (when it was sent, wall ms). `'retry'`: retry at
    * once — that holder's release was already announced by a quorum before the refusal was
    * read; `'poll'`: sleep the algorithm's retry delay; `undefined`: sleep until woken.
+   * `outcome`: the store's own (a policy may read its store's fields from it).
    */
   refused(
     waiter: W,
     votes: readonly NodeVote[],
     heldBy: string | undefined,
     sentWall: number,
+    outcome?: AttemptOutcome,
   ): 'retry' | 'poll' | undefined;
   /**
    * Ensures the release watches of `waiter`'s resources after a contended attempt sent at
@@ -61,10 +63,10 @@ export interface WaitingPolicy<W> {
    */
   watch(waiter: W, sentAt: number): Promise<{ fresh: boolean; live: boolean }>;
   /**
-   * `waiter` was granted `lock` (`news`: what its attempt's grant told; `undefined` when it made
-   * none — fair mode: installed); it leaves the queue.
+   * `waiter` was granted `lock` (`result`: its attempt's, with the store's grant; `undefined`
+   * when it made none — fair mode: installed); it leaves the queue.
    */
-  granted(waiter: W, lock: Lock, news: GrantNews | undefined): void;
+  granted(waiter: W, lock: Lock, result: AttemptResult | undefined): void;
   /** `waiter` stops waiting (granted, gave up, aborted). Idempotent. */
   leave(waiter: W): void;
   /** The contention error of a queued acquire that gives up before its turn came. */
@@ -72,35 +74,32 @@ export interface WaitingPolicy<W> {
   /** A lock of this engine ended (released or lost): its resources' next waiters are woken. */
   ended(lock: Lock): void;
   /**
-   * Fair mode only: hands `lock` (a valid plain lock being released with `token`; its grant's
-   * `installedBy`) to the next local waiter, which takes it over in its next attempt; called
-   * before the lock is marked released. `undefined` when none may (a plain release follows).
+   * Fair mode only: hands `lock` (a valid plain lock being released; `grant`, its grant) to the
+   * next local waiter, which takes it over in its next attempt; called before the lock is marked
+   * released. `undefined` when none may (a plain release follows).
    */
-  handover?(lock: Lock, token: string, installedBy?: string): LocalHandover | undefined;
+  handover?(lock: Lock, grant: Grant): LocalHandover | undefined;
   /**
-   * Fair mode only: how the release of `lock` (its end was just reported: {@link ended}) is
-   * announced; a plain `release` when absent.
+   * Fair mode only: sends the release of `lock` (its end was just reported: {@link ended}) the
+   * policy's own way, waiting for every master (fair/fair-queue.ts: as a yield or a pass);
+   * `store.release` when absent.
    */
-  announceAs?(lock: Lock, s: LockState): 'release' | 'yield' | 'pass';
+  release?(lock: Lock, grant: Grant): Promise<ReleaseResult>;
   /** Wakes every sleeper and drops every timer and watch (the engine closes). */
   close(): void;
 }
 
-/** What an attempt asks of the store beyond the request (fair mode: AttemptRequest's hints). */
+/** What a waiting policy makes of one attempt (fair mode: fair/fair-queue.ts `beforeAttempt`). */
 export interface AttemptHints {
+  /** The request as the policy's store takes it (fair mode: fair/fair-store.ts). */
+  request(req: AttemptRequest): AttemptRequest;
+  /** Told the attempt's result once it ended (`undefined`: it threw). */
+  settle?(result: AttemptResult | undefined): void;
   /**
-   * A local hand-over to take: the token (and its `installedBy`) of this engine's holder that
-   * hands the lock over; settled by the loop with the attempt's result (`undefined`: it threw).
+   * A refusal that names no single holder wakes nobody when a release is announced: the waiter
+   * polls (fair mode: a deferral to other engines' pollers).
    */
-  readonly handover?: {
-    readonly from: string;
-    readonly installedBy: string | undefined;
-    settle(result: AttemptResult | undefined): void;
-  };
-  /** Defer to other engines' poll marks. */
-  readonly defer?: boolean;
-  /** Since when (wall ms) this engine waits for the resource. */
-  readonly waitSince?: number;
+  readonly polls?: boolean;
 }
 
 /** A local hand-over under way (fair mode, {@link WaitingPolicy.handover}). */
@@ -109,5 +108,5 @@ export interface LocalHandover {
    * Ends the release of `grant` once the taker's attempt ended: its keys are released where the
    * take-over did not land (everywhere when the taker made no attempt or was refused).
    */
-  finish(store: LockStore, grant: Grant): Promise<ReleaseResult>;
+  finish(grant: Grant): Promise<ReleaseResult>;
 }

@@ -11,7 +11,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { monotonicNow } from '../../../lib/core/clock';
 import { orderKey, parkKey } from '../../../lib/core/fair/fair-keys';
-import type { AttemptRequest, Grant, ReleaseWatch } from '../../../lib/core/store';
+import type { ReleaseWatch } from '../../../lib/core/store';
+import type { FairAttemptRequest, FairGrant } from '../../../lib/core/fair/fair-store';
 import { Redlock } from '../../../lib/core/redlock';
 import { PARK_LIFE_MS } from '../../../lib/core/fair/installs';
 import type { FairRedisStore } from '../../../lib/core/fair/fair-redis-store';
@@ -47,7 +48,7 @@ async function withEngines(
 const TTL = 30_000;
 
 /** A retrying plain attempt of `r` (ordered: it parks when the engine hears `r`'s releases). */
-const retrying = (r: string, waitSince: number): AttemptRequest => ({
+const retrying = (r: string, waitSince: number): FairAttemptRequest => ({
   resources: [r],
   ttl: TTL,
   writerWait: 500,
@@ -55,8 +56,8 @@ const retrying = (r: string, waitSince: number): AttemptRequest => ({
 });
 
 /** `store`'s outcomes of installs (its engine's queue no longer gets them). */
-function outcomes(store: FairRedisStore): (Grant | undefined)[] {
-  const got: (Grant | undefined)[] = [];
+function outcomes(store: FairRedisStore): (FairGrant | undefined)[] {
+  const got: (FairGrant | undefined)[] = [];
   store.onInstalled((_resource, grant) => got.push(grant));
   return got;
 }
@@ -69,7 +70,13 @@ async function parkedBehind(
   a: FairRedisStore,
   b: FairRedisStore,
   r: string,
-): Promise<{ held: Grant; watch: ReleaseWatch; sent: number; refusedAt: number; token: string }> {
+): Promise<{
+  held: FairGrant;
+  watch: ReleaseWatch;
+  sent: number;
+  refusedAt: number;
+  token: string;
+}> {
   const held = await a.attempt(retrying(r, 1));
   expect(held.grant).toBeDefined();
   const watch = await b.watchReleases(r, () => undefined);
@@ -80,7 +87,7 @@ async function parkedBehind(
   // (Refused at a quorum: the last master may still be running the attempt that parks there.)
   await waitUntil(async () => (await parkedOn(r, b.engineId)).every((t) => t !== undefined));
   const token = (await parkedOn(r, b.engineId))[0] as string;
-  return { held: held.grant as Grant, watch: watch as ReleaseWatch, sent, refusedAt, token };
+  return { held: held.grant as FairGrant, watch: watch as ReleaseWatch, sent, refusedAt, token };
 }
 
 /** The token `engineId` parked for `r` on each master (undefined where none). */
@@ -100,7 +107,12 @@ async function installedAheadOfMaster0(
   b: FairRedisStore,
   c: FairRedisStore,
   r: string,
-): Promise<{ held: Grant; installed: Grant; gotC: (Grant | undefined)[]; stop: () => void }> {
+): Promise<{
+  held: FairGrant;
+  installed: FairGrant;
+  gotC: (FairGrant | undefined)[];
+  stop: () => void;
+}> {
   const got = outcomes(b);
   const gotC = outcomes(c);
   const { held, watch } = await parkedBehind(a, b, r);
@@ -109,7 +121,7 @@ async function installedAheadOfMaster0(
   await waitUntil(async () => (await parkedOn(r, c.engineId)).every((t) => t !== undefined));
   await a.release(held, true, undefined, [1, 2], 'yield');
   await waitUntil(() => got.length > 0);
-  const installed = got[0] as Grant;
+  const installed = got[0] as FairGrant;
   expect(installed.installedBy).toBe(held.token);
   const stop = (): void => {
     watch.stop();
@@ -122,17 +134,17 @@ async function installedAheadOfMaster0(
 async function lateYieldNamesC(
   a: FairRedisStore,
   c: FairRedisStore,
-  held: Grant,
-  gotC: (Grant | undefined)[],
+  held: FairGrant,
+  gotC: (FairGrant | undefined)[],
   r: string,
 ): Promise<void> {
   await a.release(held, true, undefined, [0], 'yield');
   await waitUntil(() => gotC.length > 0);
-  const cToken = (gotC[0] as Grant).token;
+  const cToken = (gotC[0] as FairGrant).token;
   await waitUntil(async () =>
     (await Promise.all(suite.probe.map((p) => p.get(a.keyOf(r))))).every((v) => v === cToken),
   );
-  await c.release(gotC[0] as Grant, true);
+  await c.release(gotC[0] as FairGrant, true);
 }
 
 describe('hand-over across processes', () => {
@@ -148,7 +160,7 @@ describe('hand-over across processes', () => {
       expect(token.startsWith(b.engineId)).toBe(true);
       await a.release(held, true, undefined, undefined, 'yield');
       await waitUntil(() => got.length > 0);
-      const grant = got[0] as Grant;
+      const grant = got[0] as FairGrant;
       expect(grant.token).toBe(token);
       // Installed by a's yield on every master: its release sends a's token along
       // (scripts/release.ts ARGV[14]; test/core/fair/behind-pass.spec.ts).
@@ -203,7 +215,7 @@ describe('hand-over across processes', () => {
         handoverFrom: installed.token,
         installedBy: installed.installedBy,
       });
-      const grant = taken.grant as Grant;
+      const grant = taken.grant as FairGrant;
       expect(grant).toBeDefined();
       expect(grant.installedBy).toBe(held.token);
       // The streak's end: its pass reaches master 0 before a's yield. There it names nobody
@@ -328,7 +340,7 @@ describe('hand-over across processes', () => {
       expect(mine.grant).toBeDefined();
       await waitUntil(async () => (await parkedOn(r, b.engineId))[0] === undefined);
       expect(await parkedOn(r, b.engineId)).toStrictEqual([undefined, undefined, undefined]);
-      await b.release(mine.grant as Grant, true);
+      await b.release(mine.grant as FairGrant, true);
       await a.release(held, true);
       watch.stop();
     }));
@@ -387,7 +399,7 @@ describe('hand-over across processes', () => {
       // The yield reaches masters 0 and 1 (a quorum of 3) first: b is granted, holds, releases.
       await a.release(held, true, undefined, [0, 1], 'yield');
       await waitUntil(() => got.length > 0);
-      const grant = got[0] as Grant;
+      const grant = got[0] as FairGrant;
       await b.release(grant, true);
       grant.ended = true; // (as the engine marks a released lock)
       // Then it reaches master 2, which still has b's token parked: installed there, after the

@@ -10,7 +10,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { waitKey } from '../../../lib/core/kinds/kind-keys';
 import { orderKey, parkKey, pollKey } from '../../../lib/core/fair/fair-keys';
-import type { AttemptRequest, Grant } from '../../../lib/core/store';
+import type { FairAttemptRequest, FairGrant } from '../../../lib/core/fair/fair-store';
 import { RESERVE_MS } from '../../../lib/core/fair/streak';
 import { FAIR_ACQUIRE_SCRIPT } from '../../../lib/core/fair/acquire-script';
 import { FAIR_RELEASE_SCRIPT } from '../../../lib/core/fair/release-script';
@@ -69,7 +69,7 @@ async function yieldOnMasters(
 /** A retrying plain attempt of `r` by an engine waiting since `waitSince` (wall ms). */
 const retrying =
   (r: string) =>
-  (waitSince: number): AttemptRequest => ({
+  (waitSince: number): FairAttemptRequest => ({
     resources: [r],
     ttl: 5000,
     writerWait: 500,
@@ -93,7 +93,7 @@ describe('ordered yields', () => {
       await waitUntil(async () => (await orders(r)).every((o) => o.join() === waiting.join()));
       // a yields (the release script as the store sends it, with a 10 s reservation so that a
       // loaded machine cannot outlast it): reserved for b, which leaves the order.
-      await yieldOnMasters(a.keyOf(r), (held.grant as Grant).token, r, 10_000);
+      await yieldOnMasters(a.keyOf(r), (held.grant as FairGrant).token, r, 10_000);
       for (const o of await orders(r)) {
         expect(o).toHaveLength(4);
         expect(o[0]).toMatch(new RegExp(`^\\d+:${b.engineId}$`));
@@ -119,13 +119,13 @@ describe('ordered yields', () => {
         ),
       );
       // A plain release reserves nothing: whoever comes first takes it.
-      await b.release(taken.grant as Grant, true);
+      await b.release(taken.grant as FairGrant, true);
       const next = await a.attempt(req(4000));
       expect(next.grant).toBeDefined();
       // The store's own yield reserves for RESERVE_MS (for c now: a left the order), and a,
       // whose local waiters wait from now on, joins the order again.
       const yieldedAt = Date.now();
-      await a.release(next.grant as Grant, true, undefined, undefined, 'yield');
+      await a.release(next.grant as FairGrant, true, undefined, undefined, 'yield');
       for (const [i, o] of (await orders(r)).entries()) {
         const [until, who] = o[0].split(':');
         expect(who).toBe(c.engineId);
@@ -164,7 +164,7 @@ describe('ordered yields', () => {
       const messages: string[] = [];
       sub.on('message', (_channel: string, message: string) => messages.push(message));
       await sub.subscribe(a.keyOf(r));
-      const token = (held.grant as Grant).token;
+      const token = (held.grant as FairGrant).token;
       await yieldOnMasters(a.keyOf(r), token, r, 10_000, 3000);
       // Every master names b (the engine waiting longest); a waits from 3000 on, after c.
       await waitUntil(() => messages.length > 0);
@@ -190,7 +190,7 @@ describe('ordered yields', () => {
       const a = all[0];
       const r = uniqueResource('ordered-expiry');
       const held = await a.attempt(retrying(r)(1));
-      await a.release(held.grant as Grant, true, undefined, undefined, 'yield');
+      await a.release(held.grant as FairGrant, true, undefined, undefined, 'yield');
       expect(await orders(r)).toEqual(everyMaster([a.engineId, expect.any(String)]));
       for (const p of suite.probe) {
         const ttl = await p.pttl(orderKey(PREFIX, r));
@@ -208,7 +208,7 @@ describe('ordered yields', () => {
       const [a, b, c] = all;
       const r = uniqueResource('ordered-others');
       const req = retrying(r);
-      const held = (await a.attempt(req(1))).grant as Grant;
+      const held = (await a.attempt(req(1))).grant as FairGrant;
       expect(held.othersWait).toBe(false); // nobody in the order
       // b, then c, wait behind a's lock; a lets go without a yield (no reservation).
       expect((await b.attempt(req(1000))).grant).toBeUndefined();
@@ -217,7 +217,7 @@ describe('ordered yields', () => {
       // b takes the free key; c still waits there. b keeps its place in the order until its
       // release, a pass, takes it off: a master's vote may not make a grant, and an engine
       // taken off only where it got votes would make the orders differ between masters.
-      const bGrant = (await b.attempt(req(1000))).grant as Grant;
+      const bGrant = (await b.attempt(req(1000))).grant as FairGrant;
       expect(bGrant.othersWait).toBe(true);
       expect(await orders(r)).toEqual(everyMaster([b.engineId, '1000', c.engineId, '2000']));
       await b.release(bGrant, true, undefined, undefined, 'pass');
@@ -225,7 +225,7 @@ describe('ordered yields', () => {
       for (const [member, score, ...rest] of await orders(r)) {
         expect([member.endsWith(`:${c.engineId}`), score, rest]).toEqual([true, '-1', []]);
       }
-      const cGrant = (await c.attempt(req(2000))).grant as Grant;
+      const cGrant = (await c.attempt(req(2000))).grant as FairGrant;
       expect(cGrant.othersWait).toBe(false);
       // (Granted at a quorum: the last master may still be running the attempt, which uses up
       // the reservation there. The flake check caught the read coming first.)
@@ -242,12 +242,12 @@ describe('ordered yields', () => {
       const [a, b, c] = all;
       const r = uniqueResource('ordered-joins');
       const req = retrying(r);
-      const held = (await a.attempt(req(1))).grant as Grant;
+      const held = (await a.attempt(req(1))).grant as FairGrant;
       expect((await b.attempt(req(1000))).grant).toBeUndefined();
       await a.release(held, true);
       // c's first attempt takes the free key while b waits: had some master refused it, c
       // would be in the order there, and only there (its attempt may not make a grant).
-      const cGrant = (await c.attempt(req(2000))).grant as Grant;
+      const cGrant = (await c.attempt(req(2000))).grant as FairGrant;
       expect(cGrant.othersWait).toBe(true);
       // (Granted at a quorum: the last master may still be running the attempt.)
       const joined = [b.engineId, '1000', c.engineId, '2000'].join();
@@ -333,7 +333,7 @@ describe('ordered yields', () => {
       const held = await a.attempt({ resources: [r], ttl: 5000, writerWait: 500 });
       expect((await b.attempt({ resources: [r], ttl: 5000 })).grant).toBeUndefined();
       expect(await orders(r)).toEqual(everyMaster([]));
-      await a.release(held.grant as Grant, true);
+      await a.release(held.grant as FairGrant, true);
     } finally {
       await close();
     }

@@ -12,7 +12,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { aliveChannel, orderKey, parkKey } from '../../../lib/core/fair/fair-keys';
 import type { Lock } from '../../../lib/core/lock';
 import { MAX_INSTALL_STREAK } from '../../../lib/core/fair/streak';
-import type { Announced, AttemptRequest, Grant, Reserved } from '../../../lib/core/store';
+import type { Announced, Reserved } from '../../../lib/core/store';
+import type { FairAttemptRequest, FairGrant } from '../../../lib/core/fair/fair-store';
 import { Redlock } from '../../../lib/core/redlock';
 import type { FairRedisStore } from '../../../lib/core/fair/fair-redis-store';
 import type { RedlockSettings } from '../../../lib/core/settings';
@@ -45,7 +46,7 @@ async function processes(
 }
 
 /** A retrying plain attempt of `r` (ordered: it parks when the engine hears `r`'s releases). */
-const retrying = (r: string, waitSince: number): AttemptRequest => ({
+const retrying = (r: string, waitSince: number): FairAttemptRequest => ({
   resources: [r],
   ttl: TTL,
   writerWait: 500,
@@ -100,10 +101,10 @@ async function holdWithWaiter(
   holder: FairRedisStore,
   waiter: FairRedisStore,
   r: string,
-): Promise<{ held: Grant; got: (Grant | undefined)[] }> {
-  const got: (Grant | undefined)[] = [];
+): Promise<{ held: FairGrant; got: (FairGrant | undefined)[] }> {
+  const got: (FairGrant | undefined)[] = [];
   waiter.onInstalled((_resource, grant) => got.push(grant));
-  const held = (await holder.attempt(retrying(r, 1))).grant as Grant;
+  const held = (await holder.attempt(retrying(r, 1))).grant as FairGrant;
   expect(held).toBeDefined();
   const watch = await waiter.watchReleases(r, () => undefined);
   cleanup.push(() => watch?.stop());
@@ -148,7 +149,7 @@ describe('passes', () => {
 
     await a.release(held, true, undefined, undefined, 'pass');
     await waitUntil(() => got.length > 0);
-    const grant = got[0] as Grant;
+    const grant = got[0] as FairGrant;
     expect(grant.token.startsWith(b.engineId)).toBe(true);
     for (const c2 of suite.probe) {
       expect(await c2.get(a.keyOf(r))).toBe(grant.token);
@@ -176,7 +177,7 @@ describe('passes', () => {
 
     await a.release(held, true, undefined, undefined, 'pass');
     await waitUntil(() => got.length > 0);
-    const grant = got[0] as Grant;
+    const grant = got[0] as FairGrant;
     expect(grant.token.startsWith(b.engineId)).toBe(true);
     // b's token where a's was and where the key was free; the other holder's key untouched.
     await waitUntil(async () => (await free.get(key)) === grant.token);
@@ -197,7 +198,7 @@ describe('passes', () => {
     const [a, c] = stores;
     const r = uniqueResource('pass-alone');
     const toC = await heard(c, r);
-    const held = (await a.attempt(retrying(r, 1))).grant as Grant;
+    const held = (await a.attempt(retrying(r, 1))).grant as FairGrant;
     await a.release(held, true, undefined, undefined, 'pass');
     await waitUntil(() => toC.length > 0);
     expect(toC[0]).toEqual({ announced: 'release', reserved: undefined });
@@ -211,9 +212,9 @@ describe('passes', () => {
     const { stores } = await processes(2);
     const [a, b] = stores;
     const r = uniqueResource('pass-gone');
-    const got: (Grant | undefined)[] = [];
+    const got: (FairGrant | undefined)[] = [];
     b.onInstalled((_resource, grant) => got.push(grant));
-    const held = (await a.attempt(retrying(r, 1))).grant as Grant;
+    const held = (await a.attempt(retrying(r, 1))).grant as FairGrant;
     // A process that waited longest and died: its entry in the order and its parked token are
     // still there, its connections are not (an engine id nobody subscribes: 12 characters).
     const gone = 'gone00000000';
@@ -229,13 +230,13 @@ describe('passes', () => {
 
     await a.release(held, true, undefined, undefined, 'pass');
     await waitUntil(() => got.length > 0);
-    expect((got[0] as Grant).token.startsWith(b.engineId)).toBe(true);
+    expect((got[0] as FairGrant).token.startsWith(b.engineId)).toBe(true);
     for (const p of suite.probe) {
-      expect(await p.get(a.keyOf(r))).toBe((got[0] as Grant).token);
+      expect(await p.get(a.keyOf(r))).toBe((got[0] as FairGrant).token);
       expect(await p.zscore(orderKey(PREFIX, r), gone)).toBeNull(); // taken off
       expect(await p.hget(parkKey(PREFIX, r), gone)).toBeNull();
     }
-    await b.release(got[0] as Grant, true);
+    await b.release(got[0] as FairGrant, true);
   });
 
   it('an attempt that finds the key free while another engine heads the order installs the parked token of that engine, and is refused by it', async () => {
@@ -252,7 +253,7 @@ describe('passes', () => {
     const cAttempt = await c.attempt(retrying(r, 2000));
     expect(cAttempt.grant).toBeUndefined();
     await waitUntil(() => got.length > 0);
-    const grant = got[0] as Grant;
+    const grant = got[0] as FairGrant;
     expect(grant.token.startsWith(b.engineId)).toBe(true);
     // (Granted at a quorum of announced installs: the last one may not be heard yet, and c's
     // attempt, refused by a quorum, may still be on its way to the last master.)
@@ -288,7 +289,7 @@ describe('passes', () => {
     const [a, b, c] = stores;
     const r = uniqueResource('attempt-head-gone');
     const key = a.keyOf(r);
-    const held = (await a.attempt(retrying(r, 1))).grant as Grant;
+    const held = (await a.attempt(retrying(r, 1))).grant as FairGrant;
     // Heads of the order: one that parked nothing, and (older) one that died with its token
     // parked (no subscriber on its alive channel: an engine id nobody subscribes).
     const gone = 'gone00000000';
@@ -301,7 +302,7 @@ describe('passes', () => {
     await waitUntil(async () => (await alive(b.engineId)).every((n) => n > 0));
     await a.release(held, true);
     await heard(c, r);
-    const grant = (await c.attempt(retrying(r, 2000))).grant as Grant;
+    const grant = (await c.attempt(retrying(r, 2000))).grant as FairGrant;
     expect(grant).toBeDefined();
     // (Granted at a quorum: the last master may still be running the attempt.)
     await waitUntil(async () =>
@@ -362,7 +363,7 @@ describe('passes', () => {
     await first.release();
     const again = a.acquire(r, { ttl: TTL });
     await waitUntil(() => got.length > 0);
-    const grant = got[0] as Grant;
+    const grant = got[0] as FairGrant;
     expect(grant.token.startsWith(c.engineId)).toBe(true);
     // (a's release, the pass, resolved at a majority; granted at a quorum of announced installs:
     // the last master's install may still be on its way.)

@@ -16,6 +16,7 @@ import type { FairRedisStore } from '../../../lib/core/fair/fair-redis-store';
 import { ENGINE_ID_LENGTH } from '../../../lib/core/token';
 import { FAIR_DEFAULTS, observedStore, fairStoreWith, useMasters } from '../../harness/engines';
 import { uniqueResource, waitUntil } from '../../harness/util';
+import type { FairAttemptRequest, FairGrant } from '../../../lib/core/fair/fair-store';
 
 const noop = (): void => undefined;
 
@@ -77,7 +78,8 @@ describe('poll marks', () => {
     const a = new Redlock(
       observedStore(suite.clients, noop, (req, outcome) => {
         attempts.push(outcome);
-        if (req.handoverFrom !== undefined) polled.push(outcome.grant?.polled);
+        const grant = outcome.grant as FairGrant | undefined;
+        if ((req as FairAttemptRequest).handoverFrom !== undefined) polled.push(grant?.polled);
       }),
       // Long retry delays: a waiter that was refused sleeps until a local release wakes it.
       { ...FAIR_DEFAULTS, handoff: false, retryDelay: 5000, retryJitter: 0 },

@@ -1,5 +1,5 @@
 /**
- * A local hand-over carries `Grant.installedBy` on (fair/handover.ts `Handover.installedBy`):
+ * A local hand-over carries `FairGrant.installedBy` on (fair/handover.ts `Handover.installedBy`):
  * the attempt that takes a lock over from a holder installed by another engine's yield or pass
  * asks the store to keep that installer's token on its grant, so that the pass ending this
  * engine's streak is still that release's follower on a master that has not run it
@@ -7,7 +7,7 @@
  * policy over the in-memory store (pure logic: what the store is asked).
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import type { AttemptRequest } from '../../../lib/core/store';
+import type { FairAttemptRequest } from '../../../lib/core/fair/fair-store';
 import { Redlock } from '../../../lib/core/redlock';
 import { InMemoryStore } from '../../../lib/testing/in-memory-store';
 
@@ -17,9 +17,9 @@ afterEach(async () => {
 });
 
 /** An engine over an in-memory store whose `attempt` calls are recorded in `seen`. */
-function recorded(): { rl: Redlock; seen: AttemptRequest[]; memory: InMemoryStore } {
+function recorded(): { rl: Redlock; seen: FairAttemptRequest[]; memory: InMemoryStore } {
   const memory = new InMemoryStore();
-  const seen: AttemptRequest[] = [];
+  const seen: FairAttemptRequest[] = [];
   const attempt = memory.attempt.bind(memory);
   memory.attempt = (req) => {
     seen.push(req);
@@ -42,7 +42,7 @@ describe('a local hand-over and installedBy', () => {
     const attempt = memory.attempt.bind(memory);
     memory.attempt = async (req) => {
       const out = await attempt(req);
-      if (out.grant && req.handoverFrom === undefined) {
+      if (out.grant && (req as FairAttemptRequest).handoverFrom === undefined) {
         (out.grant as { installedBy?: string }).installedBy = 'installer-token';
       }
       return out;
