@@ -116,7 +116,7 @@ export function renderTopology(rep: TopologyReport, opts: Options, all: Target[]
   if (all.length)
     out.push(
       '',
-      `### ${rep.masters} masters — targets of issue 13 (reported, never asserted)`,
+      `### ${rep.masters} masters — targets (reported, never asserted)`,
       '',
       ...targetTable(all, true),
     );

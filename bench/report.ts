@@ -1,6 +1,6 @@
 /**
  * Markdown tables of the benchmark: one table per scenario (every library's medians, the ratio to
- * the best other library and to the raw floor), the targets of issue 13 with PASS/MISS, the
+ * the best other library and to the raw floor), the targets (targets.ts) with PASS/MISS, the
  * per-operation cost breakdown and the keyspace footprint.
  */
 import type { ContenderKind } from './contenders';
