@@ -9,6 +9,7 @@ import { counterKeyOf } from './keys';
 import type { AcquireAnswer, AcquireInput, GroupReply, LockKind, ScriptCall } from './kinds/kind';
 import { mismatchIn, waitInput } from './kinds/store-kinds';
 import type { MasterNode } from './masters/node';
+import type { NodeVote } from './errors';
 import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './store';
 import { fencingTokensOf } from './quorum/fencing-tokens';
 import type { Tally } from './quorum/round';
@@ -141,7 +142,11 @@ export async function attemptOnMasters(
     lateVotes: parts?.lateVotes(input) ?? false,
   });
   store.noteQuarantined(tally);
-  const fail = (refusal: Refusal, found?: AcquireAnswer['mismatch']): AttemptOutcome => {
+  const fail = (
+    refusal: Refusal,
+    found?: AcquireAnswer['mismatch'],
+    votes: readonly NodeVote[] = tally.votes,
+  ): AttemptOutcome => {
     state.failed = true; // from here on, no late EVAL fallback may follow the clean-up
     const maybeSet = store.nodes.filter((n, i) => mayHoldToken(tally.votes[i], n.cluster));
     // Sent now, in order on each master's connection, so it runs before any later attempt;
@@ -167,7 +172,7 @@ export async function attemptOnMasters(
         : undefined;
     const outcome: AttemptOutcome = {
       refusal,
-      votes: tally.votes,
+      votes,
       cleanup,
       quorum,
       heldBy: refusal === 'contended' ? holderWithQuorum(tally.replies, quorum) : undefined,
@@ -188,7 +193,7 @@ export async function attemptOnMasters(
     if (found.settled) fencingTokens = found.tokens;
     else {
       const deadline = validUntil(start, ttl, driftFactor);
-      const confirmed = await raiseFences(
+      const raised = await raiseFences(
         store,
         resources,
         found.tokens,
@@ -196,7 +201,11 @@ export async function attemptOnMasters(
         deadline,
         quorum,
       );
-      if (confirmed < quorum && !exhausted()) return fail('unavailable');
+      // Not raised on enough masters: unavailable, with the raise round's votes (the acquire's
+      // were all granted).
+      if (raised.ok < quorum && !exhausted()) {
+        return fail('unavailable', undefined, raised.votes.length > 0 ? raised.votes : tally.votes);
+      }
       fencingTokens = found.tokens;
     }
   }
@@ -255,9 +264,10 @@ function withBirth(full: ScriptCall, node: MasterNode): ScriptCall {
 }
 
 /**
- * Raises the fencing counters (set-if-greater) where `needs(i)`; resolves with the confirmations.
- * `quorum`: the confirmations the lock's kind needs (a semaphore's may exceed the store's); the
- * round ends early only once that many confirmed.
+ * Raises the fencing counters (set-if-greater) where `needs(i)`; resolves with the confirmations
+ * and the round's votes (a master that needed no raise votes `ok`). `quorum`: the confirmations
+ * the lock's kind needs (a semaphore's may exceed the store's); the round ends early only once
+ * that many confirmed.
  */
 export async function raiseFences(
   store: RedisContext,
@@ -266,9 +276,9 @@ export async function raiseFences(
   needs: (i: number) => boolean,
   deadline: number,
   quorum = store.quorum,
-): Promise<number> {
+): Promise<{ readonly ok: number; readonly votes: readonly NodeVote[] }> {
   const left = deadline - monotonicNow();
-  if (left <= 0) return 0;
+  if (left <= 0) return { ok: 0, votes: [] };
   const ttl = String(store.settings.fencingKeyTtl);
   const tokenOf = new Map(resources.map((r, j) => [r, tokens[j]]));
   const raised = await store.round<unknown>({
@@ -284,5 +294,5 @@ export async function raiseFences(
         : Promise.resolve(1),
     judge: () => 'ok',
   });
-  return raised.ok;
+  return { ok: raised.ok, votes: raised.votes };
 }

@@ -287,9 +287,9 @@ export class Installs {
     // Fewer than a quorum at the largest counter: raised first, as for an acquire.
     const deadline = validUntil(p.start, p.ttl, settings.driftFactor);
     raiseFences(this.store, [p.resource], found.tokens, (i) => !found.atMax(counters[i]), deadline)
-      .then((confirmed) => {
+      .then(({ ok }) => {
         const left = validityAfter(p.ttl, p.start, monotonicNow(), settings.driftFactor);
-        if (confirmed >= quorum && left > 0 && !this.closed) this.grant(p, found.tokens);
+        if (ok >= quorum && left > 0 && !this.closed) this.grant(p, found.tokens);
         else this.fail(p, true);
       })
       .catch(() => this.fail(p, true));
