@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
 import type { LockKind } from './kinds/kind';
 import { lockKindFor } from './kinds/holders';
+import { MUTEX } from './kinds/mutex';
 import type { LockKindSpec } from './kind-spec';
 import { fenceKey, lockKey, markerKey } from './keys';
 import { slotTag } from './slot';
@@ -154,9 +155,9 @@ export class RedisStore implements LockStore, RedisContext {
 
   private readonly describeError = (err: unknown): string => this.describe(err);
 
-  /** The {@link LockKind} of a request or grant (kinds/holders.ts; the mutex by default). */
+  /** The {@link LockKind} of a request or grant: the mutex by default (kinds/holders.ts). */
   kindOf(spec: LockKindSpec | undefined): LockKind {
-    return lockKindFor(spec);
+    return !spec || spec.name === 'mutex' ? MUTEX : lockKindFor(spec);
   }
 
   /** Votes a lock of `kind` needs: its kind's rule over the configured quorum (kinds/). */
