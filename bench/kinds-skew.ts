@@ -10,6 +10,7 @@
  * attempts undone where they were admitted and retried after retryDelay ± retryJitter until the
  * wait ends; no local queue, no announcements, no fencing. Grants per second, acquire p50 of the
  * grants, and the errors by code (a refusal of the plain one is not an error).
+ * `SKEW_FENCING=0` turns our row's fencing off (what the fencing raise costs under skew).
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -155,6 +156,7 @@ export async function semaphoreUnderSkew(ports: readonly number[], ms: number): 
     (c) =>
       new Redlock([...c.clients], {
         quarantine: { duration: 0 }, // fresh masters: nothing can predate them
+        fencing: process.env.SKEW_FENCING !== '0',
         requestTimeout: REQUEST_TIMEOUT,
         retryCount: RETRY_COUNT,
         retryDelay: RETRY_DELAY,
