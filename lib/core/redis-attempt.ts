@@ -188,8 +188,13 @@ export async function attemptOnMasters(
   const exhausted = (): boolean => validityAfter(ttl, start, monotonicNow(), driftFactor) <= 0;
   let fencingTokens: readonly number[] = [];
   if (fencing && !exhausted()) {
+    // The token must be held by as many masters as the store's quorum, whatever this lock's
+    // kind: every later grant of the resource (a mutex or shared lock needs that quorum, a
+    // semaphore more) then meets one of them (quorum/fencing-tokens.ts). A semaphore's own,
+    // larger quorum is not needed here, and asking it made nearly every semaphore grant wait for
+    // a raise round (its holders reach different masters, so their counters drift apart).
     const counters = tally.replies.map((r) => (r?.kind === 'reply' ? r.value.counters : undefined));
-    const found = fencingTokensOf(counters, resources, quorum);
+    const found = fencingTokensOf(counters, resources, store.quorum);
     if (found.settled) fencingTokens = found.tokens;
     else {
       const deadline = validUntil(start, ttl, driftFactor);
@@ -199,11 +204,10 @@ export async function attemptOnMasters(
         found.tokens,
         (i) => !found.atMax(counters[i]),
         deadline,
-        quorum,
       );
       // Not raised on enough masters: unavailable, with the raise round's votes (the acquire's
       // were all granted).
-      if (raised.ok < quorum && !exhausted()) {
+      if (raised.ok < store.quorum && !exhausted()) {
         return fail('unavailable', undefined, raised.votes.length > 0 ? raised.votes : tally.votes);
       }
       fencingTokens = found.tokens;

@@ -1,6 +1,8 @@
 /**
  * An acquire granted by a quorum whose fencing counters disagree raises them first
- * (redis-attempt.ts `raiseFences`); when too few masters confirm the raise, the attempt is
+ * (redis-attempt.ts `raiseFences`). The counters must hold the token on as many masters as the
+ * store's quorum (every later grant of the resource, of any kind, meets them), also for a
+ * semaphore whose own quorum is larger. When too few masters confirm the raise, the attempt is
  * unavailable, and the `NoQuorumError` shows the raise round's votes — not the acquire round's,
  * which were all granted and would read as "every master ok" next to "no quorum".
  */
@@ -11,7 +13,7 @@ import { SUITE_DEFAULTS, storeWith, useMasters } from '../harness/engines';
 import { uniqueResource } from '../harness/util';
 
 const PREFIX = 'raise:';
-const suite = useMasters(3, { keyPrefix: PREFIX });
+const suite = useMasters(5, { keyPrefix: PREFIX });
 
 describe('a fencing raise that too few masters confirm', () => {
   it('is unavailable, with the votes of the raise round', async () => {
@@ -32,12 +34,55 @@ describe('a fencing raise that too few masters confirm', () => {
       const err = await rl.acquire(r, { ttl: 5_000 }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(NoQuorumError);
       const votes = (err as NoQuorumError).votes;
-      expect(votes.map((v) => v.outcome)).toEqual(['ok', 'error', 'error']);
+      // Master 0 needed no raise; the round ends once a quorum can no longer confirm (the last
+      // master may still be pending then).
+      expect(votes[0].outcome).toBe('ok');
+      const rest = votes.slice(1).map((v) => v.outcome);
+      expect(rest.filter((o) => o === 'error').length).toBeGreaterThanOrEqual(3);
+      expect(rest.every((o) => o === 'error' || o === 'pending')).toBe(true);
       expect(votes[1].error).toMatch(/raise refused by the test/);
       // Nothing of the failed attempt is left.
       expect(await Promise.all(suite.probe.map((c) => c.exists(lockKey(PREFIX, r))))).toEqual([
-        0, 0, 0,
+        0, 0, 0, 0, 0,
       ]);
+    } finally {
+      await rl.close();
+    }
+  });
+});
+
+describe("a semaphore's fencing token held by the store's quorum of masters", () => {
+  it('needs no raise round when 3 of 5 masters hold it (the semaphore itself needs 4 votes)', async () => {
+    const raises: number[] = [];
+    const rl = new Redlock(
+      storeWith(suite.clients, (store) => {
+        const grouped = store.dispatch.grouped.bind(store.dispatch);
+        store.dispatch.grouped = (node, resources, keys, build, wanted) => {
+          if (build(keys, resources).script === FENCE_RAISE_SCRIPT) raises.push(node.index);
+          return grouped(node, resources, keys, build, wanted);
+        };
+      }),
+      { ...SUITE_DEFAULTS, keyPrefix: PREFIX, retryCount: 0 },
+    );
+    try {
+      const r = uniqueResource('sem-raise');
+      const key = lockKey(PREFIX, r);
+      // Master 0 is full (two foreign holders): the four others must all admit. Master 1's
+      // counter is behind; masters 2–4 are at the largest value: 3 of the 4 granting masters.
+      const until = String(Date.now() + 60_000);
+      await suite.probe[0].zadd(key, '+inf', '#semaphore:2', until, 'x1', until, 'x2');
+      await suite.probe[0].pexpire(key, 60_000);
+      await suite.probe[1].set(fenceKey(PREFIX, r), '5', 'PX', 60_000);
+      for (const c of suite.probe.slice(2)) await c.set(fenceKey(PREFIX, r), '1000', 'PX', 60_000);
+      const lock = await rl.acquire(r, { limit: 2, ttl: 5_000 });
+      expect(lock.votes.map((v) => v.outcome)).toEqual(['held', 'ok', 'ok', 'ok', 'ok']);
+      expect(raises).toEqual([]);
+      expect(lock.fencingToken).toBe(1001);
+      // The next holder's token is larger, whichever masters admit it.
+      const next = await rl.acquire(r, { limit: 2, ttl: 5_000 });
+      expect(next.fencingToken).toBeGreaterThan(lock.fencingToken as number);
+      await Promise.all([lock.release(), next.release()]);
+      await suite.probe[0].del(key);
     } finally {
       await rl.close();
     }

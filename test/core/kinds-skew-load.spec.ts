@@ -89,7 +89,7 @@ it('refusals by full masters are contention, not an outage; holders keep coming;
   expect(mostAtOnce(held)).toBeLessThanOrEqual(LIMIT);
   // A floor far below what the semaphore does here (about 60 grants in 5 s on a busy 2-core
   // machine; bench/kinds.ts measures the rate next to a plain pigeonhole semaphore), and far above
-  // what it did when the fencing raise of a grant was decided at the store's quorum instead of
-  // the semaphore's, and failed as an outage (about 6).
+  // what it did when the fencing raise of a grant ended at one quorum and was checked against a
+  // larger one, and failed as an outage (about 6).
   expect(held.length).toBeGreaterThanOrEqual(25);
 });
