@@ -2,10 +2,10 @@
  * The fair mode's acquire (`fairness: 'across-processes'`, README.md here): the plain acquire
  * with poll marks, the order of waiting engines, parks and installs, and local take-overs.
  */
-import { NOW_LUA } from '../scripts/kind-lua';
+import { MARKER_LUA, NOW_LUA } from '../scripts/kind-lua';
 import { FENCE_COUNTERS_LUA } from '../scripts/fencing';
 import { ENGINE_ID_LENGTH } from '../token';
-import { bootMarkerAge, script } from '../scripts/lua';
+import { script } from '../scripts/lua';
 import { writerGrantedLua } from '../kinds/writer-flag';
 import { refusedLua } from '../kinds/mutex-among-kinds';
 import { HEAD_INSTALL_LUA, parkLua } from './install-scripts';
@@ -113,11 +113,7 @@ const POLL_MARKS_LUA = `
 export const FAIR_ACQUIRE_SCRIPT = script(
   'fair-acquire',
   `
-local n = tonumber(ARGV[5])
-local age = -1
-if ARGV[4] ~= '0' then${bootMarkerAge('KEYS[#KEYS]', 'ARGV[4]')}
-end
-local prev = ARGV[8]
+local n = tonumber(ARGV[5])${MARKER_LUA}local prev = ARGV[8]
 if prev == '' then prev = nil end
 if ARGV[9] == '1' then
   -- Deferring (ARGV[9]): a waiter of a process that just let the resource go to another

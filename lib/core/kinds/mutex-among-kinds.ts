@@ -6,8 +6,8 @@
  * `followUp`). Both run whole on the master, so the second decides from what it finds then.
  */
 import { FENCE_COUNTERS_LUA } from '../scripts/fencing';
-import { bootMarkerAge, script } from '../scripts/lua';
-import { NOW_LUA, kindOf, prune, pttl } from '../scripts/kind-lua';
+import { script } from '../scripts/lua';
+import { MARKER_LUA, NOW_LUA, kindOf, prune, pttl } from '../scripts/kind-lua';
 import { writerGrantedLua } from './writer-flag';
 
 /**
@@ -103,11 +103,7 @@ end`;
 export const ACQUIRE_AMONG_KINDS_SCRIPT = script(
   'acquire-among-kinds',
   `
-local n = tonumber(ARGV[5])
-local age = -1
-if ARGV[4] ~= '0' then${bootMarkerAge('KEYS[#KEYS]', 'ARGV[4]')}
-end
-local held = false
+local n = tonumber(ARGV[5])${MARKER_LUA}local held = false
 for i = 1, n do
   if redis.call('EXISTS', KEYS[i]) == 1 then
     held = true

@@ -1,5 +1,6 @@
 /** The mutex's scripts: acquire, release, extend, extend-with-repair (one master each). */
 import { FENCE_COUNTERS_LUA } from '../scripts/fencing';
+import { MARKER_LUA } from '../scripts/kind-lua';
 import { bootMarkerAge, script } from '../scripts/lua';
 import { writerGrantedLua } from './writer-flag';
 
@@ -37,11 +38,7 @@ import { writerGrantedLua } from './writer-flag';
 export const ACQUIRE_SCRIPT = script(
   'acquire',
   `
-local n = tonumber(ARGV[5])
-local age = -1
-if ARGV[4] ~= '0' then${bootMarkerAge('KEYS[#KEYS]', 'ARGV[4]')}
-end
-local held = nil
+local n = tonumber(ARGV[5])${MARKER_LUA}local held = nil
 if n == 1 then
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then held = 1 end
 end
