@@ -196,11 +196,15 @@ function amongKinds(
   return { script: ACQUIRE_AMONG_KINDS_SCRIPT, keys, args };
 }
 
-/** An acquire reply `{1|0|-1, age, ...}`, or a {@link ReplyFormatError}. */
+/**
+ * An acquire reply `{1|0|-1, age, ...}`, or a {@link ReplyFormatError}. `{-3, age}` (another type
+ * at a key, when the call among the kinds was not sent: masters/dispatch.ts) reads as a refusal
+ * that names no holder and no ttl.
+ */
 function checked(v: unknown): [-1 | 0 | 1, number, ...unknown[]] {
-  if (!Array.isArray(v) || (v[0] !== 0 && v[0] !== 1 && v[0] !== -1) || typeof v[1] !== 'number') {
-    throw new ReplyFormatError('acquire', v);
-  }
+  if (!Array.isArray(v) || typeof v[1] !== 'number') throw new ReplyFormatError('acquire', v);
+  if (v[0] === -3 && v.length === 2) return [0, v[1]];
+  if (v[0] !== 0 && v[0] !== 1 && v[0] !== -1) throw new ReplyFormatError('acquire', v);
   return v as [-1 | 0 | 1, number, ...unknown[]];
 }
 

@@ -74,7 +74,11 @@ export class Dispatch {
   }
 }
 
-/** `value`, the reply of `call` on `node`, or the reply of the call it asks to send next. */
+/**
+ * `value`, the reply of `call` on `node`, or the reply of the call it asks to send next — sent
+ * only while `wanted` (a write sent after the caller moved on, its clean-up or release already on
+ * the wire, would leave an orphan key); `value` itself otherwise.
+ */
 function followed(
   node: MasterNode,
   call: ScriptCall,
@@ -82,7 +86,7 @@ function followed(
   wanted: (() => boolean) | undefined,
 ): unknown {
   const next = call.followUp?.(value, call);
-  if (!next) return value;
+  if (!next || (wanted && !wanted())) return value;
   return node
     .evalScript(next.script, next.keys, next.args, wanted)
     .then((v) => followed(node, next, v, wanted));

@@ -324,6 +324,17 @@ describe('the mutex kind reads replies, never guessing', () => {
     expect(read([1, -1], [1, -1]).holder).toBeUndefined();
   });
 
+  it('another type at a key, not asked again among the kinds: a refusal naming no holder', () => {
+    expect(MUTEX.readAcquire(one([-3, -2]), ['a'])).toEqual({
+      granted: false,
+      markerAge: undefined,
+      holderTtl: undefined,
+      counters: undefined,
+      holder: undefined,
+    });
+    expect(() => MUTEX.readAcquire(one([-3, -1, 5]), ['a'])).toThrow(ReplyFormatError);
+  });
+
   it('a malformed reply is an error, not a grant', () => {
     for (const bad of [null, 'OK', [3, 0], [1], {}]) {
       expect(() => MUTEX.readAcquire(one(bad), ['a'])).toThrow(ReplyFormatError);

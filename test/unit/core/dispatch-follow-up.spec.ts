@@ -1,0 +1,79 @@
+/**
+ * A script call's follow-up (scripts/call.ts `ScriptCall.followUp`, masters/dispatch.ts): the
+ * plain lock's acquire asks the same master again among the kinds. The second call is sent only
+ * while the caller still wants it: after an attempt failed (its clean-up on the wire) or its lock
+ * ended, a late write would leave an orphan key. Pure routing: a stub master.
+ */
+import { Dispatch } from '../../../lib/core/masters/dispatch';
+import type { MasterNode } from '../../../lib/core/masters/node';
+import type { ScriptCall } from '../../../lib/core/scripts/call';
+import type { LuaScript } from '../../../lib/core/scripts/lua';
+
+const script = (name: string): LuaScript => ({ name, source: '', sha: name });
+
+function stubMaster(replies: Record<string, unknown>): { node: MasterNode; sent: string[] } {
+  const sent: string[] = [];
+  const node = {
+    cluster: false,
+    evalScript: (s: LuaScript) => {
+      sent.push(s.name);
+      return Promise.resolve(replies[s.name]);
+    },
+  } as unknown as MasterNode;
+  return { node, sent };
+}
+
+const second: ScriptCall = { script: script('second'), keys: ['k'], args: [] };
+const first: ScriptCall = {
+  script: script('first'),
+  keys: ['k'],
+  args: [],
+  followUp: (reply) => (Array.isArray(reply) && reply[0] === -3 ? second : undefined),
+};
+
+describe('a follow-up call', () => {
+  const dispatch = new Dispatch((r) => `lock:{${r}}`);
+
+  it('is sent, and its reply read, when the first reply asks for it', async () => {
+    const { node, sent } = stubMaster({ first: [-3, -1], second: [1, -1] });
+    const value = await dispatch.read(
+      node,
+      ['r'],
+      ['k'],
+      () => first,
+      (g) => g[0].value,
+    );
+    expect(sent).toEqual(['first', 'second']);
+    expect(value).toEqual([1, -1]);
+  });
+
+  it('is not sent when the first reply does not ask for it', async () => {
+    const { node, sent } = stubMaster({ first: [0, -1, 100, 'tok'] });
+    await dispatch.read(
+      node,
+      ['r'],
+      ['k'],
+      () => first,
+      (g) => g[0].value,
+    );
+    expect(sent).toEqual(['first']);
+  });
+
+  it('is not sent once the caller no longer wants it: the first reply is read', async () => {
+    const { node, sent } = stubMaster({ first: [-3, -1], second: [1, -1] });
+    let wanted = true;
+    const value = await dispatch.read(
+      node,
+      ['r'],
+      ['k'],
+      () => {
+        wanted = false; // (the attempt failed while its first call was on the wire)
+        return first;
+      },
+      (g) => g[0].value,
+      () => wanted,
+    );
+    expect(sent).toEqual(['first']);
+    expect(value).toEqual([-3, -1]);
+  });
+});
