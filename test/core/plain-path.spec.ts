@@ -178,6 +178,14 @@ describe('a plain lock that meets another type at a key', () => {
     );
     const counts = await scriptsSent(suite.clients, SCRIPTS, async () => {
       const lock = await rl.acquire(r, { ttl: 5_000 });
+      // Every master gets it while the lock is held (a master still pending at the verdict too).
+      await waitUntil(
+        async () =>
+          (await Promise.all(suite.probe.map((c) => c.type(lockKey('plain:', r))))).every(
+            (t) => t === 'string',
+          ),
+        5_000,
+      );
       await lock.release();
     });
     expect(counts.get('acquire-among-kinds')).toBe(suite.clients.length);
