@@ -23,7 +23,7 @@ export interface RetryProfile {
   readonly retryJitter: number;
 }
 
-/** 10 ms ± 10 ms: the short delay of issue 13's measurements. */
+/** 10 ms ± 10 ms: the short retry delay of the contended scenarios. */
 export const FAST_RETRY: RetryProfile = Object.freeze({
   id: '10ms',
   retryDelay: 10,

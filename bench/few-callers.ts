@@ -9,7 +9,7 @@
  * ms, 10; jitter 10, or 100 at 200), MASTERS (5). Quarantine off (fresh masters). Prints locks/s,
  * the mean, p99 and longest wait, the longest wait ÷ the mean, each engine's count of locks and
  * its longest wait, and the first turns (`A5 B5 C5`: engine A took the lock 5 times in a row).
- * Written for session 14's passes and kept queues (bench/README.md).
+ * Written for the fair mode's passes and kept queues (lib/core/fair/README.md).
  */
 import { Redlock } from '../lib/core/redlock';
 import { RedisMasters } from '../test/harness/redis-masters';

@@ -10,7 +10,7 @@
  *
  * RD=10 for a 10 ms retry delay (default: 200 ms, where the other libraries' releasing caller
  * takes the lock again while the others sleep). `show` prints the sends and replies of a few
- * gaps. Written for session 20 (bench/README.md, "Object spreads on the hot path").
+ * gaps.
  */
 import Redis from 'ioredis';
 import type { Command } from 'ioredis';

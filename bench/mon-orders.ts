@@ -8,7 +8,7 @@
  *   MON=/tmp/mon.txt E=4 npx ts-node --transpile-only bench/mp-trace.ts
  *   N=3 npx ts-node --transpile-only bench/mon-orders.ts /tmp/mon.txt
  *
- * Written for session 19 (bench/README.md, "A pass read before the pass it follows"): it showed
+ * Written for the fair mode (lib/core/fair/README.md, "A pass read before the pass it follows"): it showed
  * a pass that a descheduled master read before the pass that had installed its lock elsewhere.
  */
 import { readFileSync } from 'node:fs';

@@ -10,7 +10,7 @@
  *   RAW=<file> PARKS=1 npx ts-node ...                        # every event as JSON, new parks too
  *   MON=<file> npx ts-node ...                                # + every master's MONITOR (below)
  *
- * Written for session 15 (bench/README.md, "Split installs and clean-up storms"): counts the
+ * Written for the fair mode (lib/core/fair/README.md): counts the
  * installs that failed (`INSTALLED none`), which the in-process probe (bench/few-callers.ts,
  * one event loop for every engine) hardly shows.
  */
@@ -136,8 +136,6 @@ async function child(
   // WARM (ms, default 1000; 0: none): every engine first contends for another resource, as the
   // benchmark's warm-up round does (subscriber connections made, code paths compiled): the run
   // that counts then starts on a fresh resource with warm engines, like each benchmark round.
-  // (Before session 18 the probe started cold: its first waits, 35-58 ms, were the subscriber
-  // connections being made.)
   const warm = Number(process.env.WARM ?? 1000);
   if (warm > 0) {
     await new Promise((r) => setTimeout(r, Math.max(0, startAt - warm - 500 - abs())));
@@ -194,8 +192,8 @@ async function main(): Promise<void> {
     const startAt = abs() + 8000;
     // MON=<file>: every command each master ran on the probe's resource (MONITOR: the scripts
     // as sent, `C`, and the commands they ran, `L`), in each master's own order — which engine
-    // each master's order held when a pass named one (session 19: a pass read by a descheduled
-    // master before the pass it follows; bench/README.md). Slows the masters down a little.
+    // each master's order held when a pass named one (a pass read by a descheduled master
+    // before the pass it follows: lib/core/fair/README.md). Slows the masters down a little.
     const monitors = process.env.MON
       ? await Promise.all(masters.urls.map((url, i) => monitorOf(url, i)))
       : [];

@@ -21,8 +21,8 @@ export const WAITER_BYTES_GOAL = 2048;
  * `sum` without the other libraries that left callers unfinished, made fewer locks than it has
  * `callers` (not one turn per caller), or under a tenth of the busiest row's locks: a library
  * whose callers starved has all its waits about as long as the window, and so a longest wait ÷
- * mean near 1 (session 16: one lock in 12 s, 1.5×, was the "best other" of 4 processes × 1
- * caller; session 17: node-redlock at 10 locks/s against 600 for the others, 5.8×).
+ * mean near 1 (one lock in 12 s read 1.5×, the "best other" of 4 processes × 1 caller; node-redlock
+ * at 10 locks/s against 600 for the others, 5.8×).
  */
 function finished(sum: ScenarioSummary, callers: number): ScenarioSummary {
   const busiest = Math.max(0, ...sum.rows.map((r) => r.metrics.locks));

@@ -8,7 +8,7 @@
  * Before that, in the same process and on another resource, BASE_CALLERS callers loop acquire,
  * hold 1 ms, release for a while: the library's rate with a handful of waiters under the very
  * same conditions (this child's JIT state, --expose-gc, the loop monitor), which the many
- * waiters' rate is compared with (issue 13: "keep full throughput, at least that of a handful
+ * waiters' rate is compared with (the target: "keep full throughput, at least that of a handful
  * of waiters").
  * Started with --expose-gc so that heap figures are after a full collection.
  */

@@ -73,7 +73,7 @@ beforeAll(async () => {
 
 // Each test's engines are closed after it: a queue an engine keeps or lets linger is dropped
 // later, with a script on every master (fair/unmark-script.ts), which a later test counting the
-// scripts it caused would see (flake check, session 15). Closing drops them at once, written
+// scripts it caused would see (flake check). Closing drops them at once, written
 // ahead of anything the next test sends on the same connections.
 afterEach(async () => {
   await Promise.all(engines.splice(0).map((e) => e.close()));
@@ -528,8 +528,7 @@ describe("fairness: 'across-processes' only", () => {
       };
 
       // One other watcher (the listener): the streak ends after MAX_INSTALL_STREAK, and the yield
-      // is ordered (nobody is in the order here: it names no engine). (Until session 14 a yield
-      // with one other engine was a plain release, after MAX_LOCAL_STREAK.)
+      // is ordered (nobody is in the order here: it names no engine).
       const r1 = uniqueResource('yield-one');
       const one = await listen(r1);
       try {

@@ -319,7 +319,7 @@ it.each(['across-processes', 'local'] as const)(
     // queued in its process and is a plain one, and the second caller's attempt meets a free key
     // with the waiter at the head of the order — and installs the waiter's parked token for it
     // (fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT): the waiter holds, and the test waits for nothing
-    // (1 run in 10 under load, session 16).
+    // (1 run in 10 under load).
     let holderAttempts = 0;
     let holderOutcomes = 0;
     const holderEngine = engine(

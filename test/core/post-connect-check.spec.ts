@@ -1,6 +1,5 @@
 /**
- * The post-connect check of each master (restart quarantine's readiness gate, issue 16 items 1
- * and 2): a write decided before a master's check finished still reaches that master, and a
+ * The post-connect check of each master (restart quarantine's readiness gate): a write decided before a master's check finished still reaches that master, and a
  * master that cannot be reached is voted `error` at once, as without quarantine.
  */
 import Redis from 'ioredis';

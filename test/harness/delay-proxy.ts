@@ -2,7 +2,7 @@
  * A TCP proxy on 127.0.0.1 in front of one Redis port that delays each direction by a set number
  * of ms, changeable while connections are open. One proxy per (contender, master) link gives
  * per-link latencies, so that contenders' commands reach the masters in different orders (the
- * semaphore latency-skew test of issue 14).
+ * semaphore latency-skew test, test/core/kinds-skew.spec.ts).
  *
  * Bytes keep their order in each direction: a chunk is forwarded at max(arrival + delay, the
  * previous chunk's forwarding time), so lowering the delay never reorders. One timer per

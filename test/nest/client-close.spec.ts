@@ -1,5 +1,5 @@
 /**
- * Closing the module leaves nothing that keeps the process alive (issue 15: "A worker process
+ * Closing the module leaves nothing that keeps the process alive ("A worker process
  * has failed to exit gracefully" in the integration project). ioredis arms a `disconnectTimeout`
  * timer on every disconnect, also of a client whose socket is already gone (its master is down),
  * and nothing clears it: the module's clients kept the process alive for 500 ms after close().

@@ -1,5 +1,5 @@
 /**
- * Issue 14 items 3–5 through Nest: `@Locked({ onLocked: 'skip', lockAtLeastFor })` on a
+ * inspect, lockAtLeastFor and portable locks through Nest: `@Locked({ onLocked: 'skip', lockAtLeastFor })` on a
  * cron-style provider method in two "replicas" (two applications over the same masters), and
  * `RedlockService.inspect` / `isLocked` / `restore`.
  */

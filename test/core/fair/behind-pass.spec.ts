@@ -1,6 +1,6 @@
 /**
  * A pass that reaches a master before the pass it follows (scripts/release.ts ARGV[14],
- * Grant.installedBy; bench/README.md, "A pass read before the pass it follows, session 19"),
+ * Grant.installedBy; lib/core/fair/README.md, "A pass read before the pass it follows"),
  * against a real redis-server master: engine X's lock was installed by engine F's pass on the
  * other masters; on this one, which was descheduled, F's pass is still on its way when X's own
  * pass arrives (two processes' connections: either may be read first). X's pass must name nobody

@@ -1,8 +1,7 @@
 /**
  * `withFields` (lib/core/fields.ts), the library's stand-in for `{ ...base, ...fields }` on the
  * per-lock path, and the lint rule (eslint.config.mjs) that keeps the slow literal — a spread
- * first and more after it — out of that code (bench/README.md, "Object spreads on the hot path,
- * session 20").
+ * first and more after it — out of that code.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';

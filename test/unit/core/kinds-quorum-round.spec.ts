@@ -53,7 +53,7 @@ describe('each kind states its quorum', () => {
         expect(semaphoreKind(limit).quorum(n, n)).toBe(n); // a stricter configured quorum wins
       }
     }
-    expect(semaphoreKind(2).quorum(5, 3)).toBe(4); // issue 14: 4 of 5, not a majority
+    expect(semaphoreKind(2).quorum(5, 3)).toBe(4); // 4 of 5, not a majority
     expect(lockKindFor({ name: 'semaphore', limit: 3 })).toBe(semaphoreKind(3));
     expect(lockKindFor(undefined)).toBe(MUTEX);
     expect(lockKindFor({ name: 'shared' })).toBe(SHARED);

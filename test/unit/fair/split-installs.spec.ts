@@ -99,7 +99,7 @@ describe('split installs', () => {
 describe("an engine's token being installed", () => {
   it('is parked again until granted, not replaced by a second token', () => {
     // A second token parked where the first was not installed yet let one pass install both, on
-    // different masters: neither reached a quorum (bench/README.md, session 18).
+    // different masters: neither reached a quorum (bench/mp-trace.ts).
     const { installs, outcomes, token } = setup();
     const park = (): string => installs.park('r', 30_000, performance.now(), Date.now()).token;
     installs.heard(KEY, 0, token, 0, -1); // installed on one master: gathering
