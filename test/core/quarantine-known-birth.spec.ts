@@ -58,11 +58,12 @@ async function trustedEngine(): Promise<Redlock> {
   const rl = new Redlock(clients, settings);
   engines.push(rl);
   clientsOf.set(rl, clients);
-  // Out of quarantine on every master, then long enough for the known value to be trusted.
+  // Out of quarantine on every master, as health reads it on each (an acquire's votes cannot
+  // tell: its round ends at a quorum, the last master `pending`), then long enough for the known
+  // value to be trusted.
   await waitUntil(async () => {
-    const lock = await rl.tryAcquire(uniqueResource('age')).catch(() => null);
-    await lock?.release();
-    return lock?.votes.every((v) => v.outcome === 'ok' || v.outcome === 'pending') ?? false;
+    const { masters: health } = await rl.health();
+    return health.every((m) => m.reachable && !m.quarantined);
   }, 10_000);
   await waitUntil(async () => {
     const before = await Promise.all(probe.map(timeCalls));
