@@ -10,11 +10,11 @@ import type { FairAttemptRequest } from './fair-store';
 import type { Tally } from '../quorum/round';
 import type { AttemptParts } from '../redis-attempt';
 import type { FairContext } from './fair-context';
-
-export type { FairContext };
 import { withFields } from '../fields';
 import type { FairAcquireAnswer, FairAcquireInput } from './fair-mutex';
 import { aliveArg } from './install-order';
+
+export type { FairContext };
 
 /** The fair mode's parts of each attempt of `store`. */
 export function fairAttemptParts(store: FairContext): AttemptParts {
@@ -55,7 +55,7 @@ export function fairAttemptParts(store: FairContext): AttemptParts {
       return (groups: readonly GroupReply[]) => readHandover(kind, groups, resources);
     },
     // A hand-over's releasing holder releases only where the take-over did not land at the end
-    // (Grant.takenOver), not on every master still pending at the verdict.
+    // (fair-store.ts `FairGrant.takenOver`), not on every master still pending at the verdict.
     lateVotes: (input) => (input as FairAcquireInput).handoverFrom !== undefined,
     granted(grant, tally, input, request): Grant {
       const req = request as FairAttemptRequest;

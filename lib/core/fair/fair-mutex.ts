@@ -117,7 +117,7 @@ export interface YieldOrder {
     /** The alive channels' prefix (fair/fair-keys.ts `aliveChannel`); '' not checked. */
     readonly alive: string;
     /**
-     * The token whose yield or pass installed the releasing lock (Grant.installedBy; '' none):
+     * The token whose yield or pass installed the releasing lock (FairGrant.installedBy; '' none):
      * a master whose key still holds it has not run that release yet (scripts/release.ts).
      */
     readonly after: string;

@@ -43,7 +43,7 @@ export interface FairGrant extends Grant {
    * pass sends it along: a master whose key still holds that token has not run that release yet
    * — commands of two processes may reach a descheduled master in either order — and names
    * nobody (scripts/release.ts). A local hand-over's grant carries on its releasing holder's
-   * (`AttemptRequest.installedBy`): the pass that ends the streak is that same release's
+   * (`FairAttemptRequest.installedBy`): the pass that ends the streak is that same release's
    * follower on a master that has not run it. Absent for other grants, and from stores that do
    * not tell.
    */
@@ -58,7 +58,7 @@ export interface FairAttemptRequest extends AttemptRequest {
    */
   readonly handoverFrom?: string;
   /**
-   * With `handoverFrom`: the releasing holder's `Grant.installedBy`, carried on to this attempt's
+   * With `handoverFrom`: the releasing holder's `FairGrant.installedBy`, carried on to this attempt's
    * grant (fair/handover.ts `Handover.installedBy`). Stores without installs ignore it.
    */
   readonly installedBy?: string;
@@ -81,7 +81,7 @@ export interface FairAttemptRequest extends AttemptRequest {
 /** What a refused fair attempt tells beyond the plain outcome. */
 export interface FairRefusal {
   /**
-   * Ordered yields: the wait start this attempt sent (`AttemptRequest.waitSince`, or its
+   * Ordered yields: the wait start this attempt sent (`FairAttemptRequest.waitSince`, or its
    * own send time when none was given). The engine sends the same value from then on: the
    * masters keep the first score each got, and one engine's score must not differ between
    * masters (it would swap places with an engine that began to wait at about the same time).

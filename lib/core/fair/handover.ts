@@ -7,7 +7,7 @@ import type { FairGrant, FairLockStore } from './fair-store';
 /**
  * A local hand-over: a plain lock released while the next local
  * waiter of exactly its resources may take it goes straight to that waiter. The waiter's next
- * attempt carries the releasing holder's token (`AttemptRequest.handoverFrom`); the acquire
+ * attempt carries the releasing holder's token (`FairAttemptRequest.handoverFrom`); the acquire
  * script treats a key holding that token as free and overwrites it (token, ttl, a new fencing
  * token). One round instead of a release round and an acquire round; nothing is deleted, so the
  * resource is never free in between and no release is announced — the waiters of other
@@ -20,7 +20,7 @@ import type { FairGrant, FairLockStore } from './fair-store';
  * at once. Keys of any other token refuse as usual.
  *
  * The releasing holder's release waits for that attempt, and for the answers of the masters the
- * verdict did not wait for (at most the per-node timeout: `Grant.takenOver`). The masters that
+ * verdict did not wait for (at most the per-node timeout: `FairGrant.takenOver`). The masters that
  * answered `ok` hold the taker's token; the holder's keys are released the usual way on the
  * others only (compare-and-delete of its token: a key already taken over is not touched), and on
  * every master when the taker made no attempt (it gave up or aborted) or was not granted.
@@ -33,7 +33,7 @@ export interface Handover {
   /** The releasing holder's token. */
   readonly from: string;
   /**
-   * The releasing holder's `Grant.installedBy` (a lock installed by another engine's yield or
+   * The releasing holder's `FairGrant.installedBy` (a lock installed by another engine's yield or
    * pass, or handed over from one): the taker's grant carries it on, so that the pass that ends
    * this engine's streak still names nobody on a master that has not run that yield or pass yet
    * (scripts/release.ts ARGV[14]).

@@ -383,7 +383,7 @@ export class Installs {
   }
 }
 
-/** The token whose release installed `p` on the most masters (Grant.installedBy), if any. */
+/** The token whose release installed `p` on the most masters (FairGrant.installedBy), if any. */
 function installer(p: Park): string | undefined {
   let best: string | undefined;
   let most = 0;

@@ -49,12 +49,12 @@ export interface Line extends BaseLine {
   streak: number;
   /**
    * Release watchers of the resource (engines waiting for it, this one included) as the last
-   * grant learnt (`Grant.watchers`; `Infinity` when it did not tell): more than one sets the
+   * grant learnt (`FairGrant.watchers`; `Infinity` when it did not tell): more than one sets the
    * streak's bound and makes a yield ordered (fair/fair-queue.ts).
    */
   watchers: number;
   /**
-   * The longest poll mark the last hand-over's grant saw (`Grant.polled`, ms; 0: none): another
+   * The longest poll mark the last hand-over's grant saw (`FairGrant.polled`, ms; 0: none): another
    * engine polls for the resource — announcements or not, the streak is bounded, and the yield
    * makes the local waiters defer to the pollers (`deferring`; fair/streak.ts).
    */
@@ -62,7 +62,7 @@ export interface Line extends BaseLine {
   /**
    * This queue yielded to another engine's poller, and since then it was not granted and no
    * holder of another engine refused it or announced its release: its attempts defer to other
-   * engines' poll marks (`AttemptRequest.defer`).
+   * engines' poll marks (`FairAttemptRequest.defer`).
    */
   deferring: boolean;
   /**
@@ -90,7 +90,7 @@ export interface Line extends BaseLine {
   entering: boolean;
   /**
    * Ordered yields: since when (wall ms) this engine waits for the resource — the time of the
-   * first refused attempt since the queue's last grant (`AttemptRequest.waitSince`).
+   * first refused attempt since the queue's last grant (`FairAttemptRequest.waitSince`).
    */
   waitSince: number | undefined;
 }
@@ -170,7 +170,7 @@ export function newLine(resource: string): Line {
 }
 
 /**
- * Whether `ticket`'s next attempt defers to other engines' pollers (`AttemptRequest.defer`):
+ * Whether `ticket`'s next attempt defers to other engines' pollers (`FairAttemptRequest.defer`):
  * a queue of its resources let the resource go to them (fair/streak.ts), and since then
  * neither was it granted nor did another engine's holder refuse it.
  */

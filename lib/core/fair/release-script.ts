@@ -45,7 +45,7 @@ const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_I
  * on a Cluster, whose subscribers may sit on another node) an engine of the order whose alive
  * channel has no subscriber on this master is skipped and taken off the order and the park: a
  * waiting process that died is not given the lock for its whole ttl. ARGV[14] ('' none): the
- * token whose yield or pass installed the releasing lock (Grant.installedBy); on a master whose
+ * token whose yield or pass installed the releasing lock (FairGrant.installedBy); on a master whose
  * key still holds it, that release has not run yet, and this one names nobody (see the script).
  * A key held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's
  * WRONGTYPE into an error table, which never equals the token — no extra command, no error.

@@ -22,7 +22,7 @@ import { RESERVE_MS } from './install-order';
 export const MAX_LOCAL_STREAK = 8;
 
 /**
- * The same while another engine watches the resource (`Grant.watchers`, learnt from the last
+ * The same while another engine watches the resource (`FairGrant.watchers`, learnt from the last
  * hand-over: the masters count the subscribers of its release channel): the yield is ordered
  * (fair/fair-queue.ts `announceAs`) and, for a lock of one resource, installs the token of
  * the engine that waited longest (lib/core/fair/README.md), so a turn between
