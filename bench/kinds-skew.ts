@@ -20,7 +20,7 @@ import { semaphoreQuorum } from '../lib/core/kinds/quorum-rule';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from '../lib/core/kinds/semaphore-scripts';
 import { RedlockError } from '../lib/core/errors';
 import { Redlock } from '../lib/core/redlock';
-import { evalScript } from '../lib/core/scripts/lua';
+import { definedScripts, evalScript } from '../lib/core/scripts/lua';
 import { skewedLinks, mostAtOnce } from '../test/harness/skewed-links';
 import { fmt, sleep } from './stats';
 
@@ -45,6 +45,40 @@ export interface SkewRow {
   readonly scriptsPerGrant: number;
   /** Node CPU of the bench process (contenders and delay proxies) over the row, % of one core. */
   readonly cpu: number;
+  /** Our row: script calls sent per grant, by script (counted on the contenders' clients). */
+  readonly byScript?: ReadonlyMap<string, number>;
+}
+
+/**
+ * Counts the script calls that `clients` send, by script name, until the returned function is
+ * called (it restores the clients and returns the counts).
+ */
+function countScripts(clients: readonly Redis[]): () => Map<string, number> {
+  const names = new Map(definedScripts().map((s) => [s.sha, s.name]));
+  const sources = new Map(definedScripts().map((s) => [s.source, s.name]));
+  const counts = new Map<string, number>();
+  const add = (name: string): void => void counts.set(name, (counts.get(name) ?? 0) + 1);
+  const restore = clients.map((c) => {
+    const { evalsha, eval: evalFn } = c;
+    type Call = (...a: unknown[]) => unknown;
+    const patched = c as unknown as { evalsha: Call; eval: Call };
+    patched.evalsha = (...a: unknown[]) => {
+      add(names.get(String(a[0])) ?? 'other');
+      return (evalsha as unknown as Call).apply(c, a);
+    };
+    patched.eval = (...a: unknown[]) => {
+      add(`${sources.get(String(a[0])) ?? 'other'} (EVAL)`);
+      return (evalFn as unknown as Call).apply(c, a);
+    };
+    return () => {
+      patched.evalsha = evalsha as unknown as Call;
+      patched.eval = evalFn as unknown as Call;
+    };
+  });
+  return () => {
+    for (const r of restore) r();
+    return counts;
+  };
 }
 
 async function scriptCalls(clients: readonly Redis[]): Promise<number> {
@@ -165,7 +199,8 @@ export async function semaphoreUnderSkew(ports: readonly number[], ms: number): 
       }),
   );
   try {
-    const ours = await drive(
+    const stop = countScripts(links.contenders.flatMap((c) => c.clients));
+    const measured = await drive(
       'semaphore (ours)',
       engines.map((rl) => async (resource: string) => {
         const lock = await rl.acquire(resource, {
@@ -178,6 +213,11 @@ export async function semaphoreUnderSkew(ports: readonly number[], ms: number): 
       ms,
       links.contenders[0].clients,
     );
+    const counted = stop();
+    const perGrant = new Map(
+      [...counted].map(([name, n]) => [name, n / Math.max(1, measured.grants)] as const),
+    );
+    const ours: SkewRow = Object.assign({}, measured, { byScript: perGrant });
     const plain = await drive(
       'plain pigeonhole semaphore',
       links.contenders.map((c) => plainSemaphore(c.clients)),
@@ -204,6 +244,16 @@ export function skewTable(rows: readonly SkewRow[], ms: number, masters: number)
           r.errors.size ? [...r.errors].map(([k, v]) => `${k} ${v}`).join(', ') : '0'
         } |`,
     ),
+    '',
+    ...rows
+      .filter((r) => r.byScript)
+      .map(
+        (r) =>
+          `${r.name}, script calls sent per grant: ${[...(r.byScript ?? [])]
+            .sort((a, b) => b[1] - a[1])
+            .map(([name, n]) => `${name} ${fmt(n, 1)}`)
+            .join(', ')}`,
+      ),
     '',
   ].join('\n');
 }
