@@ -269,9 +269,8 @@ function withBirth(full: ScriptCall, node: MasterNode): ScriptCall {
 
 /**
  * Raises the fencing counters (set-if-greater) where `needs(i)`; resolves with the confirmations
- * and the round's votes (a master that needed no raise votes `ok`). `quorum`: the confirmations
- * the lock's kind needs (a semaphore's may exceed the store's); the round ends early only once
- * that many confirmed.
+ * and the round's votes (a master that needed no raise votes `ok`). The round is decided at the
+ * store's quorum, which every kind's token needs (see attemptOnMasters).
  */
 export async function raiseFences(
   store: RedisContext,
@@ -279,14 +278,12 @@ export async function raiseFences(
   tokens: readonly number[],
   needs: (i: number) => boolean,
   deadline: number,
-  quorum = store.quorum,
 ): Promise<{ readonly ok: number; readonly votes: readonly NodeVote[] }> {
   const left = deadline - monotonicNow();
   if (left <= 0) return { ok: 0, votes: [] };
   const ttl = String(store.settings.fencingKeyTtl);
   const tokenOf = new Map(resources.map((r, j) => [r, tokens[j]]));
   const raised = await store.round<unknown>({
-    quorum,
     timeout: Math.min(store.settings.requestTimeout, left),
     send: (node) =>
       needs(node.index)

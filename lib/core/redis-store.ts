@@ -3,7 +3,6 @@ import type { Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
 import type { LockKind } from './kinds/kind';
 import { lockKindFor } from './kinds/holders';
-import { MUTEX } from './kinds/mutex';
 import type { LockKindSpec } from './kind-spec';
 import { fenceKey, lockKey, markerKey } from './keys';
 import { slotTag } from './slot';
@@ -155,9 +154,9 @@ export class RedisStore implements LockStore, RedisContext {
 
   private readonly describeError = (err: unknown): string => this.describe(err);
 
-  /** The {@link LockKind} of a request or grant: the mutex by default (kinds/holders.ts). */
+  /** The {@link LockKind} of a request or grant (kinds/holders.ts; the mutex by default). */
   kindOf(spec: LockKindSpec | undefined): LockKind {
-    return !spec || spec.name === 'mutex' ? MUTEX : lockKindFor(spec);
+    return lockKindFor(spec);
   }
 
   /** Votes a lock of `kind` needs: its kind's rule over the configured quorum (kinds/). */
@@ -214,11 +213,20 @@ export class RedisStore implements LockStore, RedisContext {
     return extendOnMasters(this, grant, ttl, deadline);
   }
 
-  release(
+  release(grant: Grant, waitAll: boolean, keepFor?: number): Promise<ReleaseResult> {
+    return this.releaseGrant(grant, waitAll, keepFor);
+  }
+
+  /**
+   * {@link release} on the masters at indexes `only` (all when absent), with `call` instead of
+   * the kind's own release script when given (ReleaseKeysOptions.call).
+   */
+  protected releaseGrant(
     grant: Grant,
     waitAll: boolean,
-    keepFor?: number,
+    keepFor: number | undefined,
     only?: readonly number[],
+    call?: ReleaseKeysOptions['call'],
   ): Promise<ReleaseResult> {
     return this.releaseKeys(grant.resources, grant.token, {
       only: only && this.nodes.filter((n) => only.includes(n.index)),
@@ -226,6 +234,7 @@ export class RedisStore implements LockStore, RedisContext {
       announce: 'release',
       kind: grant.kind,
       keepFor,
+      call,
     });
   }
 

@@ -64,7 +64,7 @@ export class FairRedisStore extends RedisStore implements FairContext {
   ): Promise<ReleaseResult> {
     const fair = announce === 'yield' || announce === 'pass';
     if (!fair || grant.kind || keepFor || !this.settings.handoff) {
-      return super.release(grant, waitAll, keepFor, only);
+      return this.releaseGrant(grant, waitAll, keepFor, only);
     }
     const { resources, token } = grant;
     const order = yieldOrder(
@@ -74,13 +74,9 @@ export class FairRedisStore extends RedisStore implements FairContext {
       grant.ttl,
       (grant as FairGrant).installedBy,
     );
-    return this.releaseKeys(resources, token, {
-      only: only && this.nodes.filter((n) => only.includes(n.index)),
-      waitAll,
-      announce: 'release',
-      call: (keys, group) =>
-        FAIR_MUTEX.releaseAs(token, keys, announce, group === resources ? order : undefined),
-    });
+    return this.releaseGrant(grant, waitAll, undefined, only, (keys, group) =>
+      FAIR_MUTEX.releaseAs(token, keys, announce, group === resources ? order : undefined),
+    );
   }
 
   /** Whether this engine hears the release announcements of the lock key `key` now. */

@@ -35,12 +35,13 @@ export class Dispatch {
     wanted?: () => boolean,
   ): Promise<T> {
     if (!node.cluster) {
-      // The hot path: one call, one continuation.
+      // The hot path: one call, one continuation (a follow-up, when asked for, adds its own).
       const call = build(keys, resources);
-      return node
-        .evalScript(call.script, call.keys, call.args, wanted)
-        .then((value) => (call.followUp ? followed(node, call, value, wanted) : value))
-        .then((value) => read([{ resources, value }]));
+      return node.evalScript(call.script, call.keys, call.args, wanted).then((value) => {
+        const next = nextCall(call, value, wanted);
+        if (!next) return read([{ resources, value }]);
+        return sendFollowed(node, next, wanted).then((v) => read([{ resources, value: v }]));
+      });
     }
     return Promise.all(
       slotGroups(resources, this.keyOf).map((group) => {
@@ -48,10 +49,10 @@ export class Dispatch {
           group.map((r) => this.keyOf(r)),
           group,
         );
-        return node
-          .evalScript(call.script, call.keys, call.args, wanted)
-          .then((value) => followed(node, call, value, wanted))
-          .then((value): GroupReply => ({ resources: group, value }));
+        return sendFollowed(node, call, wanted).then((value): GroupReply => ({
+          resources: group,
+          value,
+        }));
       }),
     ).then(read);
   }
@@ -75,19 +76,27 @@ export class Dispatch {
 }
 
 /**
- * `value`, the reply of `call` on `node`, or the reply of the call it asks to send next — sent
- * only while `wanted` (a write sent after the caller moved on, its clean-up or release already on
- * the wire, would leave an orphan key); `value` itself otherwise.
+ * The call that `call`'s reply `value` asks to send next on the same master — only while
+ * `wanted` (a write sent after the caller moved on, its clean-up or release already on the wire,
+ * would leave an orphan key).
  */
-function followed(
-  node: MasterNode,
+function nextCall(
   call: ScriptCall,
   value: unknown,
   wanted: (() => boolean) | undefined,
-): unknown {
+): ScriptCall | undefined {
   const next = call.followUp?.(value, call);
-  if (!next || (wanted && !wanted())) return value;
-  return node
-    .evalScript(next.script, next.keys, next.args, wanted)
-    .then((v) => followed(node, next, v, wanted));
+  return next && (!wanted || wanted()) ? next : undefined;
+}
+
+/** Sends `call` on `node`, then each call its reply asks for ({@link nextCall}); the last reply. */
+function sendFollowed(
+  node: MasterNode,
+  call: ScriptCall,
+  wanted: (() => boolean) | undefined,
+): Promise<unknown> {
+  return node.evalScript(call.script, call.keys, call.args, wanted).then((value) => {
+    const next = nextCall(call, value, wanted);
+    return next ? sendFollowed(node, next, wanted) : value;
+  });
 }
