@@ -21,6 +21,7 @@ import { SEMAPHORE_ACQUIRE_SCRIPT } from '../lib/core/kinds/semaphore-scripts';
 import { RedlockError } from '../lib/core/errors';
 import { Redlock } from '../lib/core/redlock';
 import { definedScripts, evalScript } from '../lib/core/scripts/lua';
+import { connectionOf } from '../lib/core/connection/adapt';
 import { skewedLinks, mostAtOnce } from '../test/harness/skewed-links';
 import { fmt, sleep } from './stats';
 
@@ -151,7 +152,7 @@ function plainSemaphore(clients: readonly Redis[]): Acquire {
     const replies = await Promise.all(
       clients.map((c) =>
         Promise.race([
-          evalScript(c, SEMAPHORE_ACQUIRE_SCRIPT, [key], args).catch(() => undefined),
+          evalScript(connectionOf(c), SEMAPHORE_ACQUIRE_SCRIPT, [key], args).catch(() => undefined),
           sleep(REQUEST_TIMEOUT).then(() => undefined),
         ]),
       ),
@@ -165,7 +166,7 @@ function plainSemaphore(clients: readonly Redis[]): Acquire {
   const release = async (key: string, token: string): Promise<void> => {
     await Promise.all(
       clients.map((c) =>
-        evalScript(c, HOLDERS_RELEASE_SCRIPT, [key], [token, '0']).catch(() => undefined),
+        evalScript(connectionOf(c), HOLDERS_RELEASE_SCRIPT, [key], [token, '0']).catch(() => undefined),
       ),
     );
   };

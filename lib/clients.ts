@@ -2,6 +2,7 @@ import Redis from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import type { RedlockClient } from './core';
 import { errorMessage } from './core/masters/node';
+import { connectionOf, isRedlockClient } from './core/connection/adapt';
 import { clientSecrets, redactText as redactWith, redactUrl as redactUrlCore } from './core/redact';
 import { masterErrorMessage, masterReadyMessage } from './redlock.messages';
 import type { RedlockClientOption } from './interfaces';
@@ -31,15 +32,13 @@ export interface RedlockClients {
 /** Minimum interval, in ms, between two error log lines of the same master. */
 export const ERROR_LOG_INTERVAL = 30_000;
 
-/** Whether `value` is an ioredis `Redis` or `Cluster` instance (duck-typed: another copy of ioredis works too). */
+/**
+ * Whether `value` is a client instance the engine takes: ioredis or iovalkey `Redis` /
+ * `Cluster`, node-redis client / Cluster client (duck-typed, core/connection/adapt.ts: another
+ * copy of a library works too).
+ */
 export function isClientInstance(value: unknown): value is RedlockClient {
-  const v = value as { evalsha?: unknown; on?: unknown } | null;
-  return (
-    typeof v === 'object' &&
-    v !== null &&
-    typeof v.evalsha === 'function' &&
-    typeof v.on === 'function'
-  );
+  return isRedlockClient(value);
 }
 
 /**
@@ -163,7 +162,8 @@ export function optionSecrets(option: RedlockClientOption | RedlockClient): stri
     }
     return found.filter((v) => v.length > 0);
   }
-  return clientSecrets(isClientInstance(option) ? option : { options: option });
+  if (isClientInstance(option)) return [...connectionOf(option).secrets];
+  return clientSecrets({ options: option });
 }
 
 function queryParams(url: string): [string, string][] {
@@ -180,7 +180,9 @@ function queryParams(url: string): [string, string][] {
 export function clientName(option: RedlockClientOption | RedlockClient): string {
   if (typeof option === 'string') return redactUrl(option);
   if (isClientInstance(option)) {
-    if ((option as { isCluster?: boolean }).isCluster === true) return 'cluster';
+    const connection = connectionOf(option);
+    if (connection.cluster) return 'cluster';
+    if (connection.library !== 'ioredis') return `redis://${connection.address}`;
     return optionsName((option as Redis).options);
   }
   return optionsName(option as RedisOptions);

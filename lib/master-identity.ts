@@ -1,7 +1,7 @@
 import type { Redis, RedisOptions } from 'ioredis';
 import { InvalidConfigurationError } from './core';
 import type { RedlockClient } from './core';
-import { isCluster } from './core/masters/node';
+import { clientShape, connectionOf, refusedShape } from './core/connection/adapt';
 import { isClientInstance, normalizeRedisUrl } from './clients';
 
 /*
@@ -12,19 +12,19 @@ import { isClientInstance, normalizeRedisUrl } from './clients';
 
 /** What the `clients` option accepts, for error messages. */
 export const ACCEPTED_CLIENTS =
-  'an ioredis Redis or Cluster instance, a redis:// or rediss:// URL, or ioredis connection options';
+  'an ioredis or iovalkey Redis or Cluster instance, a node-redis client or Cluster client, a redis:// or rediss:// URL, or ioredis connection options';
 
 /**
- * When `value` is the client object of another Redis library (which would otherwise be read as
- * ioredis connection options and silently connect to localhost:6379), what it is; otherwise
- * `undefined`. Plain ioredis options never have a `sendCommand` or `connect` method.
+ * When `value` is a client object the engine does not take (a node-redis pool or legacy-mode
+ * client, a client of another library — which would otherwise be read as ioredis connection
+ * options and silently connect to localhost:6379), what it is; otherwise `undefined`. Plain
+ * ioredis options never have a `sendCommand` or `connect` method.
  */
 export function foreignClient(value: object): string | undefined {
   if (isClientInstance(value)) return undefined;
-  const v = value as { sendCommand?: unknown; isOpen?: unknown; connect?: unknown };
-  if (typeof v.sendCommand === 'function' && typeof v.isOpen === 'boolean') {
-    return 'a node-redis client (createClient() / createCluster() of the redis package)';
-  }
+  const refused = refusedShape(clientShape(value));
+  if (refused) return refused;
+  const v = value as { sendCommand?: unknown; connect?: unknown };
   if (typeof v.sendCommand === 'function' || typeof v.connect === 'function') {
     const name = (Object.getPrototypeOf(value) as { constructor?: { name?: unknown } } | null)
       ?.constructor?.name;
@@ -50,7 +50,9 @@ export function masterAddress(option: unknown): string | undefined {
   if (option === null || typeof option !== 'object') return undefined;
   let o: RedisOptions;
   if (isClientInstance(option)) {
-    if (isCluster(option)) return undefined;
+    const connection = connectionOf(option);
+    if (connection.cluster) return undefined;
+    if (connection.library !== 'ioredis') return connection.address.toLowerCase();
     o = (option as Redis).options;
   } else {
     o = option as RedisOptions;
@@ -93,9 +95,10 @@ export async function checkDistinctRunIds(
   timeout: number,
 ): Promise<InvalidConfigurationError | undefined> {
   const ids = await Promise.all(
-    clients.map((client) =>
-      client.status !== 'ready' || isCluster(client) ? undefined : runId(client, timeout),
-    ),
+    clients.map((client) => {
+      const connection = connectionOf(client);
+      return !connection.isReady || connection.cluster ? undefined : runId(client, timeout);
+    }),
   );
   const seen = new Map<string, number>();
   const groups = new Map<number, number[]>();
@@ -123,7 +126,7 @@ async function runId(client: RedlockClient, timeout: number): Promise<string | u
   let timer: NodeJS.Timeout | undefined;
   try {
     const info = await Promise.race([
-      (client as Redis).info('server'),
+      connectionOf(client).info('server'),
       new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeout))),
     ]);
     return typeof info === 'string' ? /run_id:([0-9a-f]+)/.exec(info)?.[1] : undefined;

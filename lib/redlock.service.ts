@@ -1,4 +1,5 @@
 import { loadTransportExceptions } from './errors/transport.error';
+import { connectionOf } from './core/connection/adapt';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type {
   BeforeApplicationShutdown,
@@ -51,7 +52,7 @@ export class RedlockService
     this.engine = backend.engine;
   }
 
-  /** The ioredis clients, one per master, in the order of the `clients` option. */
+  /** The clients, one per master, in the order of the `clients` option. */
   get clients(): readonly RedlockClient[] {
     return this.backend.clients;
   }
@@ -216,18 +217,19 @@ async function waitForConnections(
   try {
     return await Promise.all(
       clients.map((client) => {
-        if (client.status === 'ready') return true;
+        const connection = connectionOf(client);
+        if (connection.isReady) return true;
         let cleanup = (): void => undefined;
         const settled = new Promise<boolean>((resolve) => {
           const onReady = (): void => resolve(true);
           const onFail = (): void => resolve(false);
-          client.once('ready', onReady);
-          client.once('error', onFail);
-          client.once('end', onFail);
+          connection.on('ready', onReady);
+          connection.on('error', onFail);
+          connection.on('close', onFail);
           cleanup = () => {
-            client.off('ready', onReady);
-            client.off('error', onFail);
-            client.off('end', onFail);
+            connection.off('ready', onReady);
+            connection.off('error', onFail);
+            connection.off('close', onFail);
           };
         });
         return Promise.race([settled, expired.then(() => false)]).finally(cleanup);

@@ -1,4 +1,5 @@
-import type { Cluster, Redis } from 'ioredis';
+import { connectionOf } from './connection/adapt';
+import type { RedlockClient } from './connection/client-types';
 import { InvalidArgumentError } from './errors';
 import { evalScript } from './scripts/lua';
 import { FENCED_WRITE_SCRIPT } from './scripts/fencing';
@@ -10,7 +11,8 @@ import { isWellFormed } from './validate';
  * hash: fields `value` and `fencingToken`). Returns `true` when written, `false` when a holder
  * with a newer token already wrote — i.e. this caller's lock was lost, and its write is refused.
  *
- * The store may be any Redis (it need not be one of the lock masters).
+ * The store may be any Redis (it need not be one of the lock masters), through any client the
+ * engine takes (ioredis, iovalkey, node-redis; standalone or Cluster).
  *
  * @example
  * ```ts
@@ -23,7 +25,7 @@ import { isWellFormed } from './validate';
  * ```
  */
 export async function fencedWrite(
-  client: Redis | Cluster,
+  client: RedlockClient,
   key: string,
   fencingToken: number,
   value: string | Buffer,
@@ -32,17 +34,22 @@ export async function fencedWrite(
   if (!Number.isSafeInteger(fencingToken) || fencingToken < 0) {
     throw new InvalidArgumentError('fencingToken', 'must be a non-negative safe integer');
   }
-  const reply = await evalScript(client, FENCED_WRITE_SCRIPT, [key], [String(fencingToken), value]);
+  const reply = await evalScript(
+    connectionOf(client),
+    FENCED_WRITE_SCRIPT,
+    [key],
+    [String(fencingToken), value],
+  );
   return reply === 1;
 }
 
 /** Reads what {@link fencedWrite} stored: the value and the fencing token that wrote it. */
 export async function fencedRead(
-  client: Redis | Cluster,
+  client: RedlockClient,
   key: string,
 ): Promise<{ value: string; fencingToken: number } | null> {
   checkKey(key);
-  const [value, token] = await client.hmget(key, 'value', 'fencingToken');
+  const [value, token] = await connectionOf(client).hmget(key, ['value', 'fencingToken']);
   return value === null || token === null ? null : { value, fencingToken: Number(token) };
 }
 

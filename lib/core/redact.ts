@@ -120,8 +120,41 @@ export function redactorFor(secrets: readonly string[]): Redactor {
 }
 
 /**
- * Passwords held in an ioredis client's options (`password`, `sentinelPassword`; for a Cluster,
- * those of its `redisOptions`). Tolerates anything.
+ * The passwords a `scheme://` URL carries: its user info's password (by position, raw and
+ * percent-decoded: everything between `//` and the last `@`, after the first `:`; a user info
+ * without `:` whole) and the values of secret query parameters (`?password=`). Tolerates anything.
+ */
+export function urlSecrets(url: string): string[] {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url);
+  if (!scheme) return [];
+  const rest = url.slice(scheme[0].length);
+  const at = rest.lastIndexOf('@');
+  const found: string[] = [];
+  if (at >= 0) {
+    const userinfo = rest.slice(0, at);
+    const colon = userinfo.indexOf(':');
+    const password = colon >= 0 ? userinfo.slice(colon + 1) : userinfo;
+    found.push(password, safeDecode(password));
+  }
+  const q = rest.indexOf('?', at + 1);
+  if (q >= 0) {
+    for (const pair of rest
+      .slice(q + 1)
+      .split('#')[0]
+      .split(/[&;]/)) {
+      const eq = pair.indexOf('=');
+      if (eq > 0 && /pass|secret|token|auth/i.test(safeDecode(pair.slice(0, eq)))) {
+        found.push(pair.slice(eq + 1), safeDecode(pair.slice(eq + 1)));
+      }
+    }
+  }
+  return [...new Set(found.filter((v) => v.length > 0))];
+}
+
+/**
+ * Passwords held in a client's options: ioredis (`password`, `sentinelPassword`; for a Cluster,
+ * those of its `redisOptions`) and node-redis (`password`, and the password of its `url`).
+ * Tolerates anything.
  */
 export function clientSecrets(client: unknown): string[] {
   const c = client as {
@@ -134,6 +167,7 @@ export function clientSecrets(client: unknown): string[] {
       const v = o[key];
       if (typeof v === 'string' && v.length > 0) found.push(v);
     }
+    if (typeof o.url === 'string') found.push(...urlSecrets(o.url));
   };
   collect(c?.options);
   collect(c?.options?.redisOptions);

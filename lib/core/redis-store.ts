@@ -1,5 +1,5 @@
 import { Timeline } from './timeline';
-import type { Redis } from 'ioredis';
+import { clientShape, connectionOf, isRedlockClient, refusedShape } from './connection/adapt';
 import { InvalidConfigurationError } from './errors';
 import type { LockKind } from './kinds/kind';
 import { lockKindFor } from './kinds/holders';
@@ -26,7 +26,7 @@ import { newEngineId } from './token';
 import type { ReleaseResult } from './quorum/protocol';
 import { runRound } from './quorum/round';
 import type { Tally } from './quorum/round';
-import { clientSecrets, redactorFor } from './redact';
+import { redactorFor } from './redact';
 import type { Redactor } from './redact';
 import { attemptOnMasters } from './redis-attempt';
 import type { ReleaseKeysOptions, RedisContext, RoundRequest } from './redis-context';
@@ -61,21 +61,21 @@ export class RedisStore implements LockStore, RedisContext {
   /** The voting rounds' timeouts: one timer, kept armed between rounds (timeline.ts). */
   private readonly deadlines = new Timeline(true);
 
-  /** Rejects anything that is not a non-empty list of distinct ioredis clients. */
+  /**
+   * Rejects anything that is not a non-empty list of distinct clients the engine takes
+   * (connection/adapt.ts: ioredis, iovalkey, node-redis).
+   */
   static checkClients(clients: unknown): asserts clients is readonly RedlockClient[] {
     if (!Array.isArray(clients) || clients.length === 0) {
       throw new InvalidConfigurationError('clients', 'at least one Redis client is required');
     }
     clients.forEach((c: unknown, i) => {
-      const candidate = c as Partial<Redis> | null;
-      if (
-        !candidate ||
-        typeof candidate.evalsha !== 'function' ||
-        typeof candidate.on !== 'function'
-      ) {
+      const refused = refusedShape(clientShape(c));
+      if (refused) throw new InvalidConfigurationError(`clients[${i}]`, `is ${refused}`);
+      if (!isRedlockClient(c)) {
         throw new InvalidConfigurationError(
           `clients[${i}]`,
-          `must be an ioredis Redis or Cluster instance, got ${describe(c)}`,
+          `must be an ioredis or iovalkey Redis or Cluster instance, or a node-redis client or Cluster client, got ${describe(c)}`,
         );
       }
     });
@@ -111,7 +111,7 @@ export class RedisStore implements LockStore, RedisContext {
         `Redlock: quorum ${quorum} of ${n} is not a majority; two holders can own the same lock at once.`,
       );
     }
-    this.redact = redactorFor(clients.flatMap((c) => clientSecrets(c)));
+    this.redact = redactorFor(clients.flatMap((c) => connectionOf(c).secrets));
     this.markerKey = markerKey(keyPrefix);
     this.quarantineNotice = new QuarantineNotice(logger, settings.requestTimeout);
     this.nodes = clients.map(
@@ -292,7 +292,7 @@ export class RedisStore implements LockStore, RedisContext {
         const checks = node.checksMarker;
         const reply = await node.request(
           () =>
-            checks ? node.evalScript(MARKER_AGE_SCRIPT, [this.markerKey], []) : node.client.ping(),
+            checks ? node.evalScript(MARKER_AGE_SCRIPT, [this.markerKey], []) : node.connection.ping(),
           this.settings.requestTimeout,
         );
         const base = { node: node.index, name: node.name, reachable: false };

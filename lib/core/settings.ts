@@ -1,4 +1,3 @@
-import type { Cluster, Redis } from 'ioredis';
 import { InvalidConfigurationError } from './errors';
 import {
   MAX_DELAY_MS,
@@ -16,8 +15,7 @@ import {
 
 export { checkInteger, checkNonNegative, describe, driftFor } from './validate';
 
-/** A Redis master as the engine sees it: an ioredis `Redis` or `Cluster` instance. */
-export type RedlockClient = Redis | Cluster;
+export type { RedlockClient } from './connection/client-types';
 
 /** Where the engine reports what it noticed. Defaults to `process.emitWarning` for warnings. */
 export interface RedlockLogger {

@@ -7,6 +7,7 @@ import type { Redis } from 'ioredis';
 import type { Socket } from 'node:net';
 import { Redlock } from '../../lib/core/redlock';
 import { evalScript } from '../../lib/core/scripts/lua';
+import { connectionOf } from '../../lib/core/connection/adapt';
 import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '../../lib/core/kinds/mutex-scripts';
 import { RedisMasters } from '../harness/redis-masters';
 import { uniqueResource } from '../harness/util';
@@ -114,7 +115,7 @@ it('loads a script whose NOSCRIPT fallback is not sent any more', async () => {
   const client = clients[1];
   await client.script('FLUSH');
   const key = `coalesce:${uniqueResource('unwanted')}`;
-  const call = evalScript(client, RELEASE_SCRIPT, [key], ['token', '0'], () => false);
+  const call = evalScript(connectionOf(client), RELEASE_SCRIPT, [key], ['token', '0'], () => false);
   await expect(call).rejects.toThrow(/NOSCRIPT/);
   // The next call finds the script: no second NOSCRIPT round-trip. Nothing was run.
   expect(await client.script('EXISTS', RELEASE_SCRIPT.sha)).toEqual([1]);

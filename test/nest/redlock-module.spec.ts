@@ -298,7 +298,7 @@ describe('lifecycle', () => {
           clients: [masters.urls[0], { host: '127.0.0.1', port: masters.masters[1].port }, given],
         }),
       ]);
-      const [fromUrl, fromOptions, passed] = ctx.get(RedlockService).clients;
+      const [fromUrl, fromOptions, passed] = ctx.get(RedlockService).clients as Redis[];
       expect(passed).toBe(given);
       await RedisMasters.ready([fromUrl, fromOptions, given] as Redis[]);
       await closeNow(ctx);
@@ -332,7 +332,7 @@ describe('lifecycle', () => {
     // Released on every master — impossible if the clients had been closed first.
     expect(await valuesOn(probe, svc.engine.keyOf(held))).toEqual([null, null, null]);
     expect(await valuesOn(probe, svc.engine.keyOf(`work:${stuck}`))).toEqual([null, null, null]);
-    expect(svc.clients.every((c) => c.status === 'end')).toBe(true);
+    expect((svc.clients as Redis[]).every((c) => c.status === 'end')).toBe(true);
     expect(ctxOfStuck.remainingValidity).toBe(0);
     open();
     await expect(running).resolves.toBe(stuck);
@@ -389,7 +389,7 @@ describe('lifecycle', () => {
     await expect(running).resolves.toBe(id);
     expect(await valuesOn(probe, svc.engine.keyOf(`work:${id}`))).toEqual([null, null, null]);
     expect(await valuesOn(probe, svc.engine.keyOf(busy))).toEqual([null, null, null]);
-    expect(svc.clients.every((c) => c.status === 'end')).toBe(true);
+    expect((svc.clients as Redis[]).every((c) => c.status === 'end')).toBe(true);
   });
 
   it('waits for running locked calls before closing the engine', async () => {

@@ -1,10 +1,10 @@
-import type { Cluster, Redis } from 'ioredis';
 import { monotonicNow } from '../clock';
 import type { MasterNode } from './node';
 import { errorMessage } from './node';
 import type { Announced, AnnouncementListener, ReleaseWatch, Reserved } from '../announcements';
 import { CLEANUP_PREFIX, RESERVED_SEP, YIELD_PREFIX } from '../scripts/announce';
 import type { RedlockLogger } from '../settings';
+import type { Subscriber } from '../connection/connection';
 
 /** The message announcing the deletion of `token`'s keys (a release, or a clean-up). */
 export function announcement(token: string, cleanup: boolean): string {
@@ -47,13 +47,13 @@ interface Channel {
  *   its recent tokens) is dropped with it. Announcements still on their way for a channel nobody
  *   watches any more are ignored (they never re-create an entry).
  * - A subscriber connection that was lost and is ready again is re-subscribed here (not by
- *   ioredis, on standalone masters); once it confirms every channel again, the watchers are told
+ *   the client, on standalone masters: connection/connection.ts `SubscriberHandlers`); once it confirms every channel again, the watchers are told
  *   (`subscribed`), since a release announced on that master while it was away was heard by
  *   nobody.
  * - Subscriber connections are closed by {@link close}.
  */
 export class ReleaseNotifier {
-  private readonly subscribers = new Map<number, Redis | Cluster>();
+  private readonly subscribers = new Map<number, Subscriber>();
   private readonly channels = new Map<string, Channel>();
   private closed = false;
 
@@ -104,7 +104,7 @@ export class ReleaseNotifier {
       ch.listeners.delete(entry);
       if (ch.listeners.size > 0 || this.channels.get(key) !== ch) return;
       this.channels.delete(key);
-      for (const sub of this.subscribers.values()) sub.unsubscribe(key).catch(() => undefined);
+      for (const sub of this.subscribers.values()) sub.unsubscribe([key]).catch(() => undefined);
     };
     await ch.ready;
     return {
@@ -126,7 +126,7 @@ export class ReleaseNotifier {
         // Waited for at most the request timeout; a subscription confirmed later (a subscriber
         // connection still being made) makes the channel live then.
         const confirm = (): Promise<unknown> =>
-          sub.subscribe(key).then((n) => {
+          sub.subscribe([key]).then((n) => {
             // Live only now, after the watch resolved without any confirmation: a release may
             // have been announced before, while nothing listened.
             const late = ch.settled && !ch.live;
@@ -153,11 +153,11 @@ export class ReleaseNotifier {
    * on that master in between reached nobody, and its waiters would sleep until the holder's
    * expiry. A failure (the connection lost again, the engine closing) is logged, never thrown.
    */
-  private reconnected(node: MasterNode, sub: Redis | Cluster): void {
+  private reconnected(node: MasterNode, sub: Subscriber): void {
     const keys = [...this.channels.keys()];
     const alive = this.aliveOn(node);
     if (this.closed || keys.length + alive.length === 0) return;
-    sub.subscribe(...alive, ...keys).then(
+    sub.subscribe([...alive, ...keys]).then(
       () => {
         if (keys.length === 0) return;
         this.onResubscribed?.(node.index);
@@ -188,7 +188,7 @@ export class ReleaseNotifier {
     const subs = [...this.subscribers.values()];
     this.subscribers.clear();
     const wait = Math.max(100, this.timeout);
-    await Promise.all(subs.map((s) => quitWithin(s, wait)));
+    await Promise.all(subs.map((s) => s.close(wait)));
   }
 
   /** Whether announcements on `key` reach this engine now (a master confirmed the subscription). */
@@ -284,55 +284,31 @@ export class ReleaseNotifier {
   }
 
   /**
-   * The subscriber connection of `node`, made on first use. A Cluster master gets a Cluster
-   * client of its own: a PUBLISH reaches every node of a Cluster, so its subscriber hears the
-   * releases of every slot (ioredis subscribes on one node and moves on a failover). The
-   * masters' subscriber count in a hand-over (PUBSUB NUMSUB, kinds/mutex-scripts.ts) is per node, so
-   * on a Cluster of several nodes another engine's watch may go unseen: the local streak is then
-   * bounded by MAX_ALONE_STREAK instead of MAX_INSTALL_STREAK (fair/streak.ts) — still bounded.
+   * The subscriber connection of `node`, made on first use (connection/connection.ts
+   * `Connection.subscriber`). A Cluster master's subscriber is a Cluster client of its own, which
+   * hears the releases of every slot. The masters' subscriber count in a hand-over (PUBSUB
+   * NUMSUB, kinds/mutex-scripts.ts) is per node, so on a Cluster of several nodes another
+   * engine's watch may go unseen: the local streak is then bounded by MAX_ALONE_STREAK instead of
+   * MAX_INSTALL_STREAK (fair/streak.ts) — still bounded.
    */
-  private subscriberFor(node: MasterNode): Redis | Cluster {
+  private subscriberFor(node: MasterNode): Subscriber {
     let sub = this.subscribers.get(node.index);
     if (!sub) {
-      sub = node.cluster
-        ? (node.client as Cluster).duplicate([], {
-            lazyConnect: false,
-            enableOfflineQueue: true,
-            redisOptions: {
-              // (Once per subscriber connection, and the user's options: see fields.ts.)
-              // eslint-disable-next-line no-restricted-syntax
-              ...(node.client as Cluster).options.redisOptions,
-              maxRetriesPerRequest: null,
-            },
-          })
-        : (node.client as Redis).duplicate({
-            lazyConnect: false,
-            // SUBSCRIBE may be sent while the new connection is still being made.
-            enableOfflineQueue: true,
-            maxRetriesPerRequest: null,
-            // Re-subscribed by `reconnected`, which handles the answer: ioredis' own
-            // re-subscription is a promise nobody waits for, rejected ("Connection is closed.")
-            // when the engine closes while the connection is being made again — an unhandled
-            // rejection, which ends a Node process by default.
-            autoResubscribe: false,
-          });
-      sub.on('error', (err: unknown) =>
-        this.logger.debug?.(
-          `Redlock: subscriber of ${node.name}: ${node.redact(errorMessage(err))}`,
-        ),
-      );
-      sub.on('message', (ch: string, message: string) => this.onMessage(ch, message, node.index));
-      let connected = false;
-      sub.on('ready', () => {
-        if (connected) this.reconnected(node, sub as Redis | Cluster);
-        connected = true;
+      const made: Subscriber = node.connection.subscriber({
+        message: (channel, message) => this.onMessage(channel, message, node.index),
+        reconnected: () => this.reconnected(node, made),
+        error: (err) =>
+          this.logger.debug?.(
+            `Redlock: subscriber of ${node.name}: ${node.redact(errorMessage(err))}`,
+          ),
       });
+      sub = made;
       this.subscribers.set(node.index, sub);
       // First on the connection: a watch's subscription confirmed later confirms it too.
       const alive = this.aliveOn(node);
       if (alive.length > 0) {
         sub
-          .subscribe(...alive)
+          .subscribe(alive)
           .catch((err: unknown) =>
             this.logger.debug?.(
               `Redlock: subscribe on ${node.name}: ${node.redact(errorMessage(err))}`,
@@ -347,25 +323,4 @@ export class ReleaseNotifier {
   private aliveOn(node: MasterNode): string[] {
     return this.alive === undefined || node.cluster ? [] : [this.alive];
   }
-}
-
-/** QUIT, answered within `ms` or followed by a disconnect; never rejects. */
-function quitWithin(sub: Redis | Cluster, ms: number): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(() => {
-      sub.disconnect();
-      resolve();
-    }, ms);
-    sub.quit().then(
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      () => {
-        clearTimeout(timer);
-        sub.disconnect();
-        resolve();
-      },
-    );
-  });
 }

@@ -1,8 +1,8 @@
 import { markerRunKey } from '../keys';
-import { configValue } from '../replies';
 import type { Writable } from 'node:stream';
-import type { Cluster, Redis } from 'ioredis';
 import { afterPendingIo, monotonicNow } from '../clock';
+import { connectionOf } from '../connection/adapt';
+import type { Connection } from '../connection/connection';
 import { evalScript, loadScripts } from '../scripts/lua';
 import type { LuaScript } from '../scripts/lua';
 import { MARKER_READ_SCRIPT, MARKER_SEED_SCRIPT } from '../scripts/marker';
@@ -15,25 +15,6 @@ export type NodeReply =
   | { readonly kind: 'reply'; readonly value: unknown; readonly latency: number }
   | { readonly kind: 'error'; readonly error: string; readonly latency: number }
   | { readonly kind: 'timeout'; readonly latency: number };
-
-/** `redis://host:port` style name of a client, never including credentials. */
-export function describeClient(client: RedlockClient): string {
-  if (isCluster(client)) {
-    const nodes = client.nodes('master');
-    const first = nodes[0]?.options;
-    return first
-      ? `cluster(${first.host ?? '?'}:${first.port ?? '?'}, ${nodes.length} masters)`
-      : 'cluster';
-  }
-  const o = (client as Redis).options;
-  if (o.path) return `unix:${o.path}`;
-  return `${o.host ?? 'localhost'}:${o.port ?? 6379}${o.db ? `/${o.db}` : ''}`;
-}
-
-/** Whether a client is an ioredis Cluster. */
-export function isCluster(client: RedlockClient): client is Cluster {
-  return (client as { isCluster?: boolean }).isCluster === true;
-}
 
 /**
  * Why a master's boot marker was (re)seeded by its post-connect check (see {@link MasterNode}):
@@ -66,8 +47,10 @@ export interface SeedResult {
 export class MasterNode {
   /** Redacted address, for votes and logs. */
   readonly name: string;
-  /** Whether this master is an ioredis Cluster (no boot marker, keys grouped by slot). */
+  /** Whether this master is a Cluster (no boot marker, keys grouped by slot). */
   readonly cluster: boolean;
+  /** The client as the engine talks to it (connection/connection.ts). */
+  readonly connection: Connection;
   /** `true` when the master persists every write (AOF with fsync always): no quarantine needed. */
   durable = false;
 
@@ -82,7 +65,7 @@ export class MasterNode {
   /**
    * The last error the client reported while (re)connecting (ECONNREFUSED, WRONGPASS, NOAUTH,
    * ...), redacted; cleared when it is ready. Requests that fail while it is not connected report
-   * it instead of ioredis's "Stream isn't writeable ..." (see {@link request}).
+   * it instead of the client's "Stream isn't writeable ..." (see {@link request}).
    */
   private connectionError: string | undefined;
   /**
@@ -91,7 +74,7 @@ export class MasterNode {
    * loadScripts). Written at once, before any command the engine sends on the new connection.
    */
   private readonly onReady = (): void =>
-    void (this.quarantine.enabled ? this.verify() : loadScripts(this.client as Redis));
+    void (this.quarantine.enabled ? this.verify() : loadScripts(this.connection));
   private readonly onClose = (): void => {
     this.epoch++;
     this.birth = undefined;
@@ -121,11 +104,12 @@ export class MasterNode {
     /** Told the outcome of every successful post-connect check (quarantine notices). */
     private readonly onSeeded?: (node: MasterNode, result: SeedResult) => void,
   ) {
-    this.name = describeClient(client);
-    this.cluster = isCluster(client);
+    this.connection = connectionOf(client);
+    this.name = this.connection.address;
+    this.cluster = this.connection.cluster;
     if (!this.cluster) {
-      MasterNode.listen(client, this);
-      if (client.status === 'ready') this.onReady();
+      MasterNode.listen(this.connection, this);
+      if (this.connection.isReady) this.onReady();
     }
   }
 
@@ -135,7 +119,7 @@ export class MasterNode {
    * MaxListenersExceededWarning from 11 engines on one client).
    */
   private static readonly listeners = new WeakMap<
-    RedlockClient,
+    Connection,
     {
       nodes: Set<MasterNode>;
       ready: () => void;
@@ -144,7 +128,7 @@ export class MasterNode {
     }
   >();
 
-  private static listen(client: RedlockClient, node: MasterNode): void {
+  private static listen(client: Connection, node: MasterNode): void {
     let l = MasterNode.listeners.get(client);
     if (!l) {
       const nodes = new Set<MasterNode>();
@@ -158,12 +142,12 @@ export class MasterNode {
         close: () => nodes.forEach((n) => n.quarantine.enabled && n.onClose()),
         error: (err: unknown) => {
           nodes.forEach((n) => (n.connectionError = n.redact(errorMessage(err))));
-          // Listening must not hide errors: with no listener of its owner, ioredis prints them.
-          // (Redacted: the text is ours to print now.)
+          // Listening must not hide errors: with no listener of its owner, ioredis prints them
+          // (and node-redis throws them). (Redacted: the text is ours to print now.)
           const [first] = nodes;
-          if (client.listenerCount('error') === 1 && err instanceof Error && first) {
+          if (client.errorListeners() === 1 && err instanceof Error && first) {
             console.error(
-              '[ioredis] Unhandled error event:',
+              `[${client.library}] Unhandled error event:`,
               first.redact(err.stack ?? err.message),
             );
           }
@@ -177,7 +161,7 @@ export class MasterNode {
     l.nodes.add(node);
   }
 
-  private static unlisten(client: RedlockClient, node: MasterNode): void {
+  private static unlisten(client: Connection, node: MasterNode): void {
     const l = MasterNode.listeners.get(client);
     if (!l?.nodes.delete(node) || l.nodes.size > 0) return;
     client.off('ready', l.ready);
@@ -237,7 +221,7 @@ export class MasterNode {
 
   /** Stops listening to the client's events. The client itself is left alone. */
   detach(): void {
-    MasterNode.unlisten(this.client, this);
+    MasterNode.unlisten(this.connection, this);
     this.waiting?.resolve();
     this.waiting = undefined;
   }
@@ -263,12 +247,12 @@ export class MasterNode {
       this.waiting = { promise, resolve, reject };
     }
     const waiting = this.waiting.promise;
-    if (this.client.status === 'ready') {
+    if (this.connection.isReady) {
       if (!this.checking) void this.verify();
       return waiting;
     }
-    // Read-only, harmless even when it waits in ioredis' offline queue until the reconnect.
-    const probe = (this.client as Redis).ping().then(
+    // Read-only, harmless even when it waits in the client's offline queue until the reconnect.
+    const probe = this.connection.ping().then(
       () => waiting, // reconnected meanwhile: the check follows
       (err: unknown) => Promise.reject(err instanceof Error ? err : new Error(String(err))),
     );
@@ -278,7 +262,7 @@ export class MasterNode {
   private async verify(): Promise<void> {
     const epoch = this.epoch;
     this.checking = true;
-    const client = this.client as Redis;
+    const client = this.connection;
     let seeded: SeedResult | undefined;
     try {
       // Written first, so every script the engine sends after the check finds its script loaded.
@@ -321,10 +305,10 @@ export class MasterNode {
     this.waiting = undefined;
   }
 
-  private async detectDurable(client: Redis): Promise<boolean> {
+  private async detectDurable(client: Connection): Promise<boolean> {
     try {
-      const fsync = configValue(await client.config('GET', 'appendfsync'), 'appendfsync');
-      const aof = configValue(await client.config('GET', 'appendonly'), 'appendonly');
+      const fsync = await client.configGet('appendfsync');
+      const aof = await client.configGet('appendonly');
       return fsync === 'always' && aof === 'yes';
     } catch {
       return false;
@@ -342,7 +326,7 @@ export class MasterNode {
     stillWanted?: () => boolean,
   ): Promise<unknown> {
     this.coalesce();
-    return evalScript(this.client, script, keys, args, stillWanted, this.coalesceFallback);
+    return evalScript(this.connection, script, keys, args, stillWanted, this.coalesceFallback);
   }
 
   /** The NOSCRIPT fallbacks of one tick leave in one write as well (scripts/lua.ts). */
@@ -367,9 +351,11 @@ export class MasterNode {
    * instead of one syscall each. The tick ends after the promise continuations queued during it,
    * so commands sent from replies that arrived together (64 callers answered by one socket read)
    * go out together too. No timer, no `setImmediate` (unlike ioredis' `enableAutoPipelining`).
-   * ioredis still writes and queues each command itself, in order, so replies, errors and the
-   * NOSCRIPT fallback are unchanged. Only a standalone client that is connected is corked (a
-   * Cluster routes per slot; an offline client queues in ioredis and writes on reconnect).
+   * The client still writes and queues each command itself, in order, so replies, errors and the
+   * NOSCRIPT fallback are unchanged. Only a socket the connection offers is corked
+   * (`Connection.corkable`: a connected standalone ioredis client; a Cluster routes per slot, an
+   * offline client queues and writes on reconnect, node-redis writes one tick's commands
+   * together by itself).
    */
   private coalesce(): void {
     if (this.corked || this.cluster) return;
@@ -378,9 +364,8 @@ export class MasterNode {
       process.nextTick(this.endTick);
       return;
     }
-    const client = this.client as Redis;
-    const stream = client.status === 'ready' ? (client.stream as Writable | undefined) : undefined;
-    if (!stream || typeof stream.cork !== 'function' || !stream.writable) return;
+    const stream = this.connection.corkable();
+    if (!stream) return;
     stream.cork();
     this.corked = stream;
   }
@@ -391,7 +376,7 @@ export class MasterNode {
    */
   private failureOf(err: unknown): string {
     const message = this.redact(errorMessage(err));
-    if (this.cluster || this.client.status === 'ready' || this.connectionError === undefined) {
+    if (this.cluster || this.connection.isReady || this.connectionError === undefined) {
       return message;
     }
     return `not connected: ${this.connectionError}`;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Cluster, Redis } from 'ioredis';
+import type { Connection } from '../connection/connection';
 
 /** A Lua script, called by SHA1 (EVALSHA) with a fallback to EVAL on NOSCRIPT. */
 export interface LuaScript {
@@ -33,10 +33,10 @@ export function definedScripts(): readonly LuaScript[] {
  * still there (flake check, protocols.spec). Never rejects: a master whose ACL forbids SCRIPT,
  * or one that goes away meanwhile, falls back to EVAL on NOSCRIPT as before.
  */
-export function loadScripts(client: Redis): Promise<void> {
-  return Promise.all(
-    defined.map((s) => client.script('LOAD', s.source).catch(() => undefined)),
-  ).then(() => undefined);
+export function loadScripts(client: Connection): Promise<void> {
+  return Promise.all(defined.map((s) => client.scriptLoad(s.source).catch(() => undefined))).then(
+    () => undefined,
+  );
 }
 
 /**
@@ -54,24 +54,24 @@ export function loadScripts(client: Redis): Promise<void> {
  * one write too).
  */
 export function evalScript(
-  client: Redis | Cluster,
+  client: Connection,
   s: LuaScript,
   keys: readonly string[],
   args: readonly (string | Buffer)[],
   stillWanted?: () => boolean,
   beforeFallback?: () => void,
 ): Promise<unknown> {
-  return client.evalsha(s.sha, keys.length, ...keys, ...args).catch((err: unknown) => {
+  return client.evalsha(s.sha, keys, args).catch((err: unknown) => {
     if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
     if (stillWanted && !stillWanted()) {
-      if (!client.isCluster) {
+      if (!client.cluster) {
         beforeFallback?.();
-        client.script('LOAD', s.source).catch(() => undefined);
+        client.scriptLoad(s.source).catch(() => undefined);
       }
       throw err;
     }
     beforeFallback?.();
-    return client.eval(s.source, keys.length, ...keys, ...args);
+    return client.eval(s.source, keys, args);
   });
 }
 

@@ -22,6 +22,7 @@ function floorOf(file: string): number {
   if (top === 'quorum' || top === 'kinds') return 3; // protocol and lock kinds
   if (top === 'masters') return 2; // masters
   const basics = [
+    'connection',
     'scripts',
     'errors.ts',
     'settings.ts',
