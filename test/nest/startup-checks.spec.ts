@@ -1,12 +1,12 @@
 /**
  * Mistakes in the `clients` option refused at startup, against real masters: one master listed
- * twice (same address, or the same server under two names: same run_id) and a node-redis client
- * where an ioredis one is expected.
+ * twice (same address, or the same server under two names: same run_id), node-redis clients next
+ * to URLs, and the node-redis shapes the engine cannot use (a pool, a legacy-mode client).
  */
 import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
 import type { TestingModule } from '@nestjs/testing';
-import { createClient } from 'redis';
+import { createClient, createClientPool } from 'redis';
 import { InvalidConfigurationError, RedlockModule } from '../../lib';
 import type { RedlockModuleOptions } from '../../lib';
 import { RedisMasters } from '../harness/redis-masters';
@@ -75,18 +75,47 @@ describe('the same master listed twice', () => {
   });
 });
 
-describe('a node-redis client', () => {
-  it('is refused with what was passed and what is accepted', async () => {
-    const nodeRedis = createClient({ url: masters.urls[0] }); // never connected
+describe('node-redis clients', () => {
+  it('boot next to URLs and lock; the same master under both libraries is found', async () => {
+    const nodeRedis = createClient({ url: masters.urls[0] });
+    nodeRedis.on('error', () => undefined);
+    await nodeRedis.connect();
+    try {
+      await expect(
+        startupError({ clients: [nodeRedis, masters.urls[1], masters.urls[2]], quarantine: false }),
+      ).resolves.toBe(undefined);
+      const err = await startupError({
+        clients: [nodeRedis, masters.urls[1], masters.urls[0]],
+        quarantine: false,
+      });
+      expect(err).toBeInstanceOf(InvalidConfigurationError);
+      expect((err as Error).message).toMatch(/clients\[2\].*like clients\[0\]/);
+    } finally {
+      await nodeRedis.close();
+    }
+  });
+
+  it('a client pool is refused with what was passed and what is accepted', async () => {
+    const pool = createClientPool({ url: masters.urls[0] }); // never connected
     const err = await startupError({
-      clients: [masters.urls[1], nodeRedis as unknown as string, masters.urls[2]],
+      clients: [masters.urls[1], pool as unknown as string, masters.urls[2]],
       quarantine: false,
     });
     expect(err).toBeInstanceOf(InvalidConfigurationError);
     const message = (err as Error).message;
     expect(message).toContain('clients[1]');
-    expect(message).toMatch(/node-redis/);
-    expect(message).toMatch(/ioredis Redis or Cluster instance/);
+    expect(message).toMatch(/node-redis client pool/);
+    expect(message).toMatch(/createClient\(\)/);
     expect(message).toMatch(/URL/);
+  });
+
+  it('a legacy-mode client is refused, naming the fix', async () => {
+    const legacy = createClient({ url: masters.urls[0] }).legacy(); // never connected
+    const err = await startupError({
+      clients: [masters.urls[1], legacy as unknown as string, masters.urls[2]],
+      quarantine: false,
+    });
+    expect(err).toBeInstanceOf(InvalidConfigurationError);
+    expect((err as Error).message).toMatch(/clients\[1\].*legacy-mode.*not client\.legacy\(\)/);
   });
 });

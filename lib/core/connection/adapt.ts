@@ -29,7 +29,10 @@ export function clientShape(value: unknown): ClientShape {
     if (fn('execute') && !fn('duplicate')) return 'node-redis-pool';
     if (fn('duplicate') && fn('connect')) return 'node-redis';
   }
-  if (fn('sendCommand') && fn('v4')) return 'node-redis-legacy';
+  // client.legacy(): callback commands, no `isOpen`.
+  if (fn('sendCommand') && fn('multi') && fn('quit') && v.isOpen === undefined) {
+    return 'node-redis-legacy';
+  }
   return undefined;
 }
 
