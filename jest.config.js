@@ -30,6 +30,8 @@ module.exports = {
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'],
     },
+    // The shared client suite (test/clients/client-suite.ts), once per client library.
+    { ...base, displayName: 'clients', testMatch: ['<rootDir>/test/clients/**/*.spec.ts'] },
     // The fault, quarantine, hand-off and protocol suites once more on ioredis 5 (RESP2), which
     // the package supports next to ioredis 6 (RESP3); `ioredis5` is ioredis 5 under an alias.
     {

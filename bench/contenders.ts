@@ -8,7 +8,9 @@ import type { Redis } from 'ioredis';
 import NodeRedlock from 'redlock';
 import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { RedlockMutex } from 'redis-semaphore';
+import { createClient } from 'redis';
 import { Redlock } from '../lib/core';
+import type { RedlockClient } from '../lib/core';
 import { BENCH_SETTINGS, RetryProfile, maxTtlFor } from './config';
 import { RawFloor } from './raw-floor';
 
@@ -56,8 +58,11 @@ function benchWarn(message: string): void {
   console.error(`  [nestjs-redlock warning] ${message}`);
 }
 
-/** Which of our rows: the defaults, fencing off, or `fairness: 'across-processes'`. */
-export type OursVariant = 'ours' | 'ours-nofence' | 'ours-fair';
+/**
+ * Which of our rows: the defaults, fencing off, `fairness: 'across-processes'`, or the defaults
+ * over node-redis clients (`redis` 6, RESP3, one client per master, made for the row).
+ */
+export type OursVariant = 'ours' | 'ours-nofence' | 'ours-fair' | 'ours-node-redis';
 
 /**
  * Our engine (lib/core), used directly, with its full safety defaults: fencing tokens on (except
@@ -65,10 +70,11 @@ export type OursVariant = 'ours' | 'ours-nofence' | 'ours-fair';
  * benchmark waits it out); the "fair" row with `fairness: 'across-processes'`.
  */
 export function oursEngine(
-  clients: Redis[],
+  clients: readonly RedlockClient[],
   variant: OursVariant,
   retry: RetryProfile,
   quick: boolean,
+  closeClients: () => Promise<void> = () => Promise.resolve(),
 ): Contender {
   const fencing = variant !== 'ours-nofence';
   const maxTtl = maxTtlFor(quick);
@@ -92,7 +98,7 @@ export function oursEngine(
       const lock = await engine.acquire(resource);
       return { release: () => lock.release().then(() => undefined) };
     },
-    close: () => engine.close(),
+    close: () => engine.close().then(closeClients),
     ready: async (deadlineMs) => {
       // Poll until no master is in restart quarantine (its votes would not count yet).
       const deadline = Date.now() + deadlineMs;
@@ -112,7 +118,27 @@ export const OURS_LABELS: Readonly<Record<OursVariant, string>> = {
   ours: '**nestjs-redlock** (engine)',
   'ours-nofence': 'nestjs-redlock, fencing off',
   'ours-fair': "nestjs-redlock, fairness: 'across-processes'",
+  'ours-node-redis': 'nestjs-redlock on node-redis clients',
 };
+
+/**
+ * Our engine with its defaults over node-redis clients (`redis` 6) to the same masters as the
+ * shared ioredis `clients`, made for this row and closed with it.
+ */
+async function oursOnNodeRedis(
+  clients: Redis[],
+  retry: RetryProfile,
+  quick: boolean,
+): Promise<Contender> {
+  const made = clients.map((c) =>
+    createClient({ socket: { host: c.options.host ?? '127.0.0.1', port: c.options.port ?? 6379 } }),
+  );
+  for (const c of made) c.on('error', () => undefined);
+  await Promise.all(made.map((c) => c.connect()));
+  return oursEngine(made, 'ours-node-redis', retry, quick, async () => {
+    await Promise.all(made.map((c) => c.close()));
+  });
+}
 
 /** node-redlock 5.0.0-beta.2 (`redlock` on npm). */
 export function nodeRedlock(clients: Redis[], retry: RetryProfile): Contender {
@@ -265,6 +291,7 @@ export const CONTENDER_IDS = [
   'ours',
   'ours-nofence',
   'ours-fair',
+  'ours-node-redis',
   'node-redlock',
   'sesamecare',
   'redis-semaphore',
@@ -286,6 +313,8 @@ export async function makeContender(
     case 'ours-nofence':
     case 'ours-fair':
       return oursEngine(clients, id, retry, quick);
+    case 'ours-node-redis':
+      return oursOnNodeRedis(clients, retry, quick);
     case 'node-redlock':
       return nodeRedlock(clients, retry);
     case 'sesamecare':

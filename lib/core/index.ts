@@ -32,6 +32,11 @@ export type {
   ResolvedSettings,
 } from './settings';
 export type {
+  IovalkeyClient,
+  NodeRedisClient,
+  NodeRedisCluster,
+} from './connection/client-types';
+export type {
   RedlockEvent,
   RedlockObserver,
   AcquiredEvent,

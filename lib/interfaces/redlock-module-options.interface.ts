@@ -1,5 +1,5 @@
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import type { ResolvedSettings, RedlockSettings } from '../core';
+import type { RedisOptions } from 'ioredis';
+import type { RedlockClient, ResolvedSettings, RedlockSettings } from '../core';
 import type { RedlockTelemetryOptions } from '../telemetry/opentelemetry';
 import type { LockedOptions, OnLocked } from './locked-options.interface';
 
@@ -7,9 +7,12 @@ import type { LockedOptions, OnLocked } from './locked-options.interface';
  * One Redis master, given as
  * - a connection URL: `redis://[user:password@]host:port[/db]` or `rediss://...` (TLS);
  * - ioredis options (`{ host, port, password, tls, ... }`);
- * - an existing ioredis `Redis` or `Cluster` instance (never closed by the module).
+ * - an existing client (never closed by the module): an ioredis or iovalkey `Redis` or `Cluster`
+ *   instance, or a connected node-redis client or Cluster client (docs/clients.md).
+ *
+ * URLs and options create ioredis clients.
  */
-export type RedlockClientOption = string | RedisOptions | Redis | Cluster;
+export type RedlockClientOption = string | RedisOptions | RedlockClient;
 
 /** HTTP status used when a `@Locked()` handler finds its resource held by someone else. */
 export type ContentionStatus = 423 | 409;

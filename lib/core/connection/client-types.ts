@@ -34,7 +34,21 @@ export interface NodeRedisCluster {
 }
 
 /**
- * A Redis master as the engine sees it: an ioredis (or iovalkey) `Redis` or `Cluster` instance,
- * or a node-redis client or Cluster client. docs/clients.md tells what each brings.
+ * An iovalkey `Redis` or `Cluster` instance (0.4; a fork of ioredis with the same interface),
+ * described by members the engine uses, so that the package's own types are not needed to
+ * compile against this one. The engine never closes it.
  */
-export type RedlockClient = Redis | Cluster | NodeRedisClient | NodeRedisCluster;
+export interface IovalkeyClient {
+  /** The connection's state (`ready` once commands are sent). */
+  readonly status: string;
+  /** EVALSHA (the engine's scripts). */
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | Buffer)[]): Promise<unknown>;
+  /** A new client with the same options (the engine's pub/sub connection). */
+  duplicate(...overrides: never[]): unknown;
+}
+
+/**
+ * A Redis master as the engine sees it: an ioredis or iovalkey `Redis` or `Cluster` instance, or
+ * a node-redis client or Cluster client. docs/clients.md tells what each brings.
+ */
+export type RedlockClient = Redis | Cluster | IovalkeyClient | NodeRedisClient | NodeRedisCluster;
