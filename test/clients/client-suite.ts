@@ -209,6 +209,8 @@ export function clientSuite(kind: ClientKind): void {
         await waitUntil(() => held.signal.aborted || held.extensions >= seen + 2, 5000);
         expect(held.signal.aborted).toBe(false);
         expect((await valuesOn(probe, rl.keyOf(r)))[2]).toBe(held.value);
+        // The check read INFO (uptime, run_id) through this client: no fallback to the marker.
+        expect(logger.messages.filter((m) => /could not check/.test(m))).toEqual([]);
       } finally {
         finish();
         await using;
