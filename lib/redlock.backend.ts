@@ -15,7 +15,7 @@ import { instrumentRedlock, loadOpenTelemetry } from './telemetry/opentelemetry'
  */
 export interface RedlockBackend {
   readonly engine: Redlock;
-  /** The ioredis clients, one per master (none in memory). */
+  /** The clients, one per master (none in memory). */
   readonly clients: readonly RedlockClient[];
   /** Display names of the masters, passwords redacted. */
   readonly names: readonly string[];

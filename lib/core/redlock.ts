@@ -43,8 +43,9 @@ import { TRY_ACQUIRE_OPTION_NAMES, checkTtl } from './validate';
 /**
  * The Redlock algorithm on N independent Redis masters (docs/REDLOCK.md).
  *
- * Framework-free: give it ioredis clients, one per master. The engine never closes them;
- * {@link close} only drops what the engine itself created (subscriber connections, listeners).
+ * Framework-free: give it clients, one per master (ioredis, iovalkey or node-redis:
+ * docs/clients.md). The engine never closes them; {@link close} only drops what the engine
+ * itself created (subscriber connections, listeners).
  *
  * This class is the policy — validation, retries, keep-alive, events and the life of each lock —
  * over a store (lib/core/store.ts): the Redis store runs the quorum protocol on the
@@ -77,7 +78,7 @@ export class Redlock {
   private readonly queue: WaitingPolicy<unknown>;
 
   /**
-   * @param clients one ioredis client (Redis or Cluster) per independent master.
+   * @param clients one client (ioredis or iovalkey Redis / Cluster, node-redis client / Cluster) per independent master.
    * @param settings engine settings; unknown names and bad values are an
    * {@link InvalidConfigurationError}.
    */

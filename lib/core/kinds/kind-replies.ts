@@ -2,7 +2,8 @@
  * Typed decoding of the lock-kind scripts' replies (shapes: docs/lock-kinds.md, "Replies").
  * Each decoder checks the whole shape and throws a plain Error naming the script on anything
  * else, so that a wrong script, a wrong argument layout or a proxy's garbage never turns into a
- * vote. ioredis returns Lua integers as numbers and Lua strings as strings under RESP2 and RESP3.
+ * vote. Every client adapter (lib/core/connection/) returns Lua integers as numbers and Lua
+ * strings as strings under RESP2 and RESP3.
  */
 
 import type { FoundKind } from '../kind-spec';
