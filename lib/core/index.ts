@@ -31,11 +31,7 @@ export type {
   QuarantineSettings,
   ResolvedSettings,
 } from './settings';
-export type {
-  IovalkeyClient,
-  NodeRedisClient,
-  NodeRedisCluster,
-} from './connection/client-types';
+export type { IovalkeyClient, NodeRedisClient, NodeRedisCluster } from './connection/client-types';
 export type {
   RedlockEvent,
   RedlockObserver,

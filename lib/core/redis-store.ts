@@ -292,7 +292,9 @@ export class RedisStore implements LockStore, RedisContext {
         const checks = node.checksMarker;
         const reply = await node.request(
           () =>
-            checks ? node.evalScript(MARKER_AGE_SCRIPT, [this.markerKey], []) : node.connection.ping(),
+            checks
+              ? node.evalScript(MARKER_AGE_SCRIPT, [this.markerKey], [])
+              : node.connection.ping(),
           this.settings.requestTimeout,
         );
         const base = { node: node.index, name: node.name, reachable: false };
