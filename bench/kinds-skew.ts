@@ -166,7 +166,9 @@ function plainSemaphore(clients: readonly Redis[]): Acquire {
   const release = async (key: string, token: string): Promise<void> => {
     await Promise.all(
       clients.map((c) =>
-        evalScript(connectionOf(c), HOLDERS_RELEASE_SCRIPT, [key], [token, '0']).catch(() => undefined),
+        evalScript(connectionOf(c), HOLDERS_RELEASE_SCRIPT, [key], [token, '0']).catch(
+          () => undefined,
+        ),
       ),
     );
   };

@@ -78,7 +78,8 @@ export class Redlock {
   private readonly queue: WaitingPolicy<unknown>;
 
   /**
-   * @param clients one client (ioredis or iovalkey Redis / Cluster, node-redis client / Cluster) per independent master.
+   * @param clients one client per independent master: an ioredis or iovalkey Redis / Cluster,
+   * or a node-redis client / Cluster client.
    * @param settings engine settings; unknown names and bad values are an
    * {@link InvalidConfigurationError}.
    */
