@@ -8,7 +8,8 @@ import { NodeRedisConnection } from './node-redis';
  * What a value passed as a client is, told by its members (duck-typed, so another copy of a
  * library works too): an ioredis or iovalkey client (`evalsha`, `status`), a node-redis client
  * (`sendCommand`, `isOpen`, `duplicate`) or a node-redis Cluster client (also `nodeClient`).
- * A node-redis client pool or legacy-mode client is named, to be refused with the reason.
+ * A node-redis client pool, legacy-mode client or Sentinel client is named, to be refused with
+ * the reason.
  */
 export type ClientShape =
   | 'ioredis'
@@ -16,6 +17,7 @@ export type ClientShape =
   | 'node-redis-cluster'
   | 'node-redis-pool'
   | 'node-redis-legacy'
+  | 'node-redis-sentinel'
   | undefined;
 
 /** See {@link ClientShape}. */
@@ -26,6 +28,7 @@ export function clientShape(value: unknown): ClientShape {
   if (fn('evalsha') && fn('on') && typeof v.status === 'string') return 'ioredis';
   if (fn('sendCommand') && typeof v.isOpen === 'boolean') {
     if (fn('nodeClient')) return 'node-redis-cluster';
+    if (fn('getMasterNode')) return 'node-redis-sentinel';
     if (fn('execute') && !fn('duplicate')) return 'node-redis-pool';
     if (fn('duplicate') && fn('connect')) return 'node-redis';
   }
@@ -40,6 +43,9 @@ export function clientShape(value: unknown): ClientShape {
 export function refusedShape(shape: ClientShape): string | undefined {
   if (shape === 'node-redis-pool') {
     return 'a node-redis client pool, which the engine cannot use (its scripts, pub/sub and connection checks need one connection per master): pass a client from createClient()';
+  }
+  if (shape === 'node-redis-sentinel') {
+    return 'a node-redis Sentinel client, which the engine does not take: pass a client of each master (createClient()), or ioredis options with `sentinels`';
   }
   if (shape === 'node-redis-legacy') {
     return 'a node-redis legacy-mode client: pass the client itself, not client.legacy()';
