@@ -61,8 +61,8 @@ async function child(
         events.push({ t: abs(), e, what: `release ${who(g.token)} ${rest[3] ?? ''}` });
         return rel(g, ...rest);
       };
-      const wr = st.watchReleases.bind(st);
-      st.watchReleases = (r, cb) =>
+      const wr = st.watchFairReleases.bind(st);
+      st.watchFairReleases = (r, cb) =>
         wr(r, (announced, token, repeat, reserved, install) => {
           if (!repeat)
             events.push({

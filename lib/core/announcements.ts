@@ -4,40 +4,22 @@
  */
 
 /**
- * What a release announcement says (masters/handoff.ts): `release`, a holder released the
- * resource; `cleanup`, the keys of another engine's failed attempt were deleted (not a holder's
- * release); `yield`, a holder whose engine has more local waiters released it so that other
- * processes' waiters go first — they attempt in the order of how long they waited
- * (fair/streak.ts, raceDelay); `subscribed`, not a release: the watch had resolved with no
+ * What a release announcement says (masters/handoff.ts `announcementOf`): `release`, a holder
+ * released the resource; `cleanup`, the keys of another engine's failed attempt were deleted
+ * (not a holder's release); `subscribed`, not a release: the watch had resolved with no
  * master's confirmation and one came now (a subscriber connection slow to be made), so a
  * release announced before it was heard by nobody — waiters should try again (token: empty).
  * Also told when a master's subscriber connection was lost and its subscriptions are confirmed
  * again: a release announced on that master in between was heard by nobody.
  */
-export type Announced = 'release' | 'cleanup' | 'yield' | 'subscribed';
+export type Announced = 'release' | 'cleanup' | 'subscribed';
 
 /**
  * Called for each release announcement of a watched resource: what it says, the token whose
  * keys were deleted, and `repeat` when another master already announced that token (every
- * master that deleted a key announces it; the first is not a `repeat`). `reserved`: the master
- * reserved the key, on an ordered yield, for this engine (`'own'`) or for another one
- * (`'other'`); undefined when it reserved it for nobody (fair/streak.ts `RESERVE_MS`).
- * `installed`: the yield, reserved for this engine, installed its parked token instead
- * (lib/core/fair/README.md): the outcome comes through `LockStore.onInstalled`.
+ * master that deleted a key announces it; the first is not a `repeat`).
  */
-export type AnnouncementListener = (
-  announced: Announced,
-  token: string,
-  repeat: boolean,
-  reserved?: Reserved,
-  installed?: boolean,
-) => void;
-
-/**
- * For whom an ordered yield reserved the key (scripts/announce.ts `RESERVED_SEP`): this engine or
- * another one.
- */
-export type Reserved = 'own' | 'other';
+export type AnnouncementListener = (announced: Announced, token: string, repeat: boolean) => void;
 
 /**
  * A registration for the release announcements of one resource (hand-off), see

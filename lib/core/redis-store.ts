@@ -7,7 +7,7 @@ import type { LockKindSpec } from './kind-spec';
 import { fenceKey, lockKey, markerKey } from './keys';
 import { slotTag } from './slot';
 import { Dispatch } from './masters/dispatch';
-import { ReleaseNotifier, announcement } from './masters/handoff';
+import { ReleaseNotifier, announcement, announcementOf } from './masters/handoff';
 import { MasterNode, errorMessage } from './masters/node';
 import { QuarantineNotice, annotateQuarantined } from './masters/quarantine-notice';
 import type {
@@ -124,7 +124,6 @@ export class RedisStore implements LockStore, RedisContext {
       this.nodes,
       logger,
       settings.requestTimeout,
-      this.engineId,
       presence?.(this.engineId),
     );
     this.dispatch = new Dispatch((r) => this.keyOf(r));
@@ -326,7 +325,13 @@ export class RedisStore implements LockStore, RedisContext {
     onRelease: AnnouncementListener,
   ): Promise<ReleaseWatch | undefined> {
     if (!this.settings.handoff) return Promise.resolve(undefined);
-    return this.notifier.watch(this.keyOf(resource), onRelease);
+    return this.notifier.watch(this.keyOf(resource), {
+      heard: (raw, repeat) => {
+        const { announced, token } = announcementOf(raw);
+        onRelease(announced, token, repeat);
+      },
+      subscribed: () => onRelease('subscribed', '', false),
+    });
   }
 
   /** The clean-up of an own failed attempt wakes other engines' waiters, not this engine's. */

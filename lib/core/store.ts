@@ -5,7 +5,7 @@ import type { ResolvedSettings } from './settings';
 import type { MasterHealth } from './types';
 import type { AnnouncementListener, ReleaseWatch } from './announcements';
 
-export type { Announced, AnnouncementListener, Reserved, ReleaseWatch } from './announcements';
+export type { Announced, AnnouncementListener, ReleaseWatch } from './announcements';
 
 /**
  * The store seam: what the policy (acquire loop, keep-alive, observers, the lock's life — see

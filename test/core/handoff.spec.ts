@@ -8,8 +8,9 @@ import { observedStore, storeWith } from '../harness/engines';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 import { STORE_FACTORY } from '../../lib/core/store';
-import type { StoreFactory } from '../../lib/core/store';
+import type { ReleaseWatch, StoreFactory } from '../../lib/core/store';
 import { RedisStore } from '../../lib/core/redis-store';
+import { FairRedisStore } from '../../lib/core/fair/fair-redis-store';
 import type { Fairness } from '../../lib/core/settings';
 
 let masters: RedisMasters;
@@ -355,15 +356,27 @@ it.each(['across-processes', 'local'] as const)(
         outcomes++;
         return outcome;
       };
-      const watch = store.watchReleases.bind(store);
-      store.watchReleases = (resource, on) =>
-        watch(resource, (announced, token, repeat) => {
-          heard.set(token, (heard.get(token) ?? 0) + 1);
-          on(announced, token, repeat);
-        }).then((w) => {
-          live = w?.live ?? false;
-          return w;
-        });
+      const seen = (w: ReleaseWatch | undefined): ReleaseWatch | undefined => {
+        live = w?.live ?? false;
+        return w;
+      };
+      const count = (token: string): void => void heard.set(token, (heard.get(token) ?? 0) + 1);
+      if (store instanceof FairRedisStore) {
+        // The fair queue watches with the fair mode's reading.
+        const watch = store.watchFairReleases.bind(store);
+        store.watchFairReleases = (resource, on) =>
+          watch(resource, (announced, token, repeat, ...rest) => {
+            count(token);
+            on(announced, token, repeat, ...rest);
+          }).then(seen);
+      } else {
+        const watch = store.watchReleases.bind(store);
+        store.watchReleases = (resource, on) =>
+          watch(resource, (announced, token, repeat) => {
+            count(token);
+            on(announced, token, repeat);
+          }).then(seen);
+      }
     });
     const waiter = engine(true, factory, 250, fairness);
     const r = uniqueResource('heard-before-refusal');

@@ -8,7 +8,7 @@ import { monotonicNow } from '../clock';
 import { installHeard } from './installed';
 import { countHeard } from '../policy/lines';
 import type { Line } from './queue-lines';
-import type { Announced, Reserved } from '../store';
+import type { FairAnnounced as Announced, Reserved } from './fair-announcements';
 import { COLLISION_SPREAD_MS, STAND_BY_MS, YIELD_MS, raceDelay } from './streak';
 import type { Timeline } from '../timeline';
 

@@ -26,7 +26,8 @@ import type { GrantNews } from './queue-lines';
 import type { AttemptResult } from '../policy/attempt-result';
 import type { LockContendedError, LockErrorDetail } from '../errors';
 import type { ReleaseResult } from '../quorum/protocol';
-import type { AttemptOutcome, Announced, Grant, ReleaseWatch, Reserved } from '../store';
+import type { AttemptOutcome, Grant, ReleaseWatch } from '../store';
+import type { FairAnnounced as Announced, FairWatch, Reserved } from './fair-announcements';
 import type { FairAttemptRequest, FairGrant, FairLockStore, FairRefusal } from './fair-store';
 import { withFields } from '../fields';
 import type { AttemptHints, WaitingPolicy } from '../policy/waiting';
@@ -184,23 +185,25 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
   }
 
   private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
-    line.watching ??= this.store
-      .watchReleases(line.resource, (announced, token, repeat, reserved, install) =>
-        heardOn(
-          line,
-          { announced, token, repeat, reserved, install },
-          {
-            owns: (t) => this.store.ownsToken?.(t),
-            handOff: (a, r) => this.handOff(line, false, a, r),
-          },
-        ),
-      )
-      .then((w) => {
-        // The queue emptied meanwhile: nobody needs the watch any more.
-        if (this.lines.get(line.resource) !== line) w?.stop();
-        else line.watch = w;
-        return w;
-      });
+    // A store without the fair mode's reading (the in-memory store) announces releases only.
+    const watch: FairWatch = this.store.watchFairReleases
+      ? (r, on) => (this.store.watchFairReleases as FairWatch)(r, on)
+      : (r, on) => this.store.watchReleases(r, on);
+    line.watching ??= watch(line.resource, (announced, token, repeat, reserved, install) =>
+      heardOn(
+        line,
+        { announced, token, repeat, reserved, install },
+        {
+          owns: (t) => this.store.ownsToken?.(t),
+          handOff: (a, r) => this.handOff(line, false, a, r),
+        },
+      ),
+    ).then((w) => {
+      // The queue emptied meanwhile: nobody needs the watch any more.
+      if (this.lines.get(line.resource) !== line) w?.stop();
+      else line.watch = w;
+      return w;
+    });
     return line.watching;
   }
 

@@ -14,7 +14,9 @@ import type { AttemptParts } from '../redis-attempt';
 import { attemptOnMasters } from '../redis-attempt';
 import { RedisStore } from '../redis-store';
 import type { RedlockClient, ResolvedSettings } from '../settings';
-import type { Grant } from '../store';
+import type { AnnouncementListener, Grant, ReleaseWatch } from '../store';
+import { fairSeenAs, readFair } from './fair-announcements';
+import type { FairAnnouncementListener } from './fair-announcements';
 import type { FairContext } from './fair-context';
 import { fairAttemptParts } from './fair-attempt';
 import { FAIR_MUTEX } from './fair-mutex';
@@ -34,10 +36,47 @@ export class FairRedisStore extends RedisStore implements FairContext {
     // (The masters skip a waiting engine that is gone: its alive channel has no subscriber.)
     super(clients, settings, (engineId) => aliveChannel(settings.keyPrefix, engineId));
     this.installs = new Installs(this);
-    this.notifier.onInstall = (...heard) => this.installs.heard(...heard);
-    this.notifier.onNews = (...news) => this.installs.news(...news);
+    this.notifier.seenAs = fairSeenAs;
+    // Every announcement tells the installs what holds the key on that master now; a yield that
+    // installed this engine's parked token is taken in after the watchers heard it.
+    this.notifier.tap = (channel, raw, node) => {
+      const m = readFair(raw, this.engineId);
+      this.installs.news(channel, node, m.token, m.install?.token);
+      const own = m.reserved === 'own' ? m.install : undefined;
+      return own && (() => this.installs.heard(channel, node, own.token, own.fence, own.age));
+    };
     this.notifier.onResubscribed = (node) => this.installs.resubscribed(node);
     this.parts = fairAttemptParts(this);
+  }
+
+  /**
+   * Release announcements of `resource` as the fair mode reads them (fair-announcements.ts):
+   * yields, the engine they reserved the key for, and whether they installed this engine's
+   * parked token.
+   */
+  watchFairReleases(
+    resource: string,
+    onRelease: FairAnnouncementListener,
+  ): Promise<ReleaseWatch | undefined> {
+    if (!this.settings.handoff) return Promise.resolve(undefined);
+    return this.notifier.watch(this.keyOf(resource), {
+      heard: (raw, repeat) => {
+        const m = readFair(raw, this.engineId);
+        const installed = m.install !== undefined && m.reserved === 'own';
+        onRelease(m.announced, m.token, repeat, m.reserved, installed);
+      },
+      subscribed: () => onRelease('subscribed', '', false),
+    });
+  }
+
+  /** {@link watchFairReleases} for a plain listener: a yield is a release of its token. */
+  override watchReleases(
+    resource: string,
+    onRelease: AnnouncementListener,
+  ): Promise<ReleaseWatch | undefined> {
+    return this.watchFairReleases(resource, (announced, token, repeat) =>
+      onRelease(announced === 'yield' ? 'release' : announced, token, repeat),
+    );
   }
 
   /** The fair mutex for plain locks; the other kinds as in the plain store. */

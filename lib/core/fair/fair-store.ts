@@ -5,7 +5,8 @@
  */
 import type { NodeVote } from '../errors';
 import type { ReleaseResult } from '../quorum/protocol';
-import type { AttemptOutcome, AttemptRequest, Grant, LockStore } from '../store';
+import type { AttemptOutcome, AttemptRequest, Grant, LockStore, ReleaseWatch } from '../store';
+import type { FairAnnouncementListener } from './fair-announcements';
 import type { FairAnnounce } from './fair-mutex';
 
 /** A grant with what the fair mode's attempt told. */
@@ -110,6 +111,14 @@ export interface FairLockStore extends LockStore {
     only?: readonly number[],
     announce?: FairAnnounce,
   ): Promise<ReleaseResult>;
+  /**
+   * {@link LockStore.watchReleases}, as the fair mode reads announcements (yields, reservations,
+   * installs: fair-announcements.ts).
+   */
+  watchFairReleases?(
+    resource: string,
+    onRelease: FairAnnouncementListener,
+  ): Promise<ReleaseWatch | undefined>;
   /** Whether `token` belongs to a lock of this engine (its engine id starts it: token.ts). */
   ownsToken?(token: string): boolean;
   /**

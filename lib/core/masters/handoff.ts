@@ -1,8 +1,8 @@
 import { monotonicNow } from '../clock';
 import type { MasterNode } from './node';
 import { errorMessage } from './node';
-import type { Announced, AnnouncementListener, ReleaseWatch, Reserved } from '../announcements';
-import { CLEANUP_PREFIX, RESERVED_SEP, YIELD_PREFIX } from '../scripts/announce';
+import type { Announced, ReleaseWatch } from '../announcements';
+import { CLEANUP_PREFIX } from '../scripts/announce';
 import type { RedlockLogger } from '../settings';
 import type { Subscriber } from '../connection/connection';
 
@@ -11,10 +11,36 @@ export function announcement(token: string, cleanup: boolean): string {
   return cleanup ? CLEANUP_PREFIX + token : token;
 }
 
+/**
+ * What a message says in the default mode: a clean-up (`~token`) or a release (the token). A
+ * message of another form (another mode's) is taken as a release of what it names: its watchers
+ * wake and ask again, which is always safe.
+ */
+export function announcementOf(raw: string): { announced: Announced; token: string } {
+  return raw.startsWith(CLEANUP_PREFIX)
+    ? { announced: 'cleanup', token: raw.slice(CLEANUP_PREFIX.length) }
+    : { announced: 'release', token: raw };
+}
+
+/** Who watches a channel (see {@link ReleaseNotifier.watch}). */
+export interface ChannelWatcher {
+  /**
+   * A message of master `node` on the channel; `repeat` when another master already sent the
+   * same one (compared by {@link ReleaseNotifier.seenAs}).
+   */
+  heard(raw: string, repeat: boolean, node: number): void;
+  /**
+   * The watch had resolved with no master's confirmation and one came now, or a master's
+   * subscriber connection was lost and its subscriptions are confirmed again: a release
+   * announced before it was heard by nobody.
+   */
+  subscribed(): void;
+}
+
 /** One subscribed release channel (a lock key) and who listens to it. */
 interface Channel {
   /** One entry per watch (the engine's local queue keeps one watch per contended resource). */
-  readonly listeners: Set<AnnouncementListener>;
+  readonly listeners: Set<ChannelWatcher>;
   /** Recently announced tokens: every master announces each release once. At most 8. */
   readonly recent: string[];
   /** Settles once the subscriptions were confirmed or failed. */
@@ -34,14 +60,13 @@ interface Channel {
 /**
  * Fast hand-off: the release script publishes the released token on a channel named like each
  * released key; watchers subscribe through one shared subscriber connection per master and are
- * called for each master's announcement, with the token and whether another master already
- * announced it (`repeat`: the N announcements of one release are told apart from news by
- * token). The clean-up of a failed attempt is announced as `~token`, a yield as `^token`;
- * watchers are told which it was.
+ * called for each master's message, with whether another master already sent it (`repeat`: the
+ * N announcements of one release are told apart from news). What a message says is read by the
+ * store ({@link announcementOf}; the fair mode reads more: lib/core/fair/fair-announcements.ts).
  *
- * The notifier only maps announcements to watchers. Who goes first is decided by the engine's
- * local queue (lib/core/fair/fair-queue.ts): it keeps one watch per contended resource and
- * wakes the head of that resource's queue — waiters never poll while a holder is alive.
+ * The notifier only maps messages to watchers. Who goes first is decided by the engine's
+ * waiting policy (policy/fifo-queue.ts): it keeps one watch per contended resource and wakes
+ * the head of that resource's queue — waiters never poll while a lock is held.
  *
  * - A channel is subscribed with its first watch and unsubscribed with its last; its entry (and
  *   its recent tokens) is dropped with it. Announcements still on their way for a channel nobody
@@ -61,15 +86,22 @@ export class ReleaseNotifier {
     private readonly nodes: readonly MasterNode[],
     private readonly logger: RedlockLogger,
     private readonly timeout: number,
-    /** This engine's id: a yield that names it reserved the key for it (scripts/announce.ts). */
-    private readonly engineId: string,
     /**
-     * This engine's alive channel (fair/fair-keys.ts `aliveChannel`), subscribed first on each
-     * standalone master's subscriber connection, again after it was lost: a yield installs this
-     * engine's parked tokens only while it has a subscriber (scripts/release.ts).
+     * A channel subscribed first on each standalone master's subscriber connection, again after
+     * it was lost, and never unsubscribed: the masters can tell this engine has a subscriber
+     * there (the store's presence channel, if any).
      */
-    private readonly alive?: string,
+    private readonly presence?: string,
   ) {}
+
+  /** The part of a message that tells repeats apart (default: the whole message). */
+  seenAs: (raw: string) => string = (raw) => raw;
+
+  /**
+   * Told every message on a watched channel once, before its watchers; what it returns, if
+   * anything, is called after them.
+   */
+  tap?: (channel: string, raw: string, node: number) => (() => void) | void;
 
   /**
    * Calls `listener` once per release of `key` until the returned watch is stopped. Resolves once
@@ -77,9 +109,9 @@ export class ReleaseNotifier {
    * least one master confirmed it, `activeSince` when the latest did by then. When none had (a
    * subscriber connection still being made on a loaded machine), the first later confirmation is
    * told to the listeners as `subscribed`: a release announced before it was heard by nobody,
-   * and a waiter that then saw the holder alive would sleep a whole ttl. Never rejects.
+   * and a waiter that then saw the lock still held would sleep a whole ttl. Never rejects.
    */
-  async watch(key: string, listener: AnnouncementListener): Promise<ReleaseWatch> {
+  async watch(key: string, watcher: ChannelWatcher): Promise<ReleaseWatch> {
     let channel = this.channels.get(key);
     if (!channel) {
       channel = {
@@ -93,9 +125,11 @@ export class ReleaseNotifier {
       channel.ready = this.subscribeChannel(key, channel);
     }
     const ch = channel;
-    // A distinct entry per watch: the same function may watch twice.
-    const entry: AnnouncementListener = (announced, token, repeat, reserved, installed) =>
-      listener(announced, token, repeat, reserved, installed);
+    // A distinct entry per watch: the same watcher may watch twice.
+    const entry: ChannelWatcher = {
+      heard: (raw, repeat, node) => watcher.heard(raw, repeat, node),
+      subscribed: () => watcher.subscribed(),
+    };
     ch.listeners.add(entry);
     let stopped = false;
     const stop = (): void => {
@@ -133,7 +167,7 @@ export class ReleaseNotifier {
             ch.live = true;
             if (!ch.settled || late) ch.activeSince = monotonicNow();
             if (late && this.channels.get(key) === ch) {
-              for (const listener of [...ch.listeners]) listener('subscribed', '', false);
+              for (const listener of [...ch.listeners]) listener.subscribed();
             }
             return n;
           });
@@ -155,9 +189,9 @@ export class ReleaseNotifier {
    */
   private reconnected(node: MasterNode, sub: Subscriber): void {
     const keys = [...this.channels.keys()];
-    const alive = this.aliveOn(node);
-    if (this.closed || keys.length + alive.length === 0) return;
-    sub.subscribe([...alive, ...keys]).then(
+    const presence = this.presenceOn(node);
+    if (this.closed || keys.length + presence.length === 0) return;
+    sub.subscribe([...presence, ...keys]).then(
       () => {
         if (keys.length === 0) return;
         this.onResubscribed?.(node.index);
@@ -167,7 +201,7 @@ export class ReleaseNotifier {
           if (!ch) continue;
           ch.live = true;
           ch.activeSince = now;
-          for (const listener of [...ch.listeners]) listener('subscribed', '', false);
+          for (const listener of [...ch.listeners]) listener.subscribed();
         }
       },
       (err: unknown) =>
@@ -220,76 +254,33 @@ export class ReleaseNotifier {
   }
 
   /**
-   * Hand-over across processes: called for each master's announcement of a yield that installed
-   * this engine's parked `token` on `key` (the master's index, the fencing counter it set, its
-   * boot marker age: -1 not checked). Set by the store (fair/installs.ts).
-   */
-  onInstall?: (key: string, node: number, token: string, fence: number, age: number) => void;
-
-  /**
-   * Hand-over across processes: called for each master's announcement on a watched `key` with
-   * the token it deleted there (or, for an attempt's install, the attempting one: nothing of it
-   * was set) and, when it installed a parked token (any engine's), that token: what holds the
-   * key on that master now, as far as announcements tell (fair/installs.ts `Installs.news`).
-   */
-  onNews?: (key: string, node: number, deleted: string, installed: string | undefined) => void;
-
-  /**
-   * Hand-over across processes: called when master `node`'s subscriber connection was lost and
-   * its subscriptions are confirmed again (an install announced meanwhile was heard by nobody).
+   * Called when master `node`'s subscriber connection was lost and its subscriptions are
+   * confirmed again (a message sent meanwhile was heard by nobody).
    */
   onResubscribed?: (node: number) => void;
 
   private onMessage(channel: string, raw: string, node: number): void {
     const ch = this.channels.get(channel);
     if (!ch) return;
-    let message = raw;
-    let install: string[] | undefined;
-    if (raw.startsWith(YIELD_PREFIX)) {
-      // `^yield:engine:token:fence:age`: the yield installed `engine`'s parked token.
-      const parts = raw.split(RESERVED_SEP);
-      if (parts.length === 5) {
-        message = `${parts[0]}${RESERVED_SEP}${parts[1]}`;
-        install = parts;
-      }
-    }
-    // Every master that deleted a key announces the token: listeners hear the first as news and
-    // the others as repeats (fair/fair-queue.ts wakes a head refused by that holder again).
-    const repeat = ch.recent.includes(message);
+    // Every master that deleted a key announces it: listeners hear the first as news and the
+    // others as repeats (policy/fifo-queue.ts wakes a head refused by that holder again).
+    const seen = this.seenAs(raw);
+    const repeat = ch.recent.includes(seen);
     if (!repeat) {
-      ch.recent.push(message);
+      ch.recent.push(seen);
       if (ch.recent.length > 8) ch.recent.shift();
     }
-    const announced: Announced = message.startsWith(CLEANUP_PREFIX)
-      ? 'cleanup'
-      : message.startsWith(YIELD_PREFIX)
-        ? 'yield'
-        : 'release';
-    let token = announced === 'release' ? message : message.slice(1);
-    let reserved: Reserved | undefined;
-    if (announced === 'yield') {
-      // An ordered yield names the engine it reserved the key for (kinds/mutex-scripts.ts).
-      const at = token.indexOf(RESERVED_SEP);
-      if (at >= 0) {
-        reserved = token.slice(at + 1) === this.engineId ? 'own' : 'other';
-        token = token.slice(0, at);
-      }
-    }
-    this.onNews?.(channel, node, token, install?.[2]);
-    const own = install !== undefined && reserved === 'own';
-    for (const listener of [...ch.listeners]) listener(announced, token, repeat, reserved, own);
-    if (own && install) {
-      this.onInstall?.(channel, node, install[2], Number(install[3]), Number(install[4]));
-    }
+    const after = this.tap?.(channel, raw, node);
+    for (const listener of [...ch.listeners]) listener.heard(raw, repeat, node);
+    after?.();
   }
 
   /**
    * The subscriber connection of `node`, made on first use (connection/connection.ts
    * `Connection.subscriber`). A Cluster master's subscriber is a Cluster client of its own, which
-   * hears the releases of every slot. The masters' subscriber count in a hand-over (PUBSUB
-   * NUMSUB, kinds/mutex-scripts.ts) is per node, so on a Cluster of several nodes another
-   * engine's watch may go unseen: the local streak is then bounded by MAX_ALONE_STREAK instead of
-   * MAX_INSTALL_STREAK (fair/streak.ts) — still bounded.
+   * hears the releases of every slot. A script that counts a channel's subscribers (PUBSUB
+   * NUMSUB) counts them per node, so on a Cluster of several nodes another engine's watch may go
+   * unseen by it (lib/core/fair/README.md, Limits).
    */
   private subscriberFor(node: MasterNode): Subscriber {
     let sub = this.subscribers.get(node.index);
@@ -305,10 +296,10 @@ export class ReleaseNotifier {
       sub = made;
       this.subscribers.set(node.index, sub);
       // First on the connection: a watch's subscription confirmed later confirms it too.
-      const alive = this.aliveOn(node);
-      if (alive.length > 0) {
+      const presence = this.presenceOn(node);
+      if (presence.length > 0) {
         sub
-          .subscribe(alive)
+          .subscribe(presence)
           .catch((err: unknown) =>
             this.logger.debug?.(
               `Redlock: subscribe on ${node.name}: ${node.redact(errorMessage(err))}`,
@@ -319,8 +310,8 @@ export class ReleaseNotifier {
     return sub;
   }
 
-  /** The alive channel to keep subscribed on `node`: none on a Cluster (not checked there). */
-  private aliveOn(node: MasterNode): string[] {
-    return this.alive === undefined || node.cluster ? [] : [this.alive];
+  /** The presence channel to keep subscribed on `node`: none on a Cluster (not checked there). */
+  private presenceOn(node: MasterNode): string[] {
+    return this.presence === undefined || node.cluster ? [] : [this.presence];
   }
 }

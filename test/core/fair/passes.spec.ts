@@ -12,7 +12,10 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { aliveChannel, orderKey, parkKey } from '../../../lib/core/fair/fair-keys';
 import type { Lock } from '../../../lib/core/lock';
 import { MAX_INSTALL_STREAK } from '../../../lib/core/fair/streak';
-import type { Announced, Reserved } from '../../../lib/core/store';
+import type {
+  FairAnnounced as Announced,
+  Reserved,
+} from '../../../lib/core/fair/fair-announcements';
 import type { FairAttemptRequest, FairGrant } from '../../../lib/core/fair/fair-store';
 import { Redlock } from '../../../lib/core/redlock';
 import type { FairRedisStore } from '../../../lib/core/fair/fair-redis-store';
@@ -130,7 +133,7 @@ async function heard(
   r: string,
 ): Promise<{ announced: Announced; reserved: Reserved | undefined }[]> {
   const got: { announced: Announced; reserved: Reserved | undefined }[] = [];
-  const watch = await store.watchReleases(r, (announced, _token, repeat, reserved) => {
+  const watch = await store.watchFairReleases(r, (announced, _token, repeat, reserved) => {
     if (!repeat && announced !== 'subscribed') got.push({ announced, reserved });
   });
   expect(watch?.live).toBe(true);

@@ -7,13 +7,12 @@
 import { afterEach, beforeEach, jest } from '@jest/globals';
 import { performance } from 'node:perf_hooks';
 import type { FairQueue } from '../../../lib/core/fair/fair-queue';
+import type { LockStore, ReleaseWatch } from '../../../lib/core/store';
 import type {
-  Announced,
-  AnnouncementListener,
-  LockStore,
-  ReleaseWatch,
+  FairAnnounced as Announced,
+  FairAnnouncementListener as AnnouncementListener,
   Reserved,
-} from '../../../lib/core/store';
+} from '../../../lib/core/fair/fair-announcements';
 
 export function bus(foreignTokens = false): {
   store: LockStore;
@@ -23,7 +22,7 @@ export function bus(foreignTokens = false): {
   const store = {
     quorum: 2,
     ...(foreignTokens ? { ownsToken: () => false } : {}),
-    watchReleases: (_resource: string, on: AnnouncementListener): Promise<ReleaseWatch> => {
+    watchFairReleases: (_resource: string, on: AnnouncementListener): Promise<ReleaseWatch> => {
       listeners.add(on);
       return Promise.resolve({
         activeSince: -Infinity,

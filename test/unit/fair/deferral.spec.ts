@@ -9,7 +9,11 @@ import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { FairQueue } from '../../../lib/core/fair/fair-queue';
 import { defers } from '../../../lib/core/fair/queue-lines';
 import type { Line } from '../../../lib/core/fair/queue-lines';
-import type { Announced, AnnouncementListener, LockStore } from '../../../lib/core/store';
+import type { LockStore } from '../../../lib/core/store';
+import type {
+  FairAnnounced as Announced,
+  FairAnnouncementListener as AnnouncementListener,
+} from '../../../lib/core/fair/fair-announcements';
 
 const queues: FairQueue[] = [];
 afterEach(() => {
@@ -26,7 +30,7 @@ function setup(): {
   const listeners: AnnouncementListener[] = [];
   const store = {
     quorum: 2,
-    watchReleases: (_resource: string, on: AnnouncementListener) => {
+    watchFairReleases: (_resource: string, on: AnnouncementListener) => {
       listeners.push(on);
       return Promise.resolve(undefined);
     },
