@@ -1,12 +1,12 @@
 /**
  * Release announcements as the fair mode hears them: besides a release (`token`) and a clean-up
- * (`~token`, masters/handoff.ts `announcementOf`), a yield (`^token`, scripts/announce.ts
+ * (`~token`, masters/handoff.ts `announcementOf`), a yield (`^token`, yield-announce.ts
  * `YIELD_PREFIX`), which may name the engine it reserved the key for (`^token:engine`) and the
  * parked token it installed there (`^token:engine:installed:fence:age`, install-scripts.ts).
  */
 import type { Announced, ReleaseWatch } from '../announcements';
 import { announcementOf } from '../masters/handoff';
-import { RESERVED_SEP, YIELD_PREFIX } from '../scripts/announce';
+import { RESERVED_SEP, YIELD_PREFIX } from './yield-announce';
 
 /**
  * What a fair-mode announcement says: {@link Announced}, or `yield`: a holder whose engine has
@@ -16,7 +16,7 @@ import { RESERVED_SEP, YIELD_PREFIX } from '../scripts/announce';
 export type FairAnnounced = Announced | 'yield';
 
 /**
- * For whom an ordered yield reserved the key (scripts/announce.ts `RESERVED_SEP`): this engine or
+ * For whom an ordered yield reserved the key (yield-announce.ts `RESERVED_SEP`): this engine or
  * another one.
  */
 export type Reserved = 'own' | 'other';

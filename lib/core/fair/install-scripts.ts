@@ -4,7 +4,7 @@
  * resource, and installing the parked token of the engine a yield names.
  */
 import { NOW_LUA, num } from '../scripts/kind-lua';
-import { RESERVED_SEP, YIELD_PREFIX } from '../scripts/announce';
+import { RESERVED_SEP, YIELD_PREFIX } from './yield-announce';
 import { fenceIncrLua } from '../scripts/fencing';
 import { bootMarkerAge } from '../scripts/lua';
 

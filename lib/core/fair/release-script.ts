@@ -1,7 +1,7 @@
 /** The fair mode's release: yields and passes (README.md here). */
 import { NOW_LUA, num } from '../scripts/kind-lua';
 import { ENGINE_ID_LENGTH } from '../token';
-import { RESERVED_SEP, publishLua } from '../scripts/announce';
+import { RESERVED_SEP, publishLua } from './yield-announce';
 import { INSTALL_LUA, parkLua } from './install-scripts';
 import { script } from '../scripts/lua';
 
@@ -16,13 +16,13 @@ const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_I
  * channel (the channel is named like the key) so that waiters can retry at once.
  * KEYS: lock keys. ARGV: token, publish flag ('0' no, '1' a release, '2' the clean-up of a
  * failed attempt: published as `~token`, '3' a yield to other processes' waiters: `^token`; see
- * scripts/announce.ts). Returns the number of keys deleted.
+ * yield-announce.ts). Returns the number of keys deleted.
  * Ordered yields (fair/streak.ts `RESERVE_MS`): with ARGV[3] = n, the n lock keys are followed
  * by their order keys (fair/fair-keys.ts `orderKey`), and a yield ('3') of a key reserves it
  * for ARGV[4] ms for the engine that has waited longest in its order, other than the yielding
  * one: that engine leaves the order, the member `<until ms>:<engine id>` of score -1 is the
  * reservation (FAIR_ACQUIRE_SCRIPT refuses other engines' retrying attempts meanwhile), and the
- * announcement names it (`^token:engineId`, scripts/announce.ts), so that only its waiters
+ * announcement names it (`^token:engineId`, yield-announce.ts), so that only its waiters
  * attempt. With ARGV[5] (wall ms) the yielding engine joins the order (`NX`: an older entry
  * stays), its local waiters waiting from then on, and the order lives at least ARGV[6] ms more
  * (the longest a lock may be held, and a second).

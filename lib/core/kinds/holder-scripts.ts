@@ -3,7 +3,7 @@
  * any kind: scripts/inspect.ts. Layout and reply shapes: docs/lock-kinds.md. Helpers (`prune`,
  * `expiry`, ...): scripts/kind-lua.ts (inlined templates).
  */
-import { publishLua } from '../scripts/announce';
+import { releaseAnnounceLua } from '../scripts/announce';
 import { CHECK_TOKEN_LUA, NOW_LUA, expiry, num, prune, script } from '../scripts/kind-lua';
 
 /**
@@ -64,7 +64,7 @@ for i = 1, #KEYS do
       redis.call('ZREM', KEYS[i], ARGV[1])${prune('KEYS[i]')}
       if s > now then
         removed = removed + 1
-        ${publishLua('KEYS[i]')}
+        ${releaseAnnounceLua('KEYS[i]')}
       end
     end
   end
