@@ -87,7 +87,7 @@ export class RedisStore implements LockStore, RedisContext {
   /**
    * @param presence a channel that every subscriber connection of this engine keeps subscribed
    * while it is up (masters/handoff.ts), named from the engine id: other engines' scripts can
-   * tell this engine is alive (the fair mode's, fair/fair-redis-store.ts).
+   * tell this engine is present (the fair mode's, fair/fair-redis-store.ts).
    */
   constructor(
     clients: readonly RedlockClient[],

@@ -1,7 +1,7 @@
 /**
  * Lock tokens and engine ids. Tokens prove ownership of a lock's keys on each master, so their
  * random part is fresh CSPRNG output for every acquisition; the engine id in front of it only
- * tells the masters which engine a holder belongs to (poll marks: kinds/mutex-scripts.ts).
+ * tells the masters which engine a holder belongs to (the fair mode's scripts, lib/core/fair/).
  */
 import { randomBytes } from 'node:crypto';
 
@@ -13,8 +13,8 @@ let poolOffset = 0;
 /**
  * A new lock token: `engine` (the engine's id, {@link newEngineId}; none by default) followed by
  * 160 fresh bits from `crypto.randomBytes`, base64url (27 characters). The id only tells the
- * masters which engine a holder belongs to (poll marks, kinds/mutex-scripts.ts); ownership rests on
- * the random part, unique per acquisition.
+ * masters which engine a holder belongs to (the fair mode's scripts, lib/core/fair/); ownership
+ * rests on the random part, unique per acquisition.
  */
 export function newToken(engine = ''): string {
   if (poolOffset + TOKEN_BYTES > pool.length) {

@@ -22,7 +22,7 @@ export interface LoopContext<W = unknown> {
   readonly draining: AbortSignal;
   /** The per-master request timeout (bounds one attempt; part of the retry budget). */
   readonly requestTimeout: number;
-  /** Hand-over across processes: a lock of an installed grant (fair/fair-queue.ts). */
+  /** A lock of a grant the waiting policy handed the waiter (`WaitingPolicy.takeGranted`). */
   adopt(grant: Grant, attemptNo: number): Lock;
   /** Turns a grant into the caller's lock (`lockAtLeastFor`, the `acquired` event). */
   granted(lock: Lock, started: number, lockAtLeastFor: number | undefined): Lock;
@@ -82,12 +82,12 @@ export async function acquireLoop<W>(
   let flagged = false;
   try {
     for (;;) {
-      // Fair mode: a grant another engine's release installed for this waiter.
-      const installed =
+      // A grant the waiting policy obtained for this waiter without an attempt of its own.
+      const handed =
         ticket !== undefined &&
         queue.takeGranted?.(ticket, !req.signal?.aborted && !ctx.draining.aborted);
-      if (ticket !== undefined && installed) {
-        const lock = ctx.adopt(installed, ++attempts);
+      if (ticket !== undefined && handed) {
+        const lock = ctx.adopt(handed, ++attempts);
         queue.granted(ticket, lock, undefined);
         return ctx.granted(lock, start, lockAtLeastFor);
       }
