@@ -266,3 +266,132 @@ main().catch((e: unknown) => {
   process.exit(1);
 });
 `;
+
+/**
+ * src/main.ts of the node-redis consumer app: the app passes its own node-redis clients (one per
+ * URL of `URLS`, connected) to `forRootAsync`; locks, contention (423), health and fencing work
+ * through them, and the module leaves them open at shutdown (the app closes them).
+ */
+export const consumerNodeRedisMain = `import 'reflect-metadata';
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Controller, Get, Injectable, Module, Param } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import type { HealthCheckResult } from '@nestjs/terminus';
+import {
+  LockContendedError,
+  Locked,
+  RedlockModule,
+  RedlockService,
+  fencedRead,
+  fencedWrite,
+} from 'nestjs-redlock';
+import { RedlockHealthIndicator } from 'nestjs-redlock/health';
+import { createClient } from 'redis';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+const clients = await Promise.all(
+  (process.env.URLS ?? '').split(',').map((url) =>
+    createClient({ url })
+      .on('error', () => undefined)
+      .connect(),
+  ),
+);
+
+@Controller('orders')
+class OrdersController {
+  @Get(':id')
+  @Locked('consumer:order:{params.id}')
+  async get(@Param('id') id: string): Promise<{ id: string }> {
+    await sleep(400);
+    return { id };
+  }
+}
+
+@Injectable()
+class Health {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly redlock: RedlockHealthIndicator,
+  ) {}
+
+  check(): Promise<HealthCheckResult> {
+    return this.health.check([() => this.redlock.isHealthy('locks')]);
+  }
+}
+
+@Module({
+  imports: [
+    TerminusModule,
+    RedlockModule.forRootAsync({
+      useFactory: () => ({ clients, quarantine: false, requestTimeout: 250 }),
+    }),
+  ],
+  controllers: [OrdersController],
+  providers: [Health, RedlockHealthIndicator],
+})
+class AppModule {}
+
+/** GET; resolves with the status and whether a Retry-After of whole seconds (≥ 1) came. */
+function get(port: number, path: string): Promise<[number, boolean]> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        const retryAfter = res.headers['retry-after'];
+        resolve([res.statusCode ?? 0, /^[1-9][0-9]*$/.test(String(retryAfter))]);
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const app = await NestFactory.create(AppModule, { logger: false });
+await app.listen(0, '127.0.0.1');
+const port = (app.getHttpServer().address() as AddressInfo).port;
+const redlock = app.get(RedlockService);
+
+const lock = await redlock.acquire('consumer:nr');
+const second = await redlock.acquire('consumer:nr', { retryCount: 0 }).catch((e: unknown) => e);
+const lockToken = lock.fencingToken;
+const written = await fencedWrite(clients[0], 'consumer:nr:data', lockToken ?? 0, 'v');
+const read = await fencedRead(clients[0], 'consumer:nr:data');
+await lock.release();
+
+const first = get(port, '/orders/7');
+await sleep(100);
+const http = [await get(port, '/orders/7'), await first].sort((a, b) => a[0] - b[0]);
+
+const report = await app.get(Health).check();
+const locks = report.info?.locks as { status?: string; usable?: number } | undefined;
+await app.close();
+const openAfterClose = clients.every((c) => c.isOpen);
+await Promise.all(clients.map((c) => c.close()));
+
+console.log(
+  JSON.stringify({
+    lockToken: typeof lockToken,
+    contended: second instanceof LockContendedError,
+    fenced: written && read?.value === 'v',
+    http,
+    health: { status: report.status, locks: locks?.status, usable: locks?.usable },
+    openAfterClose,
+  }),
+);
+`;
+
+/** What the node-redis app prints when every check passed. */
+export const consumerNodeRedisExpected = {
+  lockToken: 'number',
+  contended: true,
+  fenced: true,
+  http: [
+    [200, false],
+    [423, true],
+  ],
+  health: { status: 'ok', locks: 'up', usable: 3 },
+  openAfterClose: true,
+};

@@ -7,7 +7,9 @@
  *   claim (Nest 12, ioredis 6, terminus 12) — the app `nest new` makes today;
  * - `cjs-nest12`: a CommonJS app on Nest 12 + ioredis 6 (Nest 12 is ESM-only: require(esm));
  * - `cjs-nest11`: a CommonJS app on Nest 11 + ioredis 5 + terminus 11;
- * - `lowest`: the lowest version of every range we claim (Nest 10.0.0, ioredis 5.0.3, ...).
+ * - `lowest`: the lowest version of every range we claim (Nest 10.0.0, ioredis 5.0.3, ...);
+ * - `node-redis`: an ES module app on the newest majors that passes its own node-redis clients
+ *   (`redis`, an optional peer) and lists no ioredis: npm installs that required peer itself.
  *
  * The apps are derived from `peerDependencies`, so changing a claimed range changes what is
  * tested; a range that does not admit the installed versions fails the install. Proves the
@@ -21,7 +23,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../harness/paths';
 import { RedisMasters } from '../harness/redis-masters';
-import { consumerEsmTsconfig, consumerExpected, consumerMain, consumerTsconfig } from './consumer';
+import {
+  consumerEsmTsconfig,
+  consumerExpected,
+  consumerMain,
+  consumerNodeRedisExpected,
+  consumerNodeRedisMain,
+  consumerTsconfig,
+} from './consumer';
 
 const root = REPO_ROOT;
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -61,11 +70,13 @@ function highestMajorOf(range: string): number {
 }
 
 interface Consumer {
-  name: 'esm-newest' | 'cjs-nest12' | 'cjs-nest11' | 'lowest';
+  name: 'esm-newest' | 'cjs-nest12' | 'cjs-nest11' | 'lowest' | 'node-redis';
   module: 'esm' | 'cjs';
   dependencies: Record<string, string>;
-  /** The major each peer must have been installed at (`lowest`: the exact versions). */
+  /** The major each listed peer must have been installed at (`lowest`: the exact versions). */
   majors?: Record<string, number>;
+  /** Its src/main.ts and what that prints (default: consumerMain, consumerExpected). */
+  main?: { source: string; expected: object };
 }
 
 const peers = (pick: (range: string, peer: string) => string): Record<string, string> =>
@@ -99,6 +110,9 @@ const majorsOf = (deps: Record<string, string>): Record<string, number> =>
 const newest = peers((range) => claimed(range, highestMajorOf(range)));
 const nest12 = peersAt(12, 6, 12);
 const nest11 = peersAt(11, 5, 11);
+
+/** The newest majors without ioredis (a required peer: npm installs it by itself). */
+const { ioredis: _ioredis, ...newestWithoutIoredis } = newest;
 
 const consumers: Consumer[] = [
   {
@@ -135,6 +149,27 @@ const consumers: Consumer[] = [
       typescript: pkg.devDependencies.typescript,
     },
     majors: majorsOf(nest11),
+  },
+  {
+    name: 'node-redis',
+    module: 'esm',
+    dependencies: {
+      ...newestWithoutIoredis,
+      redis: claimed(pkg.peerDependencies.redis, highestMajorOf(pkg.peerDependencies.redis)),
+      '@nestjs/platform-express': pkg.peerDependencies['@nestjs/core'],
+      '@types/node': pkg.devDependencies['@types/node'],
+      typescript: pkg.devDependencies.typescript,
+    },
+    majors: {
+      ...Object.fromEntries(
+        PEERS.filter((p) => p !== 'ioredis').map((p) => [
+          p,
+          highestMajorOf(pkg.peerDependencies[p]),
+        ]),
+      ),
+      redis: highestMajorOf(pkg.peerDependencies.redis),
+    },
+    main: { source: consumerNodeRedisMain, expected: consumerNodeRedisExpected },
   },
   {
     name: 'lowest',
@@ -219,7 +254,7 @@ async function installConsumer(c: Consumer): Promise<void> {
     join(app, 'tsconfig.json'),
     JSON.stringify(c.module === 'esm' ? consumerEsmTsconfig : consumerTsconfig),
   );
-  writeFileSync(join(app, 'src', 'main.ts'), consumerMain);
+  writeFileSync(join(app, 'src', 'main.ts'), c.main?.source ?? consumerMain);
   await runAsync(
     'npm',
     ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'],
@@ -287,9 +322,13 @@ describe.each(consumers)('$name consumer app', (consumer) => {
     if (!consumer.majors) {
       expect(versions).toEqual(dependencies);
     } else {
-      const majors = Object.fromEntries(PEERS.map((p) => [p, Number(versions[p].split('.')[0])]));
+      const majors = Object.fromEntries(
+        Object.keys(consumer.majors).map((p) => [p, Number(versions[p].split('.')[0])]),
+      );
       expect(majors).toEqual(consumer.majors);
     }
+    // ioredis is a required peer: npm installed it although the app does not list it.
+    expect(existsSync(join(app, 'node_modules', 'ioredis', 'package.json'))).toBe(true);
 
     // The consumer's own TypeScript; `tsc` still emits when it reports errors.
     const tsc = run(
@@ -310,6 +349,10 @@ describe.each(consumers)('$name consumer app', (consumer) => {
     expect(existsSync(join(app, 'dist', 'main.js'))).toBe(true);
 
     const out = runOk(process.execPath, ['dist/main.js'], app, { URLS: masters.urls.join(',') });
+    if (consumer.main) {
+      expect(JSON.parse(out.trim().split('\n').pop() as string)).toEqual(consumer.main.expected);
+      return;
+    }
     const withApi = '@opentelemetry/api' in dependencies;
     expect(JSON.parse(out.trim().split('\n').pop() as string)).toEqual({
       ...consumerExpected,
