@@ -7,6 +7,7 @@ import IoValkey, { Cluster as ValkeyCluster } from 'iovalkey';
 import { createClient, createClientPool, createCluster, createSentinel } from 'redis';
 import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
 import { clientShape, isRedlockClient, refusedShape } from '../../lib/core/connection/adapt';
+import { NodeRedisConnection } from '../../lib/core/connection/node-redis';
 import { RedisStore } from '../../lib/core/redis-store';
 import { InvalidConfigurationError } from '../../lib/core/errors';
 
@@ -56,4 +57,18 @@ it.each([
 ])('does not take %s as a client', (_, value) => {
   expect(clientShape(value)).toBeUndefined();
   expect(isRedlockClient(value)).toBe(false);
+});
+
+it("removes each of a node-redis client's close listeners as often as it was added", () => {
+  const client = createClient(); // never connected: an event emitter only
+  const connection = new NodeRedisConnection(client, false);
+  const listener = (): void => undefined;
+  connection.on('close', listener);
+  connection.on('close', listener);
+  expect(client.listenerCount('reconnecting')).toBe(2);
+  connection.off('close', listener);
+  expect(client.listenerCount('reconnecting')).toBe(1);
+  connection.off('close', listener);
+  expect(client.listenerCount('reconnecting')).toBe(0);
+  expect(client.listenerCount('end')).toBe(0);
 });

@@ -106,7 +106,8 @@ export class NodeRedisConnection implements Connection {
     return undefined;
   }
 
-  private readonly mapped = new Map<(err?: unknown) => void, () => void>();
+  /** The wrappers of each `close` listener (one per {@link on} call, as an emitter keeps them). */
+  private readonly mapped = new Map<(err?: unknown) => void, (() => void)[]>();
 
   on(event: ConnectionEvent, listener: (err?: unknown) => void): void {
     if (event !== 'close') {
@@ -114,7 +115,7 @@ export class NodeRedisConnection implements Connection {
       return;
     }
     const closed = (): void => listener();
-    this.mapped.set(listener, closed);
+    this.mapped.set(listener, [...(this.mapped.get(listener) ?? []), closed]);
     this.client.on('reconnecting', closed);
     this.client.on('end', closed);
   }
@@ -124,9 +125,10 @@ export class NodeRedisConnection implements Connection {
       this.client.off(event, listener as (...args: unknown[]) => void);
       return;
     }
-    const closed = this.mapped.get(listener);
+    const wrappers = this.mapped.get(listener);
+    const closed = wrappers?.pop();
     if (!closed) return;
-    this.mapped.delete(listener);
+    if (wrappers?.length === 0) this.mapped.delete(listener);
     this.client.off('reconnecting', closed);
     this.client.off('end', closed);
   }
