@@ -57,6 +57,37 @@ export const consumerExpected = {
   telemetry: { apiInstalled: false, explicit: 'InvalidConfigurationError' },
 };
 
+/** Both apps' HTTP helper (source text). */
+const HTTP_GET = `/** GET; resolves with the status and whether a Retry-After of whole seconds (≥ 1) came. */
+function get(port: number, path: string): Promise<[number, boolean]> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        const retryAfter = res.headers['retry-after'];
+        resolve([res.statusCode ?? 0, /^[1-9][0-9]*$/.test(String(retryAfter))]);
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+`;
+
+/** Both apps' health check through `nestjs-redlock/health` (source text). */
+const HEALTH = `@Injectable()
+class Health {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly redlock: RedlockHealthIndicator,
+  ) {}
+
+  check(): Promise<HealthCheckResult> {
+    return this.health.check([() => this.redlock.isHealthy('locks')]);
+  }
+}
+`;
+
 /** src/main.ts of the consumer app. Reads the masters' URLs from `URLS` (comma-separated). */
 export const consumerMain = `import 'reflect-metadata';
 import { request } from 'node:http';
@@ -118,17 +149,7 @@ class OrdersController {
   }
 }
 
-@Injectable()
-class Health {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly redlock: RedlockHealthIndicator,
-  ) {}
-
-  check(): Promise<HealthCheckResult> {
-    return this.health.check([() => this.redlock.isHealthy('locks')]);
-  }
-}
+${HEALTH}
 
 @Module({
   imports: [
@@ -150,20 +171,7 @@ class AppModule {}
 @Module({ imports: [RedlockTestingModule.forRoot()], providers: [Jobs] })
 class TestingAppModule {}
 
-/** GET; resolves with the status and whether a Retry-After of whole seconds (≥ 1) came. */
-function get(port: number, path: string): Promise<[number, boolean]> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path }, (res) => {
-      res.resume();
-      res.on('end', () => {
-        const retryAfter = res.headers['retry-after'];
-        resolve([res.statusCode ?? 0, /^[1-9][0-9]*$/.test(String(retryAfter))]);
-      });
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+${HTTP_GET}
 
 async function main(): Promise<void> {
   const app = await NestFactory.create(AppModule, { logger: false });
@@ -310,17 +318,7 @@ class OrdersController {
   }
 }
 
-@Injectable()
-class Health {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly redlock: RedlockHealthIndicator,
-  ) {}
-
-  check(): Promise<HealthCheckResult> {
-    return this.health.check([() => this.redlock.isHealthy('locks')]);
-  }
-}
+${HEALTH}
 
 @Module({
   imports: [
@@ -334,20 +332,7 @@ class Health {
 })
 class AppModule {}
 
-/** GET; resolves with the status and whether a Retry-After of whole seconds (≥ 1) came. */
-function get(port: number, path: string): Promise<[number, boolean]> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path }, (res) => {
-      res.resume();
-      res.on('end', () => {
-        const retryAfter = res.headers['retry-after'];
-        resolve([res.statusCode ?? 0, /^[1-9][0-9]*$/.test(String(retryAfter))]);
-      });
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+${HTTP_GET}
 
 const app = await NestFactory.create(AppModule, { logger: false });
 await app.listen(0, '127.0.0.1');
