@@ -28,8 +28,8 @@ interface NodeRedisLike {
 
 /**
  * The {@link Connection} of a node-redis client or Cluster client (`redis` 5 and newer; RESP2
- * or RESP3). node-redis sends the commands of one tick in one write by itself, so nothing is
- * corked; its pub/sub connection is a `duplicate()`, which re-subscribes by itself before it is
+ * or RESP3). node-redis writes the commands issued until its `setImmediate` runs in one write by
+ * itself, so nothing is corked; its pub/sub connection is a `duplicate()`, which re-subscribes by itself before it is
  * ready again after a lost connection.
  *
  * Events: node-redis tells a lost connection by `reconnecting` (right after the `error`), and a

@@ -354,8 +354,8 @@ export class MasterNode {
    * The client still writes and queues each command itself, in order, so replies, errors and the
    * NOSCRIPT fallback are unchanged. Only a socket the connection offers is corked
    * (`Connection.corkable`: a connected standalone ioredis client; a Cluster routes per slot, an
-   * offline client queues and writes on reconnect, node-redis writes one tick's commands
-   * together by itself).
+   * offline client queues and writes on reconnect, node-redis writes the commands issued
+   * before its `setImmediate` together by itself).
    */
   private coalesce(): void {
     if (this.corked || this.cluster) return;
