@@ -3,7 +3,12 @@ import type { RedisOptions } from 'ioredis';
 import type { RedlockClient } from './core';
 import { errorMessage } from './core/masters/node';
 import { connectionOf, isRedlockClient } from './core/connection/adapt';
-import { clientSecrets, redactText as redactWith, redactUrl as redactUrlCore } from './core/redact';
+import {
+  clientSecrets,
+  redactText as redactWith,
+  redactUrl as redactUrlCore,
+  urlSecrets,
+} from './core/redact';
 import { masterErrorMessage, masterReadyMessage } from './redlock.messages';
 import type { RedlockClientOption } from './interfaces';
 
@@ -31,15 +36,6 @@ export interface RedlockClients {
 
 /** Minimum interval, in ms, between two error log lines of the same master. */
 export const ERROR_LOG_INTERVAL = 30_000;
-
-/**
- * Whether `value` is a client instance the engine takes: ioredis or iovalkey `Redis` /
- * `Cluster`, node-redis client / Cluster client (duck-typed, core/connection/adapt.ts: another
- * copy of a library works too).
- */
-export function isClientInstance(value: unknown): value is RedlockClient {
-  return isRedlockClient(value);
-}
 
 /**
  * Replaces the password of a URL with `***`, keeping the user name:
@@ -150,39 +146,22 @@ export function normalizeRedisUrl(url: string): string {
 
 /** Passwords contained in one entry of the `clients` option. */
 export function optionSecrets(option: RedlockClientOption | RedlockClient): string[] {
-  if (typeof option === 'string') {
-    const creds = urlCredentials(option);
-    const raw = SCHEME.exec(option)
-      ? option.slice(option.indexOf('//') + 2, option.lastIndexOf('@'))
-      : '';
-    const rawPassword = raw.includes(':') ? raw.slice(raw.indexOf(':') + 1) : raw;
-    const found = [creds?.password ?? '', rawPassword];
-    for (const [key, value] of queryParams(option)) {
-      if (/pass|secret|token|auth/i.test(key)) found.push(value);
-    }
-    return found.filter((v) => v.length > 0);
-  }
-  if (isClientInstance(option)) return [...connectionOf(option).secrets];
+  if (typeof option === 'string') return urlSecrets(option);
+  if (isRedlockClient(option)) return [...connectionOf(option).secrets];
   return clientSecrets({ options: option });
-}
-
-function queryParams(url: string): [string, string][] {
-  const q = url.indexOf('?');
-  if (q < 0) return [];
-  try {
-    return [...new URLSearchParams(url.slice(q + 1).split('#')[0])];
-  } catch {
-    return [];
-  }
 }
 
 /** Redacted display name of one entry of the `clients` option. */
 export function clientName(option: RedlockClientOption | RedlockClient): string {
   if (typeof option === 'string') return redactUrl(option);
-  if (isClientInstance(option)) {
+  if (isRedlockClient(option)) {
     const connection = connectionOf(option);
     if (connection.cluster) return 'cluster';
-    if (connection.library !== 'ioredis') return `redis://${connection.address}`;
+    if (connection.library !== 'ioredis') {
+      return connection.address.startsWith('unix:')
+        ? connection.address
+        : `redis://${connection.address}`;
+    }
     return optionsName((option as Redis).options);
   }
   return optionsName(option as RedisOptions);
@@ -213,7 +192,7 @@ export function createClients(
   for (const option of options) {
     const name = clientName(option);
     names.push(name);
-    if (isClientInstance(option)) {
+    if (isRedlockClient(option)) {
       clients.push(option);
       continue;
     }

@@ -1,8 +1,8 @@
 import type { Redis, RedisOptions } from 'ioredis';
 import { InvalidConfigurationError } from './core';
 import type { RedlockClient } from './core';
-import { clientShape, connectionOf, refusedShape } from './core/connection/adapt';
-import { isClientInstance, normalizeRedisUrl } from './clients';
+import { clientShape, connectionOf, isRedlockClient, refusedShape } from './core/connection/adapt';
+import { normalizeRedisUrl } from './clients';
 
 /*
  * Checks that the `clients` option lists independent Redis masters, each once: Redlock's safety
@@ -21,7 +21,7 @@ export const ACCEPTED_CLIENTS =
  * ioredis options never have a `sendCommand` or `connect` method.
  */
 export function foreignClient(value: object): string | undefined {
-  if (isClientInstance(value)) return undefined;
+  if (isRedlockClient(value)) return undefined;
   const refused = refusedShape(clientShape(value));
   if (refused) return refused;
   const v = value as { sendCommand?: unknown; connect?: unknown };
@@ -49,10 +49,14 @@ export function masterAddress(option: unknown): string | undefined {
   }
   if (option === null || typeof option !== 'object') return undefined;
   let o: RedisOptions;
-  if (isClientInstance(option)) {
+  if (isRedlockClient(option)) {
     const connection = connectionOf(option);
     if (connection.cluster) return undefined;
-    if (connection.library !== 'ioredis') return connection.address.toLowerCase();
+    if (connection.library !== 'ioredis') {
+      // `host:port[/db]` or `unix:path`: the server, whatever the database (as for ioredis).
+      const { address } = connection;
+      return address.startsWith('unix:') ? address : address.replace(/\/\d+$/, '').toLowerCase();
+    }
     o = (option as Redis).options;
   } else {
     o = option as RedisOptions;

@@ -11,7 +11,8 @@ import {
 import { checkRetryWait, checkTtl } from './core/validate';
 import { MAX_LIMIT } from './core/request';
 import type { TtlLimits } from './core/validate';
-import { isClientInstance, normalizeRedisUrl, redactUrl, urlUserInfoProblem } from './clients';
+import { normalizeRedisUrl, redactUrl, urlUserInfoProblem } from './clients';
+import { isRedlockClient } from './core/connection/adapt';
 import { ACCEPTED_CLIENTS, checkDistinctAddresses, foreignClient } from './master-identity';
 import { checkTelemetryOptions } from './telemetry/opentelemetry';
 import type {
@@ -200,7 +201,7 @@ function checkClients(clients: unknown): RedlockClientOption[] {
         `is ${foreign}, which is not supported: pass ${ACCEPTED_CLIENTS} (ioredis is a peer dependency)`,
       );
     }
-    if (isClientInstance(c)) {
+    if (isRedlockClient(c)) {
       if (seen.has(c)) throw fail(field, 'the same client instance is listed twice');
       seen.add(c);
     } else if (typeof (c as { then?: unknown }).then === 'function') {

@@ -144,7 +144,9 @@ export function urlSecrets(url: string): string[] {
       .split(/[&;]/)) {
       const eq = pair.indexOf('=');
       if (eq > 0 && /pass|secret|token|auth/i.test(safeDecode(pair.slice(0, eq)))) {
-        found.push(pair.slice(eq + 1), safeDecode(pair.slice(eq + 1)));
+        const value = pair.slice(eq + 1);
+        // Query values are also read with '+' as a space (URLSearchParams).
+        found.push(value, safeDecode(value), safeDecode(value.replace(/\+/g, ' ')));
       }
     }
   }

@@ -8,6 +8,7 @@ import { fenceKey, lockKey, markerKey } from './keys';
 import { slotTag } from './slot';
 import { Dispatch } from './masters/dispatch';
 import { ReleaseNotifier, announcement, announcementOf } from './masters/handoff';
+import type { ChannelWatcher } from './masters/handoff';
 import { MasterNode, errorMessage } from './masters/node';
 import { QuarantineNotice, annotateQuarantined } from './masters/quarantine-notice';
 import type {
@@ -324,14 +325,25 @@ export class RedisStore implements LockStore, RedisContext {
     resource: string,
     onRelease: AnnouncementListener,
   ): Promise<ReleaseWatch | undefined> {
-    if (!this.settings.handoff) return Promise.resolve(undefined);
-    return this.notifier.watch(this.keyOf(resource), {
+    return this.watchChannel(resource, {
       heard: (raw, repeat) => {
         const { announced, token } = announcementOf(raw);
         onRelease(announced, token, repeat);
       },
       subscribed: () => onRelease('subscribed', '', false),
     });
+  }
+
+  /**
+   * The raw messages on `resource`'s release channel (masters/handoff.ts), while release
+   * announcements are on (`handoff`); `undefined` otherwise.
+   */
+  protected watchChannel(
+    resource: string,
+    watcher: ChannelWatcher,
+  ): Promise<ReleaseWatch | undefined> {
+    if (!this.settings.handoff) return Promise.resolve(undefined);
+    return this.notifier.watch(this.keyOf(resource), watcher);
   }
 
   /** The clean-up of an own failed attempt wakes other engines' waiters, not this engine's. */

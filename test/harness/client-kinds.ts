@@ -14,17 +14,15 @@ import { closeClient } from './redis-masters';
 /** One client library (and protocol) of the shared suite. */
 export interface ClientKind {
   readonly name: 'ioredis' | 'iovalkey' | 'node-redis' | 'node-redis-resp2' | 'node-redis5';
-  /** Whether the suite runs its one-node Redis Cluster part on this kind. */
-  readonly cluster: boolean;
 }
 
 /** Every kind the shared suite runs on. */
 export const CLIENT_KINDS: readonly ClientKind[] = [
-  { name: 'ioredis', cluster: true },
-  { name: 'iovalkey', cluster: false },
-  { name: 'node-redis', cluster: true },
-  { name: 'node-redis-resp2', cluster: false },
-  { name: 'node-redis5', cluster: false },
+  { name: 'ioredis' },
+  { name: 'iovalkey' },
+  { name: 'node-redis' },
+  { name: 'node-redis-resp2' },
+  { name: 'node-redis5' },
 ];
 
 /** The kind named `name`. */

@@ -72,3 +72,20 @@ it("removes each of a node-redis client's close listeners as often as it was add
   expect(client.listenerCount('reconnecting')).toBe(0);
   expect(client.listenerCount('end')).toBe(0);
 });
+
+it('turns the Buffers of a node-redis script reply into strings, and copies nothing else', async () => {
+  const replies: unknown[] = [
+    [Buffer.from('granted'), [1, Buffer.from('holder')], null],
+    [1, ['a', 2], null],
+  ];
+  const client = {
+    isOpen: true,
+    isReady: true,
+    options: {},
+    sendCommand: () => Promise.resolve(replies.shift()),
+  };
+  const connection = new NodeRedisConnection(client, false);
+  expect(await connection.evalsha('sha', ['k'], [])).toEqual(['granted', [1, 'holder'], null]);
+  const plain = replies[0];
+  expect(await connection.eval('return 1', ['k'], [])).toBe(plain);
+});

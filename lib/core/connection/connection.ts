@@ -48,7 +48,7 @@ export interface Connection {
   /**
    * The socket to cork while a tick's commands are written (masters/node.ts, write coalescing),
    * when the client writes each command itself; `undefined` when it is not connected, is a
-   * Cluster, or pipelines the commands of one tick by itself.
+   * Cluster, or batches its writes by itself (node-redis).
    */
   corkable(): Writable | undefined;
 

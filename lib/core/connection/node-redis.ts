@@ -51,6 +51,7 @@ export class NodeRedisConnection implements Connection {
   }
 
   get isReady(): boolean {
+    // A Cluster client of node-redis 5 has no `isReady`.
     return this.cluster ? this.client.isOpen : this.client.isReady === true;
   }
 
@@ -66,9 +67,7 @@ export class NodeRedisConnection implements Connection {
     keys: readonly string[],
     args: readonly (string | Buffer)[],
   ): Promise<unknown> {
-    return this.send(['EVALSHA', sha, String(keys.length), ...keys, ...args], keys[0]).then(
-      scriptReply,
-    );
+    return this.script('EVALSHA', sha, keys, args);
   }
 
   eval(
@@ -76,9 +75,17 @@ export class NodeRedisConnection implements Connection {
     keys: readonly string[],
     args: readonly (string | Buffer)[],
   ): Promise<unknown> {
-    return this.send(['EVAL', source, String(keys.length), ...keys, ...args], keys[0]).then(
-      scriptReply,
-    );
+    return this.script('EVAL', source, keys, args);
+  }
+
+  private script(
+    command: 'EVALSHA' | 'EVAL',
+    script: string,
+    keys: readonly string[],
+    args: readonly (string | Buffer)[],
+  ): Promise<unknown> {
+    const sent = this.send([command, script, String(keys.length), ...keys, ...args], keys[0]);
+    return sent.then(scriptReply);
   }
 
   scriptLoad(source: string): Promise<unknown> {
@@ -174,9 +181,17 @@ export class NodeRedisConnection implements Connection {
  * client with a type mapping to buffers) is turned into a string.
  */
 function scriptReply(value: unknown): unknown {
+  // The usual reply has no Buffer: returned as it is, not copied.
+  return hasBuffer(value) ? asStrings(value) : value;
+}
+
+function hasBuffer(value: unknown): boolean {
+  return Buffer.isBuffer(value) || (Array.isArray(value) && value.some(hasBuffer));
+}
+
+function asStrings(value: unknown): unknown {
   if (Buffer.isBuffer(value)) return value.toString();
-  if (Array.isArray(value)) return value.map(scriptReply);
-  return value;
+  return Array.isArray(value) ? value.map(asStrings) : value;
 }
 
 /** `host:port` of a node-redis client from its options, never credentials. */
@@ -206,8 +221,9 @@ function hostPort(
   }
   if (typeof url !== 'string') return undefined;
   // The host is whatever follows the last `@` (the password may hold any character).
-  const m = /^[a-z]+:\/\/(?:.*@)?([^/?#@]*)/i.exec(url);
-  return m?.[1] || undefined;
+  const at = /^[a-z]+:\/\/(?:.*@)?([^/?#@]*)/i.exec(url)?.[1];
+  if (!at) return undefined;
+  return /:\d+$/.test(at) ? at : `${at}:6379`;
 }
 
 /** Passwords in a node-redis client's options: its own, its URL's, its Cluster nodes'. */

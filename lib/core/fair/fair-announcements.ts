@@ -4,7 +4,7 @@
  * `YIELD_PREFIX`), which may name the engine it reserved the key for (`^token:engine`) and the
  * parked token it installed there (`^token:engine:installed:fence:age`, install-scripts.ts).
  */
-import type { Announced, ReleaseWatch } from '../announcements';
+import type { Announced } from '../announcements';
 import { announcementOf } from '../masters/handoff';
 import { RESERVED_SEP, YIELD_PREFIX } from './yield-announce';
 
@@ -77,9 +77,3 @@ export function fairSeenAs(raw: string): string {
   const parts = raw.split(RESERVED_SEP);
   return parts.length === 5 ? `${parts[0]}${RESERVED_SEP}${parts[1]}` : raw;
 }
-
-/** Watches the announcements of a resource as the fair mode reads them. */
-export type FairWatch = (
-  resource: string,
-  listener: FairAnnouncementListener,
-) => Promise<ReleaseWatch | undefined>;

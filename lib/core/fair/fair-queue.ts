@@ -27,7 +27,11 @@ import type { AttemptResult } from '../policy/attempt-result';
 import type { LockContendedError, LockErrorDetail } from '../errors';
 import type { ReleaseResult } from '../quorum/protocol';
 import type { AttemptOutcome, Grant, ReleaseWatch } from '../store';
-import type { FairAnnounced as Announced, FairWatch, Reserved } from './fair-announcements';
+import type {
+  FairAnnounced as Announced,
+  FairAnnouncementListener,
+  Reserved,
+} from './fair-announcements';
 import type { FairAttemptRequest, FairGrant, FairLockStore, FairRefusal } from './fair-store';
 import { withFields } from '../fields';
 import type { AttemptHints, WaitingPolicy } from '../policy/waiting';
@@ -185,11 +189,8 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
   }
 
   private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
-    // A store without the fair mode's reading (the in-memory store) announces releases only.
-    const watch: FairWatch = this.store.watchFairReleases
-      ? (r, on) => (this.store.watchFairReleases as FairWatch)(r, on)
-      : (r, on) => this.store.watchReleases(r, on);
-    line.watching ??= watch(line.resource, (announced, token, repeat, reserved, install) =>
+    if (line.watching) return line.watching;
+    const heard: FairAnnouncementListener = (announced, token, repeat, reserved, install) =>
       heardOn(
         line,
         { announced, token, repeat, reserved, install },
@@ -197,7 +198,12 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
           owns: (t) => this.store.ownsToken?.(t),
           handOff: (a, r) => this.handOff(line, false, a, r),
         },
-      ),
+      );
+    // A store without the fair mode's reading (the in-memory store) announces releases only.
+    line.watching = (
+      this.store.watchFairReleases
+        ? this.store.watchFairReleases(line.resource, heard)
+        : this.store.watchReleases(line.resource, heard)
     ).then((w) => {
       // The queue emptied meanwhile: nobody needs the watch any more.
       if (this.lines.get(line.resource) !== line) w?.stop();

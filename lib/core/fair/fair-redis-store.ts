@@ -16,7 +16,7 @@ import { RedisStore } from '../redis-store';
 import type { RedlockClient, ResolvedSettings } from '../settings';
 import type { AnnouncementListener, Grant, ReleaseWatch } from '../store';
 import { fairSeenAs, readFair } from './fair-announcements';
-import type { FairAnnouncementListener } from './fair-announcements';
+import type { FairAnnouncementListener, FairMessage } from './fair-announcements';
 import type { FairContext } from './fair-context';
 import { fairAttemptParts } from './fair-attempt';
 import { FAIR_MUTEX } from './fair-mutex';
@@ -40,7 +40,7 @@ export class FairRedisStore extends RedisStore implements FairContext {
     // Every announcement tells the installs what holds the key on that master now; a yield that
     // installed this engine's parked token is taken in after the watchers heard it.
     this.notifier.tap = (channel, raw, node) => {
-      const m = readFair(raw, this.engineId);
+      const m = this.read(raw);
       this.installs.news(channel, node, m.token, m.install?.token);
       const own = m.reserved === 'own' ? m.install : undefined;
       return own && (() => this.installs.heard(channel, node, own.token, own.fence, own.age));
@@ -58,15 +58,23 @@ export class FairRedisStore extends RedisStore implements FairContext {
     resource: string,
     onRelease: FairAnnouncementListener,
   ): Promise<ReleaseWatch | undefined> {
-    if (!this.settings.handoff) return Promise.resolve(undefined);
-    return this.notifier.watch(this.keyOf(resource), {
+    return this.watchChannel(resource, {
       heard: (raw, repeat) => {
-        const m = readFair(raw, this.engineId);
+        const m = this.read(raw);
         const installed = m.install !== undefined && m.reserved === 'own';
         onRelease(m.announced, m.token, repeat, m.reserved, installed);
       },
       subscribed: () => onRelease('subscribed', '', false),
     });
+  }
+
+  /** The last message read: the tap and then each watcher read the same one. */
+  private lastRead: { raw: string; message: FairMessage } | undefined;
+
+  /** {@link readFair} for this engine, read once per message. */
+  private read(raw: string): FairMessage {
+    if (this.lastRead?.raw !== raw) this.lastRead = { raw, message: readFair(raw, this.engineId) };
+    return this.lastRead.message;
   }
 
   /** {@link watchFairReleases} for a plain listener: a yield is a release of its token. */
