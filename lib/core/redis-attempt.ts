@@ -193,7 +193,10 @@ export async function attemptOnMasters(
     // semaphore more) then meets one of them (quorum/fencing-tokens.ts). A semaphore's own,
     // larger quorum is not needed here, and asking it made nearly every semaphore grant wait for
     // a raise round (its holders reach different masters, so their counters drift apart).
-    const counters = tally.replies.map((r) => (r?.kind === 'reply' ? r.value.counters : undefined));
+    // Only masters whose vote counts (not a quarantined one, which may have lost its counter).
+    const counters = tally.replies.map((r, i) =>
+      r?.kind === 'reply' && tally.votes[i].outcome === 'ok' ? r.value.counters : undefined,
+    );
     const found = fencingTokensOf(counters, resources, store.quorum);
     if (found.settled) fencingTokens = found.tokens;
     else {
@@ -202,7 +205,7 @@ export async function attemptOnMasters(
         store,
         resources,
         found.tokens,
-        (i) => !found.atMax(counters[i]),
+        (i) => !found.holds(counters[i]),
         deadline,
       );
       // Not raised on enough masters: unavailable, with the raise round's votes (the acquire's

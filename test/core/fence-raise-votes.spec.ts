@@ -29,8 +29,10 @@ describe('a fencing raise that too few masters confirm', () => {
     );
     try {
       const r = uniqueResource('raise');
-      // Master 0's counter is far ahead: the others must be raised to it before the grant.
+      // Masters 3 and 4 hold the key for someone else: granted by 0–2 only, a bare quorum, so
+      // the token is their largest counter — master 0's, far ahead: 1 and 2 must be raised.
       await suite.probe[0].set(fenceKey(PREFIX, r), '9000000000000000', 'PX', 60_000);
+      for (const c of suite.probe.slice(3)) await c.set(lockKey(PREFIX, r), 'other', 'PX', 60_000);
       const err = await rl.acquire(r, { ttl: 5_000 }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(NoQuorumError);
       const votes = (err as NoQuorumError).votes;
@@ -42,8 +44,12 @@ describe('a fencing raise that too few masters confirm', () => {
       expect(rest.every((o) => o === 'error' || o === 'pending')).toBe(true);
       expect(votes[1].error).toMatch(/raise refused by the test/);
       // Nothing of the failed attempt is left.
-      expect(await Promise.all(suite.probe.map((c) => c.exists(lockKey(PREFIX, r))))).toEqual([
-        0, 0, 0, 0, 0,
+      expect(await Promise.all(suite.probe.map((c) => c.get(lockKey(PREFIX, r))))).toEqual([
+        null,
+        null,
+        null,
+        'other',
+        'other',
       ]);
     } finally {
       await rl.close();
@@ -81,6 +87,47 @@ describe("a semaphore's fencing token held by the store's quorum of masters", ()
       // The next holder's token is larger, whichever masters admit it.
       const next = await rl.acquire(r, { limit: 2, ttl: 5_000 });
       expect(next.fencingToken).toBeGreaterThan(lock.fencingToken as number);
+      await Promise.all([lock.release(), next.release()]);
+      await suite.probe[0].del(key);
+    } finally {
+      await rl.close();
+    }
+  });
+});
+
+describe('a grant whose largest counter is on one master only', () => {
+  it('takes a counter held by a quorum when that is safe, and raises nothing', async () => {
+    const raises: number[] = [];
+    const rl = new Redlock(
+      storeWith(suite.clients, (store) => {
+        const grouped = store.dispatch.grouped.bind(store.dispatch);
+        store.dispatch.grouped = (node, resources, keys, build, wanted) => {
+          if (build(keys, resources).script === FENCE_RAISE_SCRIPT) raises.push(node.index);
+          return grouped(node, resources, keys, build, wanted);
+        };
+      }),
+      { ...SUITE_DEFAULTS, keyPrefix: PREFIX, retryCount: 0 },
+    );
+    try {
+      const r = uniqueResource('drifted');
+      const key = lockKey(PREFIX, r);
+      // Master 0 is full: masters 1–4 admit, master 1's counter far ahead of the others'. Every
+      // earlier token is held by 3 masters, 2 or more of them among these 4, each counting past
+      // it: the second largest counter of the 4 is larger than every earlier token, and 3 hold
+      // it (the largest is held by one, and would need a raise round on two more).
+      const until = String(Date.now() + 60_000);
+      await suite.probe[0].zadd(key, '+inf', '#semaphore:2', until, 'x1', until, 'x2');
+      await suite.probe[0].pexpire(key, 60_000);
+      const start = [0, 900, 500, 500, 500];
+      for (let i = 1; i < 5; i++) {
+        await suite.probe[i].set(fenceKey(PREFIX, r), String(start[i]), 'PX', 60_000);
+      }
+      const lock = await rl.acquire(r, { limit: 2, ttl: 5_000 });
+      expect(lock.votes.map((v) => v.outcome)).toEqual(['held', 'ok', 'ok', 'ok', 'ok']);
+      expect(lock.fencingToken).toBe(501);
+      expect(raises).toEqual([]);
+      const next = await rl.acquire(r, { limit: 2, ttl: 5_000 });
+      expect(next.fencingToken).toBe(502);
       await Promise.all([lock.release(), next.release()]);
       await suite.probe[0].del(key);
     } finally {

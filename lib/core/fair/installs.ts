@@ -284,9 +284,9 @@ export class Installs {
       this.grant(p, found.tokens);
       return;
     }
-    // Fewer than a quorum at the largest counter: raised first, as for an acquire.
+    // Fewer than a quorum hold the token: raised first, as for an acquire.
     const deadline = validUntil(p.start, p.ttl, settings.driftFactor);
-    raiseFences(this.store, [p.resource], found.tokens, (i) => !found.atMax(counters[i]), deadline)
+    raiseFences(this.store, [p.resource], found.tokens, (i) => !found.holds(counters[i]), deadline)
       .then(({ ok }) => {
         const left = validityAfter(p.ttl, p.start, monotonicNow(), settings.driftFactor);
         if (ok >= quorum && left > 0 && !this.closed) this.grant(p, found.tokens);
