@@ -150,9 +150,15 @@ export async function acquireLoop<W>(
         // A refusal that names no holder whose release would wake the waiter: it polls.
         live = watch.live && released === undefined && !(hints?.polls && last.heldBy === undefined);
       }
+      // The algorithm's order (docs/REDLOCK.md, "N masters": step 5, then the random delay):
+      // release where the failed attempt may have set keys, then wait — from when that
+      // clean-up is done, so that contenders whose attempts split do not race again while their
+      // keys are still there, each refused by the others' (a wake-up meanwhile is not lost: the
+      // waiting policy hands it to the next sleep).
+      if (last.cleanup) await last.cleanup;
       const wait = waitAfter(error, req, ctx.store.quorum, live);
       // Only queued acquires get here (the others cannot retry).
-      await queue.sleep(ticket as W, Math.min(until, now + wait), req.signal);
+      await queue.sleep(ticket as W, Math.min(until, monotonicNow() + wait), req.signal);
     }
   } catch (err) {
     // Its writer flags end (none can be up when every refusal named one plain holder).
