@@ -26,8 +26,18 @@ export function newToken(engine = ''): string {
   return engine + token;
 }
 
+/** Characters of a token's random part (20 bytes, base64url). */
+const RANDOM_CHARS = 27;
+
 /** Length of an engine id (9 random bytes, base64url): the first characters of its tokens. */
 export const ENGINE_ID_LENGTH = 12;
+
+/** The engine id in front of `token` ({@link newToken}); `undefined` for a token without one. */
+export function engineOf(token: string): string | undefined {
+  return token.length === ENGINE_ID_LENGTH + RANDOM_CHARS
+    ? token.slice(0, ENGINE_ID_LENGTH)
+    : undefined;
+}
 
 /** A new engine id for {@link newToken}: 72 bits from `crypto.randomBytes`, base64url. */
 export function newEngineId(): string {

@@ -22,6 +22,7 @@ import type { Announced, LockStore, ReleaseWatch } from '../store';
 import { Timeline } from '../timeline';
 import type { WaitingPolicy } from './waiting';
 import { monotonicNow } from '../clock';
+import { engineOf } from '../token';
 
 /**
  * The default waiting policy (`fairness: 'local'`; the seam: policy/waiting.ts): the acquires
@@ -43,7 +44,10 @@ import { monotonicNow } from '../clock';
  *   attempt goes out on each master's connection after the release that woke it. Releases by
  *   other processes arrive through the store's release announcements
  *   ({@link LockStore.watchReleases}: one watch per contended resource, not per waiter); a head
- *   busy with an attempt meanwhile is "handed" it (no lost wake-up).
+ *   busy with an attempt meanwhile is "handed" it (no lost wake-up). A head refused by two
+ *   holders of one other engine in a row (that engine hands the resource to waiters of its
+ *   own) polls at the random retry delay instead, deaf to that engine's announcements until a
+ *   refusal names another engine's holder: no futile attempt per lock.
  * - **Kept lines.** The line of a contended resource is kept while the exclusive holder it
  *   granted holds, so that the process's next acquire waits behind that holder instead of
  *   attempting against its keys.
@@ -98,9 +102,26 @@ export class FifoQueue implements WaitingPolicy<Ticket> {
   ): 'retry' | 'poll' | undefined {
     let released: 'retry' | 'poll' | undefined;
     for (const { line } of ticket.slots) {
+      // Refused by one engine's holder, then by another holder of the same engine: it handed
+      // the resource to a waiter of its own (its queue does; nothing orders processes in this
+      // mode — the fair mode does). Each of its next releases would wake the head for another
+      // refusal: one futile attempt per lock and waiting process. The head polls instead, at
+      // the algorithm's random delay, deaf to that engine until a refusal names another.
+      // (Refused twice by the same holder is not a hand-over: the release had not reached
+      // every master yet, and their announcements wake the head.)
+      const from = heldBy === undefined ? undefined : engineOf(heldBy);
+      const before = line.heldBy;
+      const handing =
+        from !== undefined &&
+        (from === line.deafTo ||
+          (before !== undefined && heldBy !== before && from === engineOf(before)));
+      line.deafTo = handing ? from : undefined;
       line.votes = votes;
       line.heldBy = heldBy;
-      const r = releasedBefore(line, heldBy, this.store.quorum);
+      // (A holder whose release a quorum already announced: retried at once all the same.)
+      const r =
+        releasedBefore(line, heldBy, this.store.quorum) ??
+        (line.deafTo !== undefined ? 'poll' : undefined);
       if (r === 'poll' || released === undefined) released = r ?? released;
     }
     return released;
@@ -114,6 +135,7 @@ export class FifoQueue implements WaitingPolicy<Ticket> {
     for (const { line } of ticket.slots) {
       if (ticket.exclusive) line.holder = lock;
       line.heldBy = undefined;
+      line.deafTo = undefined;
     }
     this.leave(ticket);
   }
@@ -171,6 +193,8 @@ export class FifoQueue implements WaitingPolicy<Ticket> {
   /** One master's release announcement of `line`'s resource (masters/handoff.ts). */
   private heard(line: Line, announced: Announced, token: string, repeat: boolean): void {
     if (announced !== 'cleanup') countHeard(line, token);
+    const from = engineOf(token);
+    if (from !== undefined && from === line.deafTo) return;
     if (repeat) {
       // Another master announces a release already heard. It matters to a head refused by that
       // very holder: its attempt, woken by the first announcement, reached masters where the

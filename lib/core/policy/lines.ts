@@ -73,6 +73,11 @@ export interface Line {
   heard: Map<string, number> | undefined;
   /** The heard holder for which the head already retried at once ({@link releasedBefore}). */
   retriedFor: string | undefined;
+  /**
+   * An engine that handed the resource to its own next holder: its announcements do not wake
+   * the head, which polls, until a refusal names another holder (policy/fifo-queue.ts).
+   */
+  deafTo: string | undefined;
 }
 
 /** Appends `slot` (of a new ticket) to the end of its line. */
@@ -290,6 +295,7 @@ export function newBaseLine(resource: string): Line {
     heldBy: undefined,
     heard: undefined,
     retriedFor: undefined,
+    deafTo: undefined,
   };
 }
 

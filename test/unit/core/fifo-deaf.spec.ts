@@ -1,0 +1,110 @@
+/**
+ * The default waiting policy (policy/fifo-queue.ts) and an engine that hands a resource to its
+ * own next holder: a head refused by two holders of that engine in a row polls (the algorithm's random delay), deaf to that engine's announcements, until a
+ * refusal names another engine's holder. Pure logic: a fake store that only announces.
+ */
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { FifoQueue } from '../../../lib/core/policy/fifo-queue';
+import type {
+  Announced,
+  AnnouncementListener,
+  LockStore,
+  ReleaseWatch,
+} from '../../../lib/core/store';
+import { newEngineId, newToken } from '../../../lib/core/token';
+
+function fakeStore(): { store: LockStore; announce(a: Announced, token: string): void } {
+  const listeners = new Set<AnnouncementListener>();
+  const store = {
+    quorum: 2,
+    watchReleases: (_r: string, on: AnnouncementListener): Promise<ReleaseWatch> => {
+      listeners.add(on);
+      return Promise.resolve({
+        activeSince: -Infinity,
+        live: true,
+        stop: () => listeners.delete(on),
+      });
+    },
+  } as unknown as LockStore;
+  return {
+    store,
+    announce: (a, token) => {
+      for (const on of [...listeners]) on(a, token, false);
+    },
+  };
+}
+
+const queues: FifoQueue[] = [];
+afterEach(() => {
+  for (const q of queues.splice(0)) q.close();
+});
+
+/** Whether `p` settled by now (after pending microtasks). */
+async function settled(p: Promise<void>): Promise<boolean> {
+  let done = false;
+  void p.then(() => (done = true));
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+  return done;
+}
+
+describe('a head refused by two holders of one engine in a row', () => {
+  it('polls, deaf to that engine, until another engine holds the resource', async () => {
+    const { store, announce } = fakeStore();
+    const queue = new FifoQueue(store, new AbortController().signal);
+    queues.push(queue);
+    const x = newEngineId();
+    const y = newEngineId();
+    const ticket = queue.join(['r'], true);
+    const far = Number.MAX_SAFE_INTEGER;
+
+    // Refused by X's holder: sleeps until its release, which wakes it.
+    const x1 = newToken(x);
+    expect(queue.refused(ticket, [], x1)).toBeUndefined();
+    await queue.watch(ticket, 0);
+    let sleep = queue.sleep(ticket, far, undefined);
+    announce('release', x1);
+    expect(await settled(sleep)).toBe(true);
+
+    // Then refused by X's next holder: X hands it on locally. Poll, and X's release does not
+    // wake the head.
+    const x2 = newToken(x);
+    expect(queue.refused(ticket, [], x2)).toBe('poll');
+    sleep = queue.sleep(ticket, far, undefined);
+    announce('release', x2);
+    expect(await settled(sleep)).toBe(false);
+    // Another engine's release still does.
+    announce('release', newToken(y));
+    expect(await settled(sleep)).toBe(true);
+
+    // Refused by X again after a poll: still deaf to X.
+    expect(queue.refused(ticket, [], newToken(x))).toBe('poll');
+    // Refused by Y's holder: back to sleeping until its release, X heard again.
+    const y1 = newToken(y);
+    expect(queue.refused(ticket, [], y1)).toBeUndefined();
+    sleep = queue.sleep(ticket, far, undefined);
+    announce('release', y1);
+    expect(await settled(sleep)).toBe(true);
+    expect(queue.refused(ticket, [], newToken(x))).toBeUndefined();
+    sleep = queue.sleep(ticket, far, undefined);
+    announce('release', newToken(x));
+    expect(await settled(sleep)).toBe(true);
+  });
+
+  it('is not deaf when the holders are of two engines, or the same holder twice', async () => {
+    const { store, announce } = fakeStore();
+    const queue = new FifoQueue(store, new AbortController().signal);
+    queues.push(queue);
+    const ticket = queue.join(['r'], true);
+    const x1 = newToken(newEngineId());
+    queue.refused(ticket, [], x1);
+    await queue.watch(ticket, 0);
+    const sleep = queue.sleep(ticket, Number.MAX_SAFE_INTEGER, undefined);
+    announce('release', x1);
+    await sleep;
+    expect(queue.refused(ticket, [], newToken(newEngineId()))).toBeUndefined();
+    // The same holder twice: its release had not reached every master (handoff.spec.ts).
+    const z = newToken(newEngineId());
+    expect(queue.refused(ticket, [], z)).toBeUndefined();
+    expect(queue.refused(ticket, [], z)).toBeUndefined();
+  });
+});
