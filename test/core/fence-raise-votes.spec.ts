@@ -57,19 +57,25 @@ describe('a fencing raise that too few masters confirm', () => {
   });
 });
 
+/** An engine that counts the masters each fence raise is sent to. */
+function raiseCounting(): { rl: Redlock; raises: number[] } {
+  const raises: number[] = [];
+  const rl = new Redlock(
+    storeWith(suite.clients, (store) => {
+      const grouped = store.dispatch.grouped.bind(store.dispatch);
+      store.dispatch.grouped = (node, resources, keys, build, wanted) => {
+        if (build(keys, resources).script === FENCE_RAISE_SCRIPT) raises.push(node.index);
+        return grouped(node, resources, keys, build, wanted);
+      };
+    }),
+    { ...SUITE_DEFAULTS, keyPrefix: PREFIX, retryCount: 0 },
+  );
+  return { rl, raises };
+}
+
 describe("a semaphore's fencing token held by the store's quorum of masters", () => {
   it('needs no raise round when 3 of 5 masters hold it (the semaphore itself needs 4 votes)', async () => {
-    const raises: number[] = [];
-    const rl = new Redlock(
-      storeWith(suite.clients, (store) => {
-        const grouped = store.dispatch.grouped.bind(store.dispatch);
-        store.dispatch.grouped = (node, resources, keys, build, wanted) => {
-          if (build(keys, resources).script === FENCE_RAISE_SCRIPT) raises.push(node.index);
-          return grouped(node, resources, keys, build, wanted);
-        };
-      }),
-      { ...SUITE_DEFAULTS, keyPrefix: PREFIX, retryCount: 0 },
-    );
+    const { rl, raises } = raiseCounting();
     try {
       const r = uniqueResource('sem-raise');
       const key = lockKey(PREFIX, r);
@@ -97,17 +103,7 @@ describe("a semaphore's fencing token held by the store's quorum of masters", ()
 
 describe('a grant whose largest counter is on one master only', () => {
   it('takes a counter held by a quorum when that is safe, and raises nothing', async () => {
-    const raises: number[] = [];
-    const rl = new Redlock(
-      storeWith(suite.clients, (store) => {
-        const grouped = store.dispatch.grouped.bind(store.dispatch);
-        store.dispatch.grouped = (node, resources, keys, build, wanted) => {
-          if (build(keys, resources).script === FENCE_RAISE_SCRIPT) raises.push(node.index);
-          return grouped(node, resources, keys, build, wanted);
-        };
-      }),
-      { ...SUITE_DEFAULTS, keyPrefix: PREFIX, retryCount: 0 },
-    );
+    const { rl, raises } = raiseCounting();
     try {
       const r = uniqueResource('drifted');
       const key = lockKey(PREFIX, r);

@@ -1,38 +1,14 @@
 /**
  * The default waiting policy (policy/fifo-queue.ts) and an engine that hands a resource to its
- * own next holder: a head refused by two holders of that engine in a row polls (the algorithm's random delay), deaf to that engine's announcements, until a
- * refusal names another engine's holder. Pure logic: a fake store that only announces.
+ * own next holder: a head refused by two holders of that engine in a row polls (the
+ * algorithm's random delay), deaf to that engine's announcements, until a refusal names another
+ * engine's holder. Pure logic: a fake store that only announces
+ * (test/unit/fair/announce-bus.ts).
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { FifoQueue } from '../../../lib/core/policy/fifo-queue';
-import type {
-  Announced,
-  AnnouncementListener,
-  LockStore,
-  ReleaseWatch,
-} from '../../../lib/core/store';
 import { newEngineId, newToken } from '../../../lib/core/token';
-
-function fakeStore(): { store: LockStore; announce(a: Announced, token: string): void } {
-  const listeners = new Set<AnnouncementListener>();
-  const store = {
-    quorum: 2,
-    watchReleases: (_r: string, on: AnnouncementListener): Promise<ReleaseWatch> => {
-      listeners.add(on);
-      return Promise.resolve({
-        activeSince: -Infinity,
-        live: true,
-        stop: () => listeners.delete(on),
-      });
-    },
-  } as unknown as LockStore;
-  return {
-    store,
-    announce: (a, token) => {
-      for (const on of [...listeners]) on(a, token, false);
-    },
-  };
-}
+import { bus } from '../fair/announce-bus';
 
 const queues: FifoQueue[] = [];
 afterEach(() => {
@@ -49,7 +25,7 @@ async function settled(p: Promise<void>): Promise<boolean> {
 
 describe('a head refused by two holders of one engine in a row', () => {
   it('polls, deaf to that engine, until another engine holds the resource', async () => {
-    const { store, announce } = fakeStore();
+    const { store, announce } = bus();
     const queue = new FifoQueue(store, new AbortController().signal);
     queues.push(queue);
     const x = newEngineId();
@@ -91,7 +67,7 @@ describe('a head refused by two holders of one engine in a row', () => {
   });
 
   it('is not deaf when the holders are of two engines, or the same holder twice', async () => {
-    const { store, announce } = fakeStore();
+    const { store, announce } = bus();
     const queue = new FifoQueue(store, new AbortController().signal);
     queues.push(queue);
     const ticket = queue.join(['r'], true);

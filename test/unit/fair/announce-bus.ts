@@ -19,17 +19,21 @@ export function bus(foreignTokens = false): {
   announce(announced: Announced, token?: string, repeat?: boolean, reserved?: Reserved): void;
 } {
   const listeners = new Set<AnnouncementListener>();
+  const watch = (_resource: string, on: AnnouncementListener): Promise<ReleaseWatch> => {
+    listeners.add(on);
+    return Promise.resolve({
+      activeSince: -Infinity,
+      live: true,
+      stop: () => listeners.delete(on),
+    });
+  };
+  // The fair queue watches with watchFairReleases, the default one (policy/fifo-queue.ts)
+  // with watchReleases (its listeners take the first three arguments).
   const store = {
     quorum: 2,
     ...(foreignTokens ? { ownsToken: () => false } : {}),
-    watchFairReleases: (_resource: string, on: AnnouncementListener): Promise<ReleaseWatch> => {
-      listeners.add(on);
-      return Promise.resolve({
-        activeSince: -Infinity,
-        live: true,
-        stop: () => listeners.delete(on),
-      });
-    },
+    watchFairReleases: watch,
+    watchReleases: watch,
   } as unknown as LockStore;
   return {
     store,
