@@ -30,7 +30,7 @@ export type Counters = readonly number[];
  * largest counter is taken.) `counters` must come from masters that counted after every earlier
  * token was held: a master quarantined after a restart may have lost its counter, so its reply
  * is left out (undefined) by the caller.
- * Proof by a model of every interleaving: test/unit/core/fencing-tokens.spec.ts.
+ * Checked against a model of seeded random grant histories: test/unit/core/fencing-tokens.spec.ts.
  * An array, not a table keyed by name: nothing here depends on what the names are (a resource
  * named `'__proto__'` is a position like any other), and no object shape is made per name.
  */
