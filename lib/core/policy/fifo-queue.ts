@@ -108,14 +108,20 @@ export class FifoQueue implements WaitingPolicy<Ticket> {
       // refusal: one futile attempt per lock and waiting process. The head polls instead, at
       // the algorithm's random delay, deaf to that engine until a refusal names another.
       // (Refused twice by the same holder is not a hand-over: the release had not reached
-      // every master yet, and their announcements wake the head.)
+      // every master yet, and their announcements wake the head. Split votes, no holder on a
+      // quorum — that engine's old and new holder on different masters, say — change nothing.)
       const from = heldBy === undefined ? undefined : engineOf(heldBy);
       const before = line.heldBy;
       const handing =
         from !== undefined &&
         (from === line.deafTo ||
           (before !== undefined && heldBy !== before && from === engineOf(before)));
-      line.deafTo = handing ? from : undefined;
+      if (handing) {
+        line.deafTo = from;
+        // Woken meanwhile by that engine's release, heard before this refusal: not a reason
+        // to attempt at once.
+        ticket.handed = false;
+      } else if (heldBy !== undefined) line.deafTo = undefined;
       line.votes = votes;
       line.heldBy = heldBy;
       // (A holder whose release a quorum already announced: retried at once all the same.)

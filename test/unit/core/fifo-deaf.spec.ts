@@ -52,8 +52,15 @@ describe('a head refused by two holders of one engine in a row', () => {
     announce('release', newToken(y));
     expect(await settled(sleep)).toBe(true);
 
-    // Refused by X again after a poll: still deaf to X.
+    // Refused by X again after a poll: still deaf to X; split votes (no holder on a quorum)
+    // change nothing.
     expect(queue.refused(ticket, [], newToken(x))).toBe('poll');
+    expect(queue.refused(ticket, [], undefined)).toBe('poll');
+    sleep = queue.sleep(ticket, far, undefined);
+    announce('release', newToken(x));
+    expect(await settled(sleep)).toBe(false);
+    announce('release', newToken(y));
+    expect(await settled(sleep)).toBe(true);
     // Refused by Y's holder: back to sleeping until its release, X heard again.
     const y1 = newToken(y);
     expect(queue.refused(ticket, [], y1)).toBeUndefined();
