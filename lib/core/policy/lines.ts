@@ -75,7 +75,8 @@ export interface Line {
   retriedFor: string | undefined;
   /**
    * An engine that handed the resource to its own next holder: its announcements do not wake
-   * the head, which polls, until a refusal names another holder (policy/fifo-queue.ts).
+   * the head, which polls, until a refusal names another engine's holder (policy/fifo-queue.ts
+   * `refused`).
    */
   deafTo: string | undefined;
 }
