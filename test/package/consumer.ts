@@ -88,6 +88,19 @@ class Health {
 }
 `;
 
+/** Both apps' sleep helper (source text). */
+const SLEEP = `const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+`;
+
+/** Both apps' locked route: held 400 ms, so that a second request meets it (source text). */
+const LOCKED_ROUTE = `  @Get(':id')
+  @Locked('consumer:order:{params.id}')
+  async get(@Param('id') id: string): Promise<{ id: string }> {
+    await sleep(400);
+    return { id };
+  }
+`;
+
 /** src/main.ts of the consumer app. Reads the masters' URLs from `URLS` (comma-separated). */
 export const consumerMain = `import 'reflect-metadata';
 import { request } from 'node:http';
@@ -111,8 +124,7 @@ import type { LockErrorPayload } from 'nestjs-redlock';
 import { RedlockHealthIndicator } from 'nestjs-redlock/health';
 import { RedlockTestingController, RedlockTestingModule } from 'nestjs-redlock/testing';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
+${SLEEP}
 @Injectable()
 class Jobs {
   constructor(private readonly redlock: RedlockService) {}
@@ -141,13 +153,7 @@ class OrdersController {
     return { token: await this.jobs.run(id) };
   }
 
-  @Get(':id')
-  @Locked('consumer:order:{params.id}')
-  async get(@Param('id') id: string): Promise<{ id: string }> {
-    await sleep(400);
-    return { id };
-  }
-}
+${LOCKED_ROUTE}}
 
 ${HEALTH}
 
@@ -298,8 +304,7 @@ import {
 import { RedlockHealthIndicator } from 'nestjs-redlock/health';
 import { createClient } from 'redis';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
+${SLEEP}
 const clients = await Promise.all(
   (process.env.URLS ?? '').split(',').map((url) =>
     createClient({ url })
@@ -310,13 +315,7 @@ const clients = await Promise.all(
 
 @Controller('orders')
 class OrdersController {
-  @Get(':id')
-  @Locked('consumer:order:{params.id}')
-  async get(@Param('id') id: string): Promise<{ id: string }> {
-    await sleep(400);
-    return { id };
-  }
-}
+${LOCKED_ROUTE}}
 
 ${HEALTH}
 

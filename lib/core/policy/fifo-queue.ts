@@ -199,8 +199,7 @@ export class FifoQueue implements WaitingPolicy<Ticket> {
   /** One master's release announcement of `line`'s resource (masters/handoff.ts). */
   private heard(line: Line, announced: Announced, token: string, repeat: boolean): void {
     if (announced !== 'cleanup') countHeard(line, token);
-    const from = engineOf(token);
-    if (from !== undefined && from === line.deafTo) return;
+    if (line.deafTo !== undefined && engineOf(token) === line.deafTo) return;
     if (repeat) {
       // Another master announces a release already heard. It matters to a head refused by that
       // very holder: its attempt, woken by the first announcement, reached masters where the

@@ -44,21 +44,33 @@ export function fencingTokensOf(
   holds: (c: Counters | undefined) => boolean;
 } {
   const m = resources.length;
-  const granted = counters.filter((c): c is Counters => c !== undefined);
-  const k = Math.max(1, granted.length + quorum - counters.length);
+  let granted = 0;
+  for (const c of counters) if (c) granted++;
+  const k = Math.max(1, granted + quorum - counters.length);
   const tokens = new Array<number>(m);
-  const column = new Array<number>(granted.length);
-  for (let j = 0; j < m; j++) {
-    for (let i = 0; i < granted.length; i++) column[i] = granted[i][j];
-    column.sort((a, b) => b - a);
-    tokens[j] = column[k - 1] ?? 0;
-  }
+  for (let j = 0; j < m; j++) tokens[j] = kthLargest(counters, j, k);
   const holds = (c: Counters | undefined): boolean => {
     if (!c) return false;
     for (let j = 0; j < m; j++) if (!(c[j] >= tokens[j])) return false;
     return true;
   };
   let holding = 0;
-  for (const c of granted) if (holds(c)) holding++;
+  for (const c of counters) if (holds(c)) holding++;
   return { tokens, settled: holding >= quorum, holds };
+}
+
+/**
+ * The `k`-th largest counter of resource `j` among the masters that reported one (0 when none
+ * did). A plain maximum for k = 1 — the usual case, a bare quorum granting — without an array.
+ */
+function kthLargest(counters: readonly (Counters | undefined)[], j: number, k: number): number {
+  if (k === 1) {
+    let max = 0;
+    for (const c of counters) if (c && c[j] > max) max = c[j];
+    return max;
+  }
+  const column: number[] = [];
+  for (const c of counters) if (c) column.push(c[j]);
+  column.sort((a, b) => b - a);
+  return column[k - 1] ?? 0;
 }
