@@ -4,7 +4,7 @@
  * lock takes down the flags its engine raised, so that readers resume at once instead of when
  * the readers it waited for would have expired.
  */
-import { waitKey } from './kinds/kind-keys';
+import { waitKey } from './keys';
 import { WRITER_GAVE_UP_SCRIPT } from './kinds/writer-flag';
 import type { RedisContext } from './redis-context';
 

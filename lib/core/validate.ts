@@ -1,4 +1,4 @@
-import { FENCE_KEY_INFIX } from './keys';
+import { RESOURCE_KEY_INFIXES } from './keys';
 import { driftFor } from './clock';
 
 /**
@@ -263,9 +263,11 @@ export function checkResourceName(
  * Checks the key prefix: every key the engine writes (locks, fencing counters, the boot marker,
  * hand-off channels) starts with it, so it must be a namespace of its own: non-empty, at most
  * 256 characters, well-formed, without `{` or `}` (hash tags), ending with a separator, and not
- * the fencing namespace of another accepted prefix: `P + "fence:"` (e.g. `"lock:fence:"`, where
- * `"lock:"` is accepted) is refused, since its lock keys would be exactly the fencing counters
- * of `P` (see keys.ts for why no other pair of accepted prefixes can share a key).
+ * a key namespace of another accepted prefix: `P + infix` for an infix of keys.ts
+ * `RESOURCE_KEY_INFIXES` (e.g. `"lock:fence:"` or `"app:wait:"`, where `"lock:"` and `"app:"`
+ * are accepted) is refused, since its lock keys would be exactly `P`'s fencing counters,
+ * writer-waiting flags or fair-mode keys (see keys.ts for why no other pair of accepted prefixes
+ * can share a key).
  */
 export function checkKeyPrefix(field: string, value: unknown, make: MakeError): string {
   const rule = `must be a non-empty string of at most 256 characters without "{" or "}", ending with one of ${KEY_PREFIX_SEPARATORS.join(' ')} (e.g. "lock:")`;
@@ -277,12 +279,15 @@ export function checkKeyPrefix(field: string, value: unknown, make: MakeError): 
   if (!isSeparator(value[value.length - 1])) {
     throw make(field, `${rule}, got ${describe(value)}`);
   }
-  const outer = value.slice(0, -FENCE_KEY_INFIX.length);
-  if (value.endsWith(FENCE_KEY_INFIX) && outer.length > 0 && isSeparator(outer[outer.length - 1])) {
-    throw make(
-      field,
-      `must not end with "${FENCE_KEY_INFIX}" after a separator: its lock keys would be the fencing counters of the prefix ${describe(outer)} (choose e.g. ${describe(`${outer}fencing:`)}), got ${describe(value)}`,
-    );
+  for (const infix of RESOURCE_KEY_INFIXES) {
+    const outer = value.slice(0, -infix.length);
+    if (value.endsWith(infix) && outer.length > 0 && isSeparator(outer[outer.length - 1])) {
+      const instead = `${outer}${infix.slice(0, -1)}-locks:`;
+      throw make(
+        field,
+        `must not end with "${infix}" after a separator: its lock keys would be the "${infix}" keys of the prefix ${describe(outer)} (choose e.g. ${describe(instead)}), got ${describe(value)}`,
+      );
+    }
   }
   return value;
 }

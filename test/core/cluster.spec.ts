@@ -8,13 +8,19 @@ import { Cluster } from 'ioredis';
 import type { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { LockContendedError } from '../../lib/core/errors';
-import { fenceKey, lockKey, markerKey } from '../../lib/core/keys';
-import { waitKey } from '../../lib/core/kinds/kind-keys';
+import {
+  SLOTS,
+  fenceKey,
+  keySlot,
+  lockKey,
+  markerKey,
+  slotTag,
+  waitKey,
+} from '../../lib/core/keys';
 import { pollKey } from '../../lib/core/fair/fair-keys';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockSettings } from '../../lib/core/settings';
 import { MAX_LOCAL_STREAK } from '../../lib/core/fair/streak';
-import { SLOTS, keySlot, slotTag } from '../../lib/core/slot';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';
 import { observedStore } from '../harness/engines';
 import { contend, longestStreak } from '../harness/two-engines';

@@ -15,7 +15,7 @@ import {
 import { INSPECT_READ_SCRIPT } from '../../lib/core/scripts/inspect';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/semaphore-scripts';
 import { SHARED_ACQUIRE_SCRIPT, WRITE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/shared-scripts';
-import { keySlot } from '../../lib/core/slot';
+import { keySlot } from '../../lib/core/keys';
 import { type Client, acquireLayout, key, run, snapshot, wkey } from '../harness/kind-scripts';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';
 import { uniqueResource, waitUntil } from '../harness/util';

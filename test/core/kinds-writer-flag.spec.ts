@@ -7,7 +7,7 @@
  */
 import type { Redis } from 'ioredis';
 import { WaitTimeoutError } from '../../lib/core/errors';
-import { waitKey } from '../../lib/core/kinds/kind-keys';
+import { waitKey } from '../../lib/core/keys';
 import type { Lock } from '../../lib/core/lock';
 import type { Redlock } from '../../lib/core/redlock';
 import { RedisMasters } from '../harness/redis-masters';

@@ -3,8 +3,7 @@
  * the key and argument layout the engine will use.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { lockKey } from '../../lib/core/keys';
-import { acquireKeys, waitKey } from '../../lib/core/kinds/kind-keys';
+import { fenceKey, lockKey, waitKey } from '../../lib/core/keys';
 import type { LuaScript } from '../../lib/core/scripts/lua';
 
 export const PREFIX = 'kinds:';
@@ -35,6 +34,24 @@ export interface AcquireCall {
   readonly marker?: string;
 }
 
+/**
+ * KEYS of an acquire script for `resources` (one Cluster slot group at most): lock keys, then
+ * fencing counters (when fencing), then writer-waiting flags (when `wait`), then the boot marker
+ * (when given) — ACQUIRE_SCRIPT's order with the flags before the marker, so that `KEYS[n + i]`
+ * is still the i-th counter and `KEYS[#KEYS]` the marker (kinds/mutex.ts `acquireLayout` builds
+ * the same layout for the engine).
+ */
+function acquireKeys(
+  resources: string[],
+  options: { fencing: boolean; wait: boolean; marker?: string },
+): string[] {
+  const keys = resources.map((r) => lockKey(PREFIX, r));
+  if (options.fencing) keys.push(...resources.map((r) => fenceKey(PREFIX, r)));
+  if (options.wait) keys.push(...resources.map((r) => waitKey(PREFIX, r)));
+  if (options.marker !== undefined) keys.push(options.marker);
+  return keys;
+}
+
 /** KEYS and the first six ARGV of an acquire script, as ACQUIRE_SCRIPT takes them. */
 export function acquireLayout(
   resources: string[],
@@ -43,7 +60,7 @@ export function acquireLayout(
 ): { keys: string[]; args: string[] } {
   const fencing = call.fencing ?? false;
   return {
-    keys: acquireKeys(PREFIX, resources, { fencing, wait, marker: call.marker }),
+    keys: acquireKeys(resources, { fencing, wait, marker: call.marker }),
     args: [
       call.token,
       String(call.ttl),

@@ -10,7 +10,7 @@ import {
   Redlock,
 } from '../../lib';
 import { normalizeResources } from '../../lib/core/request';
-import { keySlot } from '../../lib/core/slot';
+import { keySlot } from '../../lib/core/keys';
 
 function lazyClients(n: number): Redis[] {
   return Array.from({ length: n }, (_, i) => new Redis({ port: 1 + i, lazyConnect: true }));

@@ -51,9 +51,9 @@ const POLL_MARKS_LUA = `
  *
  * KEYS[1..n]    lock keys
  * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
- * then n writer-waiting flags (only when ARGV[7] > 0; see kinds/kind-keys.ts `waitKey`)
+ * then n writer-waiting flags (only when ARGV[7] > 0; see keys.ts `waitKey`)
  * then n poll marks (only with the flags, and optional; fair/fair-keys.ts `pollKey`)
- * then the order key (only with the poll marks, n = 1, and optional; kinds/kind-keys.ts
+ * then the order key (only with the poll marks, n = 1, and optional; fair/fair-keys.ts
  *       `orderKey`: ordered yields, see RELEASE_SCRIPT), then the park key (only with the order
  *       key and ARGV[11]; fair/fair-keys.ts `parkKey`)
  * KEYS[last]    boot marker (only when ARGV[4] ~= '0')

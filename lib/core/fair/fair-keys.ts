@@ -1,9 +1,9 @@
 /**
  * Keys and channels of the fair mode (README.md here), each in the same Cluster slot as its
- * resource's lock key: derived from `lockKey()` like the writer-waiting flag
- * (kinds/kind-keys.ts `waitKey`), so the hash-tag rule lives in keys.ts only.
+ * resource's lock key: built like the writer-waiting flag (keys.ts `namespacedKey`, whose list of
+ * namespaces the key prefix check reads), so the hash-tag rule lives in keys.ts only.
  */
-import { lockKey } from '../keys';
+import { namespacedKey } from '../keys';
 
 /**
  * Redis key of the poll mark of a resource (same Cluster slot as its lock key): a plain lock
@@ -12,25 +12,25 @@ import { lockKey } from '../keys';
  * fair/streak.ts). Unlike the writer-waiting flag it holds back no one: readers ignore it.
  */
 export function pollKey(prefix: string, resource: string): string {
-  return `${prefix}poll:${lockKey(prefix, resource).slice(prefix.length)}`;
+  return namespacedKey(prefix, 'poll:', resource);
 }
 
 /**
  * Redis key of the order of a resource (same Cluster slot as its lock key): a sorted set of the
  * engines waiting for it, scored by when each began to wait, and the reservation a yield leaves
- * for the one that waited longest (kinds/mutex-scripts.ts; fair/streak.ts, "Ordered yields").
+ * for the one that waited longest (fair/release-script.ts; fair/streak.ts, "Ordered yields").
  */
 export function orderKey(prefix: string, resource: string): string {
-  return `${prefix}order:${lockKey(prefix, resource).slice(prefix.length)}`;
+  return namespacedKey(prefix, 'order:', resource);
 }
 
 /**
  * Redis key of the parked tokens of a resource (same Cluster slot as its lock key): a hash of
  * engine id → `<token> <ttl> <until ms>`, the next token of each waiting engine, which a yield
- * that names the engine installs (kinds/mutex-scripts.ts; hand-over across processes).
+ * that names the engine installs (fair/release-script.ts, fair/install-scripts.ts).
  */
 export function parkKey(prefix: string, resource: string): string {
-  return `${prefix}park:${lockKey(prefix, resource).slice(prefix.length)}`;
+  return namespacedKey(prefix, 'park:', resource);
 }
 
 /**

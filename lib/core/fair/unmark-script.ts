@@ -1,4 +1,4 @@
-/** The poll marks' take-down script (the marks: fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT, kinds/kind-keys.ts). */
+/** The poll marks' take-down script (the marks: fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT, fair/fair-keys.ts). */
 import { ENGINE_ID_LENGTH } from '../token';
 import { script } from '../scripts/lua';
 

@@ -90,7 +90,7 @@ end`;
  *
  * KEYS[1..n]    lock keys
  * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
- * then n writer-waiting flags (only when ARGV[7] > 0; see kind-keys.ts `waitKey`)
+ * then n writer-waiting flags (only when ARGV[7] > 0; see keys.ts `waitKey`)
  * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
  * ARGV: token, ttl, fencing flag, marker (as ACQUIRE_SCRIPT), n, fencing key ttl, waitTtl, clear
  *       (`clear` '1': a retry, whose grant takes the writer-waiting flags down where one is up:

@@ -10,7 +10,7 @@ import { writerGrantedLua } from './writer-flag';
  *
  * KEYS[1..n]    lock keys
  * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
- * then n writer-waiting flags (only when ARGV[7] == '1'; see kinds/kind-keys.ts `waitKey`)
+ * then n writer-waiting flags (only when ARGV[7] == '1'; see keys.ts `waitKey`)
  * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
  * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
  *       known to be old: see bootMarkerAge in scripts/lua.ts), n, fencing key ttl, [clear] (`clear` '1':

@@ -5,7 +5,7 @@
  * (quorum-rule.ts). Key layout, reply shapes and the writer-starvation policy: docs/lock-kinds.md.
  *
  * Writer starvation. A writer refused because readers hold the key leaves a "writer waiting"
- * flag (kind-keys.ts `waitKey`, same slot) that lives until the readers' key expires plus
+ * flag (keys.ts `waitKey`, same slot) that lives until the readers' key expires plus
  * `waitTtl` ms (kinds/mutex-scripts.ts, REFUSED_LUA). While it exists, new readers
  * are refused (readers already in keep extending and leave when done), so the readers drain and
  * a writer gets in. The flag is refreshed by every refused writer attempt and is never shortened;

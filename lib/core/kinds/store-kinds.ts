@@ -1,11 +1,11 @@
 import type { Tally } from '../quorum/round';
 import type { AcquireAnswer, LockKind } from './kind';
-import { waitKey } from './kind-keys';
+import { waitKey } from '../keys';
 
 /** What the Redis store (lib/core/redis-store.ts) needs to know of the kinds, beside LockKind. */
 
 /**
- * The writer-waiting flag part of an acquire's input (kind-keys.ts, docs/lock-kinds.md): readers
+ * The writer-waiting flag part of an acquire's input (keys.ts `waitKey`, docs/lock-kinds.md): readers
  * always read the flags; a plain lock raises them only when it will retry (`writerWait` > 0 ms).
  */
 export function waitInput(

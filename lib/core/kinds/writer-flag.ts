@@ -1,5 +1,5 @@
 /**
- * The end of a writer-waiting flag (kind-keys.ts `waitKey`, docs/lock-kinds.md "Writer
+ * The end of a writer-waiting flag (keys.ts `waitKey`, docs/lock-kinds.md "Writer
  * starvation policy"). A plain lock refused by shared readers raises the flag
  * (mutex-among-kinds.ts `refusedLua`); it ends when its writer is granted ({@link writerGrantedLua},
  * in the acquire scripts' granted path) or gives up ({@link WRITER_GAVE_UP_SCRIPT}, sent by the

@@ -1,4 +1,4 @@
-import { keySlot } from '../slot';
+import { keySlot } from '../keys';
 
 /**
  * Groups resources by the Redis Cluster hash slot of their keys, so that each group can run in

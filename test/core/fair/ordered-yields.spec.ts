@@ -1,5 +1,5 @@
 /**
- * Ordered yields (fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT and fair/release-script.ts FAIR_RELEASE_SCRIPT, kinds/kind-keys.ts
+ * Ordered yields (fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT and fair/release-script.ts FAIR_RELEASE_SCRIPT, fair/fair-keys.ts
  * `orderKey`, fair/streak.ts `RESERVE_MS`), against real redis-server masters: a plain lock
  * refused by another engine's lock enters its engine in the resource's order, scored by when it
  * began to wait (the first score kept); a yield reserves the free key for the engine that has
@@ -8,7 +8,7 @@
  * reservation that nobody used expires; a plain release reserves nothing.
  */
 import { describe, expect, it } from '@jest/globals';
-import { waitKey } from '../../../lib/core/kinds/kind-keys';
+import { waitKey } from '../../../lib/core/keys';
 import { orderKey, parkKey, pollKey } from '../../../lib/core/fair/fair-keys';
 import type { FairAttemptRequest, FairGrant } from '../../../lib/core/fair/fair-store';
 import { RESERVE_MS } from '../../../lib/core/fair/streak';

@@ -56,7 +56,7 @@ const retrying = (r: string, waitSince: number): FairAttemptRequest => ({
   waitSince,
 });
 
-/** Subscribers of `engineId`'s alive channel on each master (kinds/kind-keys.ts). */
+/** Subscribers of `engineId`'s alive channel on each master (fair/fair-keys.ts). */
 function alive(engineId: string): Promise<number[]> {
   return Promise.all(
     suite.probe.map(async (p) =>

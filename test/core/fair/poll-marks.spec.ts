@@ -7,7 +7,7 @@
  * announcements is in fair-queue.spec ("a polling engine is not starved").
  */
 import { describe, expect, it } from '@jest/globals';
-import { waitKey } from '../../../lib/core/kinds/kind-keys';
+import { waitKey } from '../../../lib/core/keys';
 import { pollKey } from '../../../lib/core/fair/fair-keys';
 import type { Line } from '../../../lib/core/fair/queue-lines';
 import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK, mustYield } from '../../../lib/core/fair/streak';

@@ -282,6 +282,8 @@ describe('settings with real masters (items 7, 8, 11)', () => {
     ['keyPrefix', { keyPrefix: '\uD800:' }],
     // its lock keys would be the fencing counters of the prefix 'lock:'
     ['keyPrefix', { keyPrefix: 'lock:fence:' }],
+    // its lock keys would be the writer-waiting flags of the prefix 'app:'
+    ['keyPrefix', { keyPrefix: 'app:wait:' }],
     ['retryDely', { retryDely: 5 } as RedlockSettings],
     ['retryDelay', { retryDelay: 2 ** 31 }],
     ['extendThreshold', { extendThreshold: 10_000 }],

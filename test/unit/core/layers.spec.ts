@@ -28,7 +28,6 @@ function floorOf(file: string): number {
     'settings.ts',
     'validate.ts',
     'keys.ts',
-    'slot.ts',
     'clock.ts',
     'redact.ts',
     'request.ts',

@@ -1,11 +1,21 @@
 /**
  * Key prefixes that overlap: two engines on the same masters with
  * different accepted prefixes must never share a Redis key, whatever the kind of key (lock,
- * fencing counter, boot marker, run id) and whatever the resource. A prefix `P + "fence:"`
- * would make its lock keys the fencing counters of `P`; it is refused with a typed error.
+ * fencing counter, writer-waiting flag, the fair mode's keys, boot marker, run id) and whatever
+ * the resource. A prefix `P + "fence:"` would make its lock keys the fencing counters of `P`,
+ * `P + "wait:"` its writer-waiting flags (and so on for each namespace of keys.ts
+ * `RESOURCE_KEY_INFIXES`); they are refused with a typed error.
  */
 import { InvalidConfigurationError } from '../../../lib/core/errors';
-import { fenceKey, lockKey, markerKey, markerRunKey } from '../../../lib/core/keys';
+import { orderKey, parkKey, pollKey } from '../../../lib/core/fair/fair-keys';
+import {
+  RESOURCE_KEY_INFIXES,
+  fenceKey,
+  lockKey,
+  markerKey,
+  markerRunKey,
+  waitKey,
+} from '../../../lib/core/keys';
 import { resolveSettings } from '../../../lib/core/settings';
 import { KEY_PREFIX_SEPARATORS, checkKeyPrefix } from '../../../lib/core/validate';
 
@@ -35,7 +45,9 @@ function sequences(tokens: readonly string[], depth: number): string[] {
 
 // Words the key formats use, separators, and a plain word: every way a prefix can end in, or
 // contain, a part of another key's format.
-const TOKENS = ['lock', 'fence', 'boot', 'run', 'x', ...KEY_PREFIX_SEPARATORS, 'fence:', 'boot:'];
+const TOKENS = ['lock', 'fence', 'boot', 'run', 'x', ...KEY_PREFIX_SEPARATORS, 'boot:'].concat(
+  RESOURCE_KEY_INFIXES,
+);
 // Resources with and without "}" (hashed tags), and ones that spell parts of key formats.
 const RESOURCES = ['a', 'boot', 'run', 'fence:a', '}a', 'a}', 'a}b', '{a}', ':run', 'x}fence:{a}'];
 
@@ -52,10 +64,25 @@ describe('key prefixes', () => {
       expect((error as InvalidConfigurationError).field).toBe('keyPrefix');
       // The message names the prefix it would collide with and a safe alternative.
       expect((error as Error).message).toContain(JSON.stringify(prefix.slice(0, -6)));
-      expect((error as Error).message).toContain(JSON.stringify(`${prefix.slice(0, -6)}fencing:`));
+      expect((error as Error).message).toContain(
+        JSON.stringify(`${prefix.slice(0, -6)}fence-locks:`),
+      );
+      expect(accepted(`${prefix.slice(0, -6)}fence-locks:`)).toBe(true);
     }
     // The proof of the overlap the rule prevents:
     expect(lockKey('lock:fence:', 'r')).toBe(fenceKey('lock:', 'r'));
+  });
+
+  it("refuses a prefix whose lock keys are another prefix's writer-waiting flags or fair-mode keys", () => {
+    const keyOf = { 'wait:': waitKey, 'poll:': pollKey, 'order:': orderKey, 'park:': parkKey };
+    for (const [infix, key] of Object.entries(keyOf)) {
+      // The overlap the rule prevents: `app:<infix>`'s lock keys are `app:`'s keys of the namespace.
+      expect(lockKey(`app:${infix}`, 'r')).toBe(key('app:', 'r'));
+      expect(accepted(`app:${infix}`)).toBe(false);
+      expect(accepted(`app/${infix}`)).toBe(false);
+      expect(accepted(infix)).toBe(true); // nothing before it: no prefix it would overlap
+      expect(accepted(`app:${infix.slice(0, -1)}s:`)).toBe(true);
+    }
   });
 
   it('keeps prefixes that cannot be the fencing namespace of an accepted prefix', () => {
@@ -87,11 +114,15 @@ describe('key prefixes', () => {
         add(lockKey(p, r), `lock(${p}, ${r})`);
         // One counter per Cluster slot, shared by the prefix's resources of that slot (keys.ts).
         add(fenceKey(p, r), `fence(${p})`);
+        add(waitKey(p, r), `wait(${p}, ${r})`);
+        add(pollKey(p, r), `poll(${p}, ${r})`);
+        add(orderKey(p, r), `order(${p}, ${r})`);
+        add(parkKey(p, r), `park(${p}, ${r})`);
       }
     }
     expect(collisions.slice(0, 5)).toEqual([]);
     const counters = new Set(RESOURCES.map((r) => fenceKey('lock:', r))).size;
     expect(counters).toBeGreaterThan(1);
-    expect(owner.size).toBe(prefixes.length * (2 + RESOURCES.length + counters));
+    expect(owner.size).toBe(prefixes.length * (2 + 5 * RESOURCES.length + counters));
   });
 });
