@@ -2,7 +2,7 @@ import { Timeline } from './timeline';
 import { clientShape, connectionOf, isRedlockClient, refusedShape } from './connection/adapt';
 import { InvalidConfigurationError } from './errors';
 import type { LockKind } from './kinds/kind';
-import { lockKindFor } from './kinds/holders';
+import { lockKindFor } from './kinds/store-kinds';
 import type { LockKindSpec } from './kind-spec';
 import { fenceKey, lockKey, markerKey, slotTag } from './keys';
 import { Dispatch } from './masters/dispatch';

@@ -1,5 +1,4 @@
 import type { LuaScript } from '../scripts/lua';
-import type { LockKindSpec } from '../kind-spec';
 import { HOLDERS_EXTEND_SCRIPT, HOLDERS_RELEASE_SCRIPT } from './holder-scripts';
 import type {
   AcquireAnswer,
@@ -10,7 +9,7 @@ import type {
   ScriptCall,
 } from './kind';
 import { ReplyFormatError, announceFlag } from './kind';
-import { MUTEX, acquireLayout } from './mutex';
+import { acquireLayout } from './mutex';
 import {
   decodeKindAcquire,
   decodeKindExtend,
@@ -132,10 +131,4 @@ function holderKind(
       return groups.some((g) => decodeKindRelease(g.value, Number.MAX_SAFE_INTEGER) > 0);
     },
   };
-}
-
-/** The {@link LockKind} of a request's kind (the mutex when none is given). */
-export function lockKindFor(spec: LockKindSpec | undefined): LockKind {
-  if (!spec || spec.name === 'mutex') return MUTEX;
-  return spec.name === 'shared' ? SHARED : semaphoreKind(spec.limit ?? 1);
 }

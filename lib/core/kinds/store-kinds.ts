@@ -1,8 +1,17 @@
+import type { LockKindSpec } from '../kind-spec';
 import type { Tally } from '../quorum/round';
+import { SHARED, semaphoreKind } from './holders';
 import type { AcquireAnswer, LockKind } from './kind';
+import { MUTEX } from './mutex';
 import { waitKey } from '../keys';
 
 /** What the Redis store (lib/core/redis-store.ts) needs to know of the kinds, beside LockKind. */
+
+/** The {@link LockKind} of a request's kind (the mutex when none is given). */
+export function lockKindFor(spec: LockKindSpec | undefined): LockKind {
+  if (!spec || spec.name === 'mutex') return MUTEX;
+  return spec.name === 'shared' ? SHARED : semaphoreKind(spec.limit ?? 1);
+}
 
 /**
  * The writer-waiting flag part of an acquire's input (keys.ts `waitKey`, docs/lock-kinds.md): readers

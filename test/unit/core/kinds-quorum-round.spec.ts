@@ -3,7 +3,8 @@
  * every pattern of grant / refuse / mismatch-free timeout / error over 1–5 masters, for the
  * semaphore's quorum floor(N·n/(n+1)) + 1 and the shared lock's (the configured, a majority).
  */
-import { SHARED, lockKindFor, semaphoreKind } from '../../../lib/core/kinds/holders';
+import { SHARED, semaphoreKind } from '../../../lib/core/kinds/holders';
+import { lockKindFor } from '../../../lib/core/kinds/store-kinds';
 import { MUTEX } from '../../../lib/core/kinds/mutex';
 import { majorityQuorum, semaphoreQuorum } from '../../../lib/core/kinds/quorum-rule';
 import { acquireVerdict } from '../../../lib/core/quorum/protocol';
