@@ -8,7 +8,8 @@ import type { Socket } from 'node:net';
 import { Redlock } from '../../lib/core/redlock';
 import { evalScript } from '../../lib/core/scripts/lua';
 import { connectionOf } from '../../lib/core/connection/adapt';
-import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '../../lib/core/kinds/mutex-scripts';
+import { ACQUIRE_SCRIPT } from '../../lib/core/kinds/mutex';
+import { RELEASE_SCRIPT } from '../../lib/core/scripts/release';
 import { RedisMasters } from '../harness/redis-masters';
 import { uniqueResource } from '../harness/util';
 

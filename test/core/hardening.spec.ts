@@ -20,7 +20,7 @@ import type { Lock } from '../../lib/core/lock';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockSettings } from '../../lib/core/settings';
 import { MIN_FENCING_KEY_TTL } from '../../lib/core/settings';
-import { RELEASE_SCRIPT } from '../../lib/core/kinds/mutex-scripts';
+import { RELEASE_SCRIPT } from '../../lib/core/scripts/release';
 import { InMemoryRedlock } from '../../lib/testing/in-memory-redlock';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, valuesOn, waitUntil } from '../harness/util';

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { decodeKindAcquire, type KindAcquireReply } from '../../lib/core/kinds/kind-replies';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/semaphore-scripts';
 import { SHARED_ACQUIRE_SCRIPT, WRITE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/shared-scripts';
-import { ACQUIRE_SCRIPT } from '../../lib/core/kinds/mutex-scripts';
+import { ACQUIRE_SCRIPT } from '../../lib/core/kinds/mutex';
 import { ACQUIRE_AMONG_KINDS_SCRIPT } from '../../lib/core/kinds/mutex-among-kinds';
 import { fenceKey } from '../../lib/core/keys';
 import { type AcquireCall, PREFIX, acquireLayout, key, run, wkey } from '../harness/kind-scripts';

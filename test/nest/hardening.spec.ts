@@ -14,7 +14,7 @@ import Redis from 'ioredis';
 import { normalizeRedisUrl, redactText, redactUrl, urlCredentials } from '../../lib/clients';
 import { InvalidConfigurationError, LockLostError } from '../../lib/core/errors';
 import { Redlock } from '../../lib/core/redlock';
-import { RELEASE_SCRIPT } from '../../lib/core/kinds/mutex-scripts';
+import { RELEASE_SCRIPT } from '../../lib/core/scripts/release';
 import { Locked } from '../../lib/decorators/locked.decorator';
 import type { LockContext } from '../../lib/interfaces';
 import { RedlockModule } from '../../lib/redlock.module';

@@ -376,7 +376,7 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
     if (local && mustYield(line)) {
       // The streak ends (streak.ts): others go first. Told by a poll mark, the local waiters
       // defer to it until a poller took the resource (`refused`) or they are granted: they take
-      // no free key while another engine's mark is up on it (kinds/mutex-scripts.ts, ARGV[9]).
+      // no free key while another engine's mark is up on it (fair/acquire-script.ts, ARGV[9]).
       if (line.polled > 0) {
         line.polled = 0;
         line.deferring = true;
@@ -386,7 +386,7 @@ export class FairQueue implements LineTable, WaitingPolicy<Ticket> {
         return;
       }
       // Deferring (or no announcement will come): the head attempts now. Its deferred attempt
-      // tells the engine deferred to that this one waits (kinds/mutex-scripts.ts), before that
+      // tells the engine deferred to that this one waits (fair/acquire-script.ts), before that
       // engine's holder could refuse it: waiting for the announcement first may take long
       // enough, on a loaded machine, for that holder's streak to run on unbounded.
       line.streak = 0;

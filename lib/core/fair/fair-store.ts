@@ -67,7 +67,7 @@ export interface FairAttemptRequest extends AttemptRequest {
    * Defer to pollers (plain locks that retry; fair/streak.ts): this engine just let the
    * resource go to the pollers of other engines, so a free key on which another engine's poll
    * mark is up refuses this attempt instead of being taken (and the mark then names this engine
-   * too: kinds/mutex-scripts.ts ACQUIRE_SCRIPT). Stores without poll marks ignore it.
+   * too: fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT). Stores without poll marks ignore it.
    */
   readonly defer?: boolean;
   /**

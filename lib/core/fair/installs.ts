@@ -3,7 +3,7 @@
  *
  * A waiting engine parks its next token for a resource on the masters — in the refusal of its
  * single-resource plain attempt by another engine's lock, and in its own ordered yield
- * (kinds/mutex-scripts.ts) — while it hears the resource's release announcements. A yield that names
+ * (fair/acquire-script.ts, fair/release-script.ts) — while it hears the resource's release announcements. A yield that names
  * it (the engine that has waited longest) sets that token on each master where the yield runs,
  * as an acquire would, with a fencing increment and the boot marker's age, and announces it.
  * The engine is granted once a quorum of masters that may vote announced the install: no

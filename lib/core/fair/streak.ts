@@ -97,7 +97,7 @@ export const STAND_BY_MS = 2 * RESERVE_MS;
  * read (`Line.polled`). With a mark seen, the streak is bounded by {@link MAX_LOCAL_STREAK} here
  * too, and after the yield the local waiters defer to the pollers (fair-queue.ts `handOff`,
  * `Line.deferring`): their attempts take no free key on which another engine's mark is up
- * (kinds/mutex-scripts.ts ACQUIRE_SCRIPT, `defer`), so the poller that left it takes the key at its
+ * (fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT, `defer`), so the poller that left it takes the key at its
  * next poll; the deferred attempt appends our id to its mark, and a waiter of ours refused by it
  * later raises our own mark, either of which ends that engine's streak in turn. Until a holder of
  * another engine refuses them or releases the resource (a poller took the key; its release

@@ -102,7 +102,7 @@ export function decodeKindAcquire(reply: unknown, fencingCounters: number): Kind
   }
   const holderTtl: unknown = reply[2];
   if (!isInt(holderTtl, 0)) throw bad();
-  // A plain lock's refusal may add the holder's token (kinds/mutex-scripts.ts REFUSED_LUA).
+  // A plain lock's refusal may add the holder's token (kinds/mutex.ts ACQUIRE_SCRIPT).
   if (
     status === 0 &&
     (reply.length === 3 || (reply.length === 4 && typeof reply[3] === 'string'))

@@ -1,6 +1,6 @@
 /**
  * A plain lock (the mutex) meets another kind of lock: the acquire that decides it
- * (docs/lock-kinds.md). The plain acquire (kinds/mutex-scripts.ts ACQUIRE_SCRIPT) knows only strings:
+ * (docs/lock-kinds.md). The plain acquire (kinds/mutex.ts ACQUIRE_SCRIPT) knows only strings:
  * a key of another type makes it answer `{-3, age}` and write nothing, and the store sends
  * {@link ACQUIRE_AMONG_KINDS_SCRIPT} to that master right away (kinds/mutex.ts, the call's
  * `followUp`). Both run whole on the master, so the second decides from what it finds then.
@@ -23,7 +23,7 @@ import { writerGrantedLua } from './writer-flag';
  * flag is there — and the reply is `{0, age, pttl, holder}` of the first held key (`holder`: its
  * token when a plain lock holds it; the waiter tells one holder with a quorum from split keys).
  * When no key refuses any more, the script goes on to set them all (the granted path).
- * `pollMarks` (the fair acquire's, kinds/mutex-scripts.ts): Lua run after the flags, where the local
+ * `pollMarks` (the fair acquire's, fair/acquire-script.ts): Lua run after the flags, where the local
  * `writers` lists the keys held by a plain lock; '' for none.
  */
 export function refusedLua(pollMarks: string): string {

@@ -6,7 +6,7 @@
  *
  * Writer starvation. A writer refused because readers hold the key leaves a "writer waiting"
  * flag (keys.ts `waitKey`, same slot) that lives until the readers' key expires plus
- * `waitTtl` ms (kinds/mutex-scripts.ts, REFUSED_LUA). While it exists, new readers
+ * `waitTtl` ms (kinds/mutex-among-kinds.ts). While it exists, new readers
  * are refused (readers already in keep extending and leave when done), so the readers drain and
  * a writer gets in. The flag is refreshed by every refused writer attempt and is never shortened;
  * it ends with its writer (writer-flag.ts): deleted where the writer is granted, taken down by
@@ -77,7 +77,7 @@ return res
 
 /**
  * Writer (exclusive) acquire: every plain lock may be the writer of a resource that others read.
- * The plain acquire (kinds/mutex-scripts.ts ACQUIRE_SCRIPT) stays a single `SET NX` and asks again
+ * The plain acquire (kinds/mutex.ts ACQUIRE_SCRIPT) stays a single `SET NX` and asks again
  * with the mutex's script among the kinds (mutex-among-kinds.ts ACQUIRE_AMONG_KINDS_SCRIPT) when
  * a key holds another type; that script is the writer's acquire.
  *

@@ -12,7 +12,7 @@ import { script } from '../scripts/kind-lua';
 
 /**
  * Lua for the plain lock's acquire scripts' granted path (the local `n` and the arguments of
- * those scripts; kinds/mutex-scripts.ts and mutex-among-kinds.ts run it for a retry, the fair acquire
+ * those scripts; kinds/mutex.ts and mutex-among-kinds.ts run it for a retry, the fair acquire
  * for every attempt but a take-over): when `flagged` (a Lua condition: the flags are then
  * KEYS[w0 + 1 .. w0 + n], after the lock keys and the fencing counters), deletes them where it is
  * granted. Its flag, or another writer's: this master now holds the resource as a

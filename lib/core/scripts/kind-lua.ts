@@ -90,7 +90,7 @@ end`;
 
 /**
  * The boot marker and fencing parts of an acquire script: the same Lua as ACQUIRE_SCRIPT
- * (lib/core/kinds/mutex-scripts.ts), with the same argument positions (ARGV[3] fencing flag, ARGV[4]
+ * (lib/core/kinds/mutex.ts), with the same argument positions (ARGV[3] fencing flag, ARGV[4]
  * marker: '0' not checked, '1' checked, else the marker value known to be old; ARGV[5] n,
  * ARGV[6] fencing key TTL; fencing counters at KEYS[n+1..2n], the marker at KEYS[#KEYS]).
  * `MARKER_LUA` defines `age` (-1 not checked, -2 known old, else the age in ms: bootMarkerAge);

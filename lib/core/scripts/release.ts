@@ -1,4 +1,4 @@
-/** The mutex's release script (kinds/mutex-scripts.ts re-exports it). */
+/** The mutex's release script (kinds/mutex.ts; the fair mode's undo of an install too). */
 import { releaseAnnounceLua } from './announce';
 import { script } from './lua';
 

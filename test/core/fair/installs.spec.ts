@@ -1,5 +1,5 @@
 /**
- * Hand-over across processes (lib/core/fair/installs.ts, kinds/mutex-scripts.ts; design:
+ * Hand-over across processes (lib/core/fair/installs.ts, fair/acquire-script.ts; design:
  * lib/core/fair/README.md), against real redis-server masters: a waiting engine that
  * hears the resource's announcements parks its next token in its refused attempt; a yield that
  * names it sets that token on each master, with a fencing increment, and announces it; the engine

@@ -1,5 +1,5 @@
 /**
- * Poll marks (fair/fair-keys.ts `pollKey`, kinds/mutex-scripts.ts ACQUIRE_SCRIPT, fair/streak.ts):
+ * Poll marks (fair/fair-keys.ts `pollKey`, fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT, fair/streak.ts):
  * a plain lock that will retry and is refused by another plain lock raises the resource's poll
  * mark for one retry interval on the masters that refused it; a single attempt raises none;
  * shared readers ignore the mark (it holds no one back); and the holder's process reads it in
