@@ -22,7 +22,7 @@ import { createHash } from 'node:crypto';
  * whose slot is `s`), so the counters on a master are at most 16,384 per prefix, however many
  * resources are locked — before, every distinct resource left a counter for `fencingKeyTtl`.
  * A shared counter still only grows, so the tokens of each resource still strictly increase
- * (quorum/fencing-tokens.ts); they grow by more than one when other resources of the slot are
+ * (quorum/protocol.ts `fencingTokensOf`); they grow by more than one when other resources of the slot are
  * locked in between.
  *
  * Within one prefix, lock keys are injective: a key of the first form has exactly one `}`, at

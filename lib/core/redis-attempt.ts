@@ -11,10 +11,10 @@ import { mismatchIn, waitInput } from './kinds/store-kinds';
 import type { MasterNode } from './masters/node';
 import type { NodeVote } from './errors';
 import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './store';
-import { fencingTokensOf } from './quorum/fencing-tokens';
 import type { Tally } from './quorum/round';
 import {
   acquireVerdict,
+  fencingTokensOf,
   attemptTimeout,
   mayHoldToken,
   validUntil,
@@ -190,7 +190,7 @@ export async function attemptOnMasters(
   if (fencing && !exhausted()) {
     // The token must be held by as many masters as the store's quorum, whatever this lock's
     // kind: every later grant of the resource (a mutex or shared lock needs that quorum, a
-    // semaphore more) then meets one of them (quorum/fencing-tokens.ts). A semaphore's own,
+    // semaphore more) then meets one of them (quorum/protocol.ts `fencingTokensOf`). A semaphore's own,
     // larger quorum is not needed here, and asking it made nearly every semaphore grant wait for
     // a raise round (its holders reach different masters, so their counters drift apart).
     // Only masters whose vote counts (not a quarantined one, which may have lost its counter).

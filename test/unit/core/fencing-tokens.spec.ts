@@ -1,13 +1,13 @@
 /**
- * The fencing-token rule (lib/core/quorum/fencing-tokens.ts) against a model of the masters'
+ * The fencing-token rule (lib/core/quorum/protocol.ts `fencingTokensOf`) against a model of the masters'
  * counters: grants one after another (each begins after the previous one's token is held by a
  * quorum), with failed attempts, other resources of the same counter and raise rounds that only
  * some masters confirm in between. Every token must be larger than every earlier one, and be held
  * by a quorum once settled. A rule that takes one counter too many (the (g + q − N + 1)-th
  * largest) is caught by the same model: the check can fail.
  */
-import { fencingTokensOf } from '../../../lib/core/quorum/fencing-tokens';
-import type { Counters } from '../../../lib/core/quorum/fencing-tokens';
+import { fencingTokensOf } from '../../../lib/core/quorum/protocol';
+import type { Counters } from '../../../lib/core/quorum/protocol';
 
 type Rule = (
   counters: readonly (Counters | undefined)[],
@@ -80,7 +80,7 @@ function violation(rule: Rule, n: number, grants: number, seed: number): string 
   return undefined;
 }
 
-describe('fencing tokens (quorum/fencing-tokens.ts)', () => {
+describe('fencing tokens (quorum/protocol.ts `fencingTokensOf`)', () => {
   it.each([3, 5, 7])('grow strictly over any history of grants on %i masters', (n) => {
     for (let seed = 1; seed <= 200; seed++) {
       expect(violation(ours, n, 200, seed)).toBeUndefined();
