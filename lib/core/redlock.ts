@@ -6,14 +6,18 @@ import { lockKey } from './keys';
 import { expire, lockState, ownedState } from './lock';
 import type { Lock, LockedRoutine, ReleaseResult } from './lock';
 import { withFields } from './fields';
-import { acquireLoop } from './policy/acquire-loop';
-import { InflightAttempts, refuseLate } from './policy/inflight';
+import {
+  InflightAttempts,
+  acquireLoop,
+  attemptOnStore,
+  createLock,
+  refuseLate,
+  tryOnce,
+} from './policy/acquire';
+import type { AttemptContext, LoopContext } from './policy/acquire';
 import { FifoQueue } from './policy/fifo-queue';
 import { FairQueue } from './fair/fair-queue';
 import type { WaitingPolicy } from './policy/waiting';
-import { attemptOnStore, createLock, tryOnce } from './policy/attempt';
-import type { AttemptContext } from './policy/attempt';
-import type { LoopContext } from './policy/acquire-loop';
 import { extendLock } from './policy/extension';
 import { inspectResource } from './policy/inspect';
 import { restoreLock } from './policy/restore';
@@ -59,9 +63,9 @@ export class Redlock {
   private readonly store: LockStore;
   private readonly held = new HeldLocks();
   private readonly observers: Observers;
-  /** What the acquire loop (policy/acquire-loop.ts) needs. */
+  /** What the acquire loop (policy/acquire.ts) needs. */
   private readonly loop: LoopContext;
-  /** What turning grants into locks (policy/attempt.ts) needs. */
+  /** What turning grants into locks (policy/acquire.ts) needs. */
   private readonly grants: AttemptContext;
   /** What the extension policy (policy/extension.ts) needs. */
   private readonly policy: ExtensionContext;

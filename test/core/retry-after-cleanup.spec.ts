@@ -1,7 +1,7 @@
 /**
  * A refused attempt that set keys on some masters releases them, then waits its random delay
  * (docs/REDLOCK.md, "N masters": step 5, then the retry) — counted from when that clean-up is
- * done (policy/acquire-loop.ts). Contenders whose attempts split then do not race again while
+ * done (policy/acquire.ts). Contenders whose attempts split then do not race again while
  * their keys are still there: on a latency-skewed semaphore that took the grant rate from
  * 0.7× to about 1× of a plain pigeonhole semaphore (bench/kinds.ts --skew-only).
  */

@@ -47,7 +47,7 @@ export interface Handover {
   finish(grant: Grant): Promise<ReleaseResult>;
 }
 
-/** What the taker's attempt sends of a hand-over (policy/attempt.ts `attemptOnStore`). */
+/** What the taker's attempt sends of a hand-over (policy/acquire.ts `attemptOnStore`). */
 export type HandoverFrom = Pick<Handover, 'from' | 'installedBy'>;
 
 /** A hand-over from the holder of `token` (its grant's `installedBy`, if any). */

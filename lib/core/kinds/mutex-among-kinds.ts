@@ -18,7 +18,7 @@ import { writerGrantedLua } from './writer-flag';
  * members are pruned (a reader set without a live reader is gone, so it refuses nothing); on each
  * key still held by readers the writer-waiting flag (KEYS[w0 + i], present when ARGV[7] > 0) is
  * raised until the readers' key expires plus ARGV[7] ms (one retry interval: the waiting writer
- * sleeps until the readers expire or one leaves, policy/acquire-loop.ts, and finds the flag still
+ * sleeps until the readers expire or one leaves, policy/acquire.ts, and finds the flag still
  * up when it comes back) — created with this token, or only lengthened when another writer's
  * flag is there — and the reply is `{0, age, pttl, holder}` of the first held key (`holder`: its
  * token when a plain lock holds it; the waiter tells one holder with a quorum from split keys).

@@ -1,4 +1,4 @@
-/** What one attempt of an acquire comes to, as the policy sees it (policy/attempt.ts makes it). */
+/** What one attempt of an acquire comes to, as the policy sees it (policy/acquire.ts makes it). */
 import type { LockContendedError, NoQuorumError, ShuttingDownError } from '../errors';
 import type { Lock } from '../lock';
 import type { AttemptOutcome, Grant } from '../store';

@@ -5,8 +5,8 @@ import { SHARED_SPEC } from '../kind-spec';
 import type { LockKindSpec } from '../kind-spec';
 import { checkSerializedLock } from '../portable';
 import { driftFor } from '../quorum/protocol';
-import { reportLoss, track } from './attempt';
-import type { AttemptContext } from './attempt';
+import { reportLoss, track } from './acquire';
+import type { AttemptContext } from './acquire';
 import type { Grant } from '../store';
 
 /**

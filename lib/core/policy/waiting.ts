@@ -5,7 +5,7 @@ import type { ReleaseResult } from '../quorum/protocol';
 import type { AttemptOutcome, AttemptRequest, Grant } from '../store';
 
 /**
- * The waiting seam: what the acquire loop (policy/acquire-loop.ts) asks around each attempt of
+ * The waiting seam: what the acquire loop (policy/acquire.ts) asks around each attempt of
  * a retrying acquire, and what a release asks, of the engine's waiting policy. Efficiency and
  * fairness only — the masters decide who holds a lock; nothing behind this seam is needed for
  * mutual exclusion.

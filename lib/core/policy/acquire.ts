@@ -1,17 +1,231 @@
-import { withFields } from '../fields';
+/**
+ * The acquire, from the engine's facade down to the store: one attempt turned into a lock or a
+ * typed error ({@link attemptOnStore}, {@link tryOnce}), the attempts in flight that `close()`
+ * waits for ({@link InflightAttempts}), and the bounded loop of attempts in the waiting policy's
+ * order ({@link acquireLoop}; docs/REDLOCK.md, "N masters", last paragraph).
+ */
 import { monotonicNow } from '../clock';
 import {
+  KindMismatchError,
   LockAbortedError,
   LockContendedError,
+  NoQuorumError,
   ShuttingDownError,
   WaitTimeoutError,
 } from '../errors';
-import type { LockErrorDetail, NoQuorumError } from '../errors';
-import type { Lock } from '../lock';
+import type { LockErrorDetail } from '../errors';
+import { withFields } from '../fields';
+import type { HeldLocks } from '../held';
+import { MUTEX_SPEC } from '../kind-spec';
+import { grantState, lockState, mintLock, scheduleExpiry } from '../lock';
+import type { Lock, LockOwner, LockState } from '../lock';
 import type { CheckedAcquire } from '../request';
-import type { Grant, LockStore } from '../store';
+import type { ResolvedSettings } from '../settings';
+import type { AttemptOutcome, Grant, LockStore } from '../store';
 import type { AttemptResult } from './attempt-result';
+import type { Observers } from './observers';
+import { releaseLock } from './release';
+import type { ReleaseContext } from './release';
 import type { AttemptHints, WaitingPolicy } from './waiting';
+
+/** What an attempt needs from the engine. */
+export interface AttemptContext {
+  /** The engine the locks belong to (the only one that may release or extend them). */
+  readonly owner: LockOwner;
+  readonly store: LockStore;
+  readonly settings: ResolvedSettings;
+  readonly observers: Observers;
+  readonly held: HeldLocks;
+}
+
+/**
+ * One attempt on the store (the request as the waiting policy's `hints` make it: policy/waiting.ts
+ * `AttemptHints`): a tracked lock, or the typed reason it was not granted. Another kind
+ * of lock at a resource rejects with {@link KindMismatchError} once the attempt's clean-up is
+ * done: an error the acquire loop does not retry.
+ */
+export function attemptOnStore(
+  ctx: AttemptContext,
+  req: CheckedAcquire,
+  attemptNo: number,
+  startedAt: number,
+  hints?: AttemptHints,
+): Promise<AttemptResult> {
+  // A retry of a plain lock that waits for readers takes the writer-waiting flags down where it
+  // is granted (docs/lock-kinds.md); a first attempt has raised none (no read, no write).
+  const sent =
+    attemptNo > 1 && req.writerWait > 0 ? withFields(req, { clearWriterFlags: true }) : req;
+  return ctx.store
+    .attempt(hints === undefined ? sent : hints.request(sent))
+    .then((outcome) =>
+      outcome.grant || outcome.refusal !== 'kind-mismatch'
+        ? resultOf(ctx, outcome, req, attemptNo, startedAt)
+        : Promise.resolve(outcome.cleanup).then(() =>
+            resultOf(ctx, outcome, req, attemptNo, startedAt),
+          ),
+    );
+}
+
+function resultOf(
+  ctx: AttemptContext,
+  outcome: AttemptOutcome,
+  req: CheckedAcquire,
+  attemptNo: number,
+  startedAt: number,
+): AttemptResult {
+  if (outcome.grant) {
+    return { lock: createLock(ctx, outcome.grant, attemptNo), grant: outcome.grant };
+  }
+  const detail: LockErrorDetail = {
+    resources: req.resources,
+    votes: outcome.votes,
+    attempts: attemptNo,
+    elapsed: monotonicNow() - startedAt,
+  };
+  if (outcome.refusal === 'kind-mismatch') {
+    const requested = req.kind ?? MUTEX_SPEC;
+    const found = outcome.found ?? { kind: 'foreign' as const, redisType: 'unknown' };
+    throw new KindMismatchError(withFields(detail, { requested, found }));
+  }
+  const error =
+    outcome.refusal === 'contended'
+      ? new LockContendedError(detail)
+      : new NoQuorumError(
+          withFields(detail, {
+            reason: outcome.refusal,
+            quorum: outcome.quorum ?? ctx.store.quorum,
+          }),
+        );
+  return {
+    error,
+    cleanup: outcome.cleanup,
+    heldBy: outcome.heldBy,
+    outcome,
+  };
+}
+
+/** Wraps a grant in a lock the engine tracks (held locks, 'lost' events). */
+export function createLock(ctx: AttemptContext, grant: Grant, attempts: number): Lock {
+  const state = grantState(grant, ctx.settings.driftFactor);
+  const lock = mintLock(ctx.owner, {
+    resources: grant.resources,
+    value: grant.token,
+    attempts,
+    fencingTokens: grant.fencingTokens,
+    state,
+    kind: grant.kind,
+  });
+  track(ctx, lock, state);
+  return lock;
+}
+
+/**
+ * Tracks a lock of this engine (a grant, or a restored lock: policy/restore.ts): in the held set,
+ * and reported `lost` when it is lost — when it happens while someone observes, not only when
+ * the holder next touches the lock.
+ */
+export function track(ctx: AttemptContext, lock: Lock, state: LockState): void {
+  reportLoss(ctx, lock, state);
+  ctx.held.add(lock);
+  if (ctx.observers.active) {
+    state.watched = true;
+    scheduleExpiry(lock, state);
+  }
+}
+
+/** Reports the loss of `lock` to the observers (a `lost` event) when it happens. */
+export function reportLoss(ctx: AttemptContext, lock: Lock, state: LockState): void {
+  const { observers } = ctx;
+  state.onLost = (reason) => {
+    if (observers.active) {
+      observers.emit({
+        type: 'lost',
+        resources: lock.resources,
+        lock,
+        holdTime: monotonicNow() - state.acquiredAt,
+        reason,
+      });
+    }
+  };
+}
+
+/**
+ * `tryAcquire`: one attempt (through the engine's tracked `attempt`, so that `close()` waits for
+ * it), no queue, no retry: the lock, `null` when another holder has it, or the typed error.
+ */
+export async function tryOnce(
+  loop: Pick<LoopContext, 'attempt'>,
+  observers: Observers,
+  req: CheckedAcquire,
+  started: number,
+): Promise<Lock | null> {
+  if (req.signal?.aborted) {
+    throw new LockAbortedError(
+      { resources: req.resources, votes: [], attempts: 0, elapsed: 0 },
+      { cause: req.signal.reason },
+    );
+  }
+  const result = await loop.attempt(req, 1, started).catch((err: unknown) => {
+    observers.failed(req.resources, err, started); // a kind mismatch
+    throw err;
+  });
+  if (result.lock) return result.lock;
+  await result.cleanup;
+  observers.failed(req.resources, result.error, started);
+  if (result.error instanceof LockContendedError) return null;
+  throw result.error;
+}
+
+/**
+ * Attempts on the wire, and the clean-up they started (an acquire in flight during
+ * `close()`). The engine's `close()` waits for them, so that no grant arrives — and no key is
+ * written — after it resolved; a grant that arrives while the engine drains is refused and
+ * released by the engine (see `Redlock.refuseLate`).
+ */
+export class InflightAttempts {
+  private readonly pending = new Set<Promise<unknown>>();
+
+  /** Tracks `attempt` until it and its clean-up settled; returns it unchanged. */
+  track(attempt: Promise<AttemptResult>): Promise<AttemptResult> {
+    const settled: Promise<unknown> = attempt.then(
+      (r) => r.cleanup,
+      () => undefined,
+    );
+    this.pending.add(settled);
+    void settled.finally(() => this.pending.delete(settled));
+    return attempt;
+  }
+
+  /** Resolves once no attempt is in flight (also those started while waiting). */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+}
+
+/**
+ * A grant that arrived after the engine began to drain: never handed out (the caller gets
+ * {@link ShuttingDownError}); its keys are deleted on every master at once (no lockAtLeastFor:
+ * nobody ever held it).
+ */
+export function refuseLate(
+  ctx: ReleaseContext,
+  lock: Lock,
+  req: CheckedAcquire,
+  attempts: number,
+  startedAt: number,
+): AttemptResult {
+  const cleanup = releaseLock(ctx, lock, lockState(lock), true).then(
+    () => undefined,
+    () => undefined,
+  );
+  const error = new ShuttingDownError({
+    resources: req.resources,
+    votes: [],
+    attempts,
+    elapsed: monotonicNow() - startedAt,
+  });
+  return { error, cleanup };
+}
 
 /** What the acquire loop needs from the engine (`W`: the waiting policy's ticket). */
 export interface LoopContext<W = unknown> {
