@@ -17,13 +17,13 @@ import { createHash } from 'node:crypto';
  * CROSSSLOT). Such a resource gets a tag derived from it instead, followed by the resource
  * itself: `${prefix}{<tag>}r`, where `<tag>` is 16 hex digits of SHA-1(r).
  *
- * **One fencing counter per slot, not per resource.** Every resource whose lock key is in slot
- * `s` shares the counter `${prefix}fence:{slotTag(s)}` ({@link slotTag}: the first base-36 number
- * whose slot is `s`), so the counters on a master are at most 16,384 per prefix, however many
- * resources are locked — before, every distinct resource left a counter for `fencingKeyTtl`.
- * A shared counter still only grows, so the tokens of each resource still strictly increase
- * (quorum/protocol.ts `fencingTokensOf`); they grow by more than one when other resources of the slot are
- * locked in between.
+ * **One fencing counter per slot, not per resource.** Every resource whose lock key is in slot `s`
+ * shares the counter `${prefix}fence:{slotTag(s)}` ({@link slotTag}: the first base-36 number whose
+ * slot is `s`), so the counters on a master are at most 16,384 per prefix, however many resources
+ * are locked — before, every distinct resource left a counter for `fencingKeyTtl`. A shared counter
+ * still only grows, so the tokens of each resource still strictly increase (quorum/protocol.ts
+ * `fencingTokensOf`); they grow by more than one when other resources of the slot are locked in
+ * between.
  *
  * Within one prefix, lock keys are injective: a key of the first form has exactly one `}`, at
  * its end; a key of the hashed form has at least two (one ends the tag, one is in `r`), and `r`

@@ -188,12 +188,12 @@ export async function attemptOnMasters(
   const exhausted = (): boolean => validityAfter(ttl, start, monotonicNow(), driftFactor) <= 0;
   let fencingTokens: readonly number[] = [];
   if (fencing && !exhausted()) {
-    // The token must be held by as many masters as the store's quorum, whatever this lock's
-    // kind: every later grant of the resource (a mutex or shared lock needs that quorum, a
-    // semaphore more) then meets one of them (quorum/protocol.ts `fencingTokensOf`). A semaphore's own,
-    // larger quorum is not needed here, and asking it made nearly every semaphore grant wait for
-    // a raise round (its holders reach different masters, so their counters drift apart).
-    // Only masters whose vote counts (not a quarantined one, which may have lost its counter).
+    // The token must be held by as many masters as the store's quorum, whatever this lock's kind:
+    // every later grant of the resource (a mutex or shared lock needs that quorum, a semaphore
+    // more) then meets one of them (quorum/protocol.ts `fencingTokensOf`). A semaphore's own,
+    // larger quorum is not needed here, and asking it made nearly every semaphore grant wait for a
+    // raise round (its holders reach different masters, so their counters drift apart). Only
+    // masters whose vote counts (not a quarantined one, which may have lost its counter).
     const counters = tally.replies.map((r, i) =>
       r?.kind === 'reply' && tally.votes[i].outcome === 'ok' ? r.value.counters : undefined,
     );

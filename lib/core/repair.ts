@@ -2,10 +2,10 @@
  * Self-healing extension (the `repairOnExtend` setting).
  *
  * Without it, an extension only refreshes keys that are still there (compare-and-pexpire), so a
- * long-held lock decays: every master that restarts empty loses the key for good, and once the
- * lock lives on a bare majority the next single failure ends it. With it, the extension script
- * (EXTEND_REPAIR_SCRIPT in kinds/mutex.ts) also puts the key back with `SET NX PX`, same token, on a
- * master where it is missing.
+ * long-held lock decays: every master that restarts empty loses the key for good, and once the lock
+ * lives on a bare majority the next single failure ends it. With it, the extension script
+ * (EXTEND_REPAIR_SCRIPT in kinds/mutex.ts) also puts the key back with `SET NX PX`, same token, on
+ * a master where it is missing.
  *
  * ## Rules
  * 1. `NX`: a key that holds another token is never touched (the script changes nothing on that

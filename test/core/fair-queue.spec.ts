@@ -583,9 +583,9 @@ describe("fairness: 'across-processes' only", () => {
 
   describe('a yield to pollers (handoff: false)', () => {
     it('waits for their poll, not for their poll mark to expire', async () => {
-      // The marks live retryDelay + retryJitter + 2 × requestTimeout = 10,020 ms; the pollers
-      // come back within 20 ms. A yielding engine's waiters defer to the mark (no free key taken
-      // while it is up: fair/acquire-script.ts) instead of sleeping for what it has left; before, each
+      // The marks live retryDelay + retryJitter + 2 × requestTimeout = 10,020 ms; the pollers come
+      // back within 20 ms. A yielding engine's waiters defer to the mark (no free key taken while
+      // it is up: fair/acquire-script.ts) instead of sleeping for what it has left; before, each
       // yield slept up to 10 s and left a mark of its own for twice that (64 grants took minutes).
       const settings = {
         handoff: false,

@@ -35,12 +35,12 @@ export function heardOn(
   const { announced, token, repeat, reserved, install } = heard;
   if (announced !== 'cleanup') countHeard(line, token);
   if (line.deferring && announced !== 'cleanup' && hooks.owns(token) === false) {
-    // Another engine's holder let the resource go: a poller took it since this queue yielded
-    // to the pollers, and the deferral is over as at a refusal by that holder (fair-queue.ts
-    // `refused`). Woken by such announcements, this queue's attempts ran while the key was
-    // free, so no holder refused them: they kept deferring to the joined mark (fair/acquire-script.ts)
-    // until it expired while that engine's waiters took the key again and again — the streak
-    // the yield was to end.
+    // Another engine's holder let the resource go: a poller took it since this queue yielded to the
+    // pollers, and the deferral is over as at a refusal by that holder (fair-queue.ts `refused`).
+    // Woken by such announcements, this queue's attempts ran while the key was free, so no holder
+    // refused them: they kept deferring to the joined mark (fair/acquire-script.ts) until it
+    // expired while that engine's waiters took the key again and again — the streak the yield was
+    // to end.
     line.deferring = false;
   }
   if (install) return installHeard(line); // its outcome wakes the head (installed.ts)

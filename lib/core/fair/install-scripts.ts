@@ -1,6 +1,6 @@
 /**
- * The Lua of the hand-over across processes (design: lib/core/fair/README.md),
- * inlined into the fair mode's scripts (acquire-script.ts, release-script.ts): parking an engine's next token for a
+ * The Lua of the hand-over across processes (design: lib/core/fair/README.md), inlined into the
+ * fair mode's scripts (acquire-script.ts, release-script.ts): parking an engine's next token for a
  * resource, and installing the parked token of the engine a yield names.
  */
 import { NOW_LUA, num } from '../scripts/kind-lua';

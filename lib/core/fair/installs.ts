@@ -3,11 +3,11 @@
  *
  * A waiting engine parks its next token for a resource on the masters — in the refusal of its
  * single-resource plain attempt by another engine's lock, and in its own ordered yield
- * (fair/acquire-script.ts, fair/release-script.ts) — while it hears the resource's release announcements. A yield that names
- * it (the engine that has waited longest) sets that token on each master where the yield runs,
- * as an acquire would, with a fencing increment and the boot marker's age, and announces it.
- * The engine is granted once a quorum of masters that may vote announced the install: no
- * acquire round after the yield.
+ * (fair/acquire-script.ts, fair/release-script.ts) — while it hears the resource's release
+ * announcements. A yield that names it (the engine that has waited longest) sets that token on each
+ * master where the yield runs, as an acquire would, with a fencing increment and the boot marker's
+ * age, and announces it. The engine is granted once a quorum of masters that may vote announced the
+ * install: no acquire round after the yield.
  *
  * Validity runs from the first send of the token (`Park.start`): every install ran after the
  * park that it read, which ran after that send, so each key expires no earlier than the key of

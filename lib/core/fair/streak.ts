@@ -91,25 +91,25 @@ export const STAND_BY_MS = 2 * RESERVE_MS;
  * once a poll mark told of another engine.
  *
  * Without release announcements (`handoff: false`, or subscriptions that failed) the waiters of
- * other processes poll, and a process that hands a resource over locally never frees its key:
- * their polls would never find it free. Their refused attempts leave poll marks on the masters
- * (fair/fair-keys.ts `pollKey`, raised for one of their retry intervals), which the hand-overs
- * read (`Line.polled`). With a mark seen, the streak is bounded by {@link MAX_LOCAL_STREAK} here
- * too, and after the yield the local waiters defer to the pollers (fair-queue.ts `handOff`,
+ * other processes poll, and a process that hands a resource over locally never frees its key: their
+ * polls would never find it free. Their refused attempts leave poll marks on the masters
+ * (fair/fair-keys.ts `pollKey`, raised for one of their retry intervals), which the hand-overs read
+ * (`Line.polled`). With a mark seen, the streak is bounded by {@link MAX_LOCAL_STREAK} here too,
+ * and after the yield the local waiters defer to the pollers (fair-queue.ts `handOff`,
  * `Line.deferring`): their attempts take no free key on which another engine's mark is up
- * (fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT, `defer`), so the poller that left it takes the key at its
- * next poll; the deferred attempt appends our id to its mark, and a waiter of ours refused by it
- * later raises our own mark, either of which ends that engine's streak in turn. Until a holder of
- * another engine refuses them or releases the resource (a poller took the key; its release
- * announcement, heard, counts as a refusal) or they are granted: were every engine that yielded
- * to defer on, all would defer to the engine refused last, and the resource would go last come,
- * first served. An engine whose last waiter for the resource is done takes its mark down
- * (`LockStore.unmarkPolling`), so nobody defers to a poller that left. (A timed hold-back for
- * what the mark had left, before: marks live a whole retry interval plus two request timeouts,
- * and a yield waited for it even when the poller had long come and gone.)
- * Without a mark nobody polls, and the process keeps its streak. The same deferral applies with
- * announcements when only a mark told of the other engine (a Cluster of several nodes, where
- * the masters may not count its watch and it hears the release a little later).
+ * (fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT, `defer`), so the poller that left it takes the key
+ * at its next poll; the deferred attempt appends our id to its mark, and a waiter of ours refused
+ * by it later raises our own mark, either of which ends that engine's streak in turn. Until a
+ * holder of another engine refuses them or releases the resource (a poller took the key; its
+ * release announcement, heard, counts as a refusal) or they are granted: were every engine that
+ * yielded to defer on, all would defer to the engine refused last, and the resource would go last
+ * come, first served. An engine whose last waiter for the resource is done takes its mark down
+ * (`LockStore.unmarkPolling`), so nobody defers to a poller that left. (A timed hold-back for what
+ * the mark had left, before: marks live a whole retry interval plus two request timeouts, and a
+ * yield waited for it even when the poller had long come and gone.) Without a mark nobody polls,
+ * and the process keeps its streak. The same deferral applies with announcements when only a mark
+ * told of the other engine (a Cluster of several nodes, where the masters may not count its watch
+ * and it hears the release a little later).
  */
 export function mustYield(line: Line): boolean {
   if (!line.watch?.live) return line.polled > 0 && line.streak >= MAX_LOCAL_STREAK;

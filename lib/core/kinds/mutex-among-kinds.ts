@@ -12,19 +12,19 @@ import { writerGrantedLua } from './writer-flag';
 
 /**
  * Lua, the refused path of {@link ACQUIRE_AMONG_KINDS_SCRIPT} and of the fair acquire (some key
- * exists; the locals `n` and `age` of those scripts), the only place where the mutex looks at
- * the other kinds (docs/lock-kinds.md): a semaphore or a foreign type at any key is a kind
- * mismatch, `{-1, age, pttl, kind, limit}`, and nothing is written. Shared readers' expired
- * members are pruned (a reader set without a live reader is gone, so it refuses nothing); on each
- * key still held by readers the writer-waiting flag (KEYS[w0 + i], present when ARGV[7] > 0) is
- * raised until the readers' key expires plus ARGV[7] ms (one retry interval: the waiting writer
- * sleeps until the readers expire or one leaves, policy/acquire.ts, and finds the flag still
- * up when it comes back) — created with this token, or only lengthened when another writer's
- * flag is there — and the reply is `{0, age, pttl, holder}` of the first held key (`holder`: its
- * token when a plain lock holds it; the waiter tells one holder with a quorum from split keys).
- * When no key refuses any more, the script goes on to set them all (the granted path).
- * `pollMarks` (the fair acquire's, fair/acquire-script.ts): Lua run after the flags, where the local
- * `writers` lists the keys held by a plain lock; '' for none.
+ * exists; the locals `n` and `age` of those scripts), the only place where the mutex looks at the
+ * other kinds (docs/lock-kinds.md): a semaphore or a foreign type at any key is a kind mismatch,
+ * `{-1, age, pttl, kind, limit}`, and nothing is written. Shared readers' expired members are
+ * pruned (a reader set without a live reader is gone, so it refuses nothing); on each key still
+ * held by readers the writer-waiting flag (KEYS[w0 + i], present when ARGV[7] > 0) is raised until
+ * the readers' key expires plus ARGV[7] ms (one retry interval: the waiting writer sleeps until the
+ * readers expire or one leaves, policy/acquire.ts, and finds the flag still up when it comes back)
+ * — created with this token, or only lengthened when another writer's flag is there — and the reply
+ * is `{0, age, pttl, holder}` of the first held key (`holder`: its token when a plain lock holds
+ * it; the waiter tells one holder with a quorum from split keys). When no key refuses any more, the
+ * script goes on to set them all (the granted path). `pollMarks` (the fair acquire's,
+ * fair/acquire-script.ts): Lua run after the flags, where the local `writers` lists the keys held
+ * by a plain lock; '' for none.
  */
 export function refusedLua(pollMarks: string): string {
   const fair = pollMarks !== '';

@@ -1,7 +1,7 @@
 /**
  * The mutex — the plain lock — in one file: its scripts (acquire, extend, extend-with-repair; the
- * release is scripts/release.ts RELEASE_SCRIPT, compare-and-delete, shared with the fair mode),
- * the {@link LockKind} that sends them, and how their replies read.
+ * release is scripts/release.ts RELEASE_SCRIPT, compare-and-delete, shared with the fair mode), the
+ * {@link LockKind} that sends them, and how their replies read.
  */
 import { FENCE_COUNTERS_LUA } from '../scripts/fencing';
 import { KEEP_SCRIPT } from '../scripts/keep';

@@ -14,8 +14,9 @@ export function lockKindFor(spec: LockKindSpec | undefined): LockKind {
 }
 
 /**
- * The writer-waiting flag part of an acquire's input (keys.ts `waitKey`, docs/lock-kinds.md): readers
- * always read the flags; a plain lock raises them only when it will retry (`writerWait` > 0 ms).
+ * The writer-waiting flag part of an acquire's input (keys.ts `waitKey`, docs/lock-kinds.md):
+ * readers always read the flags; a plain lock raises them only when it will retry (`writerWait` > 0
+ * ms).
  */
 export function waitInput(
   kind: LockKind,
