@@ -8,6 +8,8 @@
  *   npx ts-node --transpile-only bench/mp-trace.ts            # summary: rates, event counts
  *   SHOW=1 npx ts-node --transpile-only bench/mp-trace.ts     # + the longest wait's events
  *   RAW=<file> PARKS=1 npx ts-node ...                        # every event as JSON, new parks too
+ *   PLAIN=1 npx ts-node ...                                   # the default mode (RedisStore)
+ *   QUAR=1 npx ts-node ...                                    # restart quarantine on (maxTtl = ttl)
  *   MON=<file> npx ts-node ...                                # + every master's MONITOR (below)
  *
  * Written for the fair mode (lib/core/fair/README.md): counts the
@@ -22,6 +24,7 @@ import { STORE_FACTORY } from '../lib/core/store';
 import type { StoreFactory } from '../lib/core/store';
 import type { RedlockClient } from '../lib/core/settings';
 import { FairRedisStore } from '../lib/core/fair/fair-redis-store';
+import { RedisStore } from '../lib/core/redis-store';
 import { benchClients } from './clients';
 import { probeSettings } from './config';
 
@@ -40,10 +43,37 @@ async function child(
   const events: Ev[] = [];
   const grants: { e: number; asked: number; got: number; rel: number; attempts: number }[] = [];
   const who = (tok?: string): string => (tok ? tok.slice(0, 3) + ':' + tok.slice(12, 16) : '-');
+  // PLAIN=1: the default mode's store (RedisStore), its attempts, releases and announcements.
+  const plainStore = (resolved: never): RedisStore => {
+    const st = new RedisStore(clientsRef as RedlockClient[], resolved);
+    const attempt = st.attempt.bind(st);
+    st.attempt = async (req) => {
+      const t0 = abs();
+      const o = await attempt(req);
+      const what = o.grant
+        ? 'GRANT'
+        : `refused heldBy=${who(o.heldBy)} [${o.votes.map((v) => v.outcome[0]).join('')}]`;
+      events.push({ t: abs(), e, what: `attempt(${(abs() - t0).toFixed(1)}ms) ${what}` });
+      return o;
+    };
+    const rel = st.release.bind(st);
+    st.release = (g, ...rest) => {
+      events.push({ t: abs(), e, what: `release ${who(g.token)}` });
+      return rel(g, ...rest);
+    };
+    const wr = st.watchReleases.bind(st);
+    st.watchReleases = (r, cb) =>
+      wr(r, (announced, token, repeat) => {
+        if (!repeat) events.push({ t: abs(), e, what: `  heard ${announced} ${who(token)}` });
+        cb(announced, token, repeat);
+      });
+    return st;
+  };
   const factory = {
     [STORE_FACTORY]: true,
     masters: urls.length,
     open: (resolved: never) => {
+      if (process.env.PLAIN) return plainStore(resolved);
       const st = new FairRedisStore(clientsRef as RedlockClient[], resolved);
       const attempt = st.attempt.bind(st);
       st.attempt = async (req) => {
@@ -131,7 +161,12 @@ async function child(
     },
   } as unknown as StoreFactory;
   const clientsRef = await benchClients(urls);
-  const engine = new Redlock(factory, probeSettings(RD));
+  // QUAR=1: the restart quarantine on, as in the benchmark (maxTtl = ttl, as its quick mode).
+  const settings = probeSettings(RD);
+  const engine = new Redlock(
+    factory,
+    process.env.QUAR ? { ...settings, quarantine: true, maxTtl: settings.ttl } : settings,
+  );
   await (await engine.acquire(`warm:${Math.random()}`)).release();
   // WARM (ms, default 1000; 0: none): every engine first contends for another resource, as the
   // benchmark's warm-up round does (subscriber connections made, code paths compiled): the run
@@ -189,7 +224,7 @@ async function main(): Promise<void> {
     RD = Number(process.env.RD ?? 10);
   const masters = await RedisMasters.start(5);
   try {
-    const startAt = abs() + 8000;
+    const startAt = abs() + (process.env.QUAR ? 16_000 : 8000);
     // MON=<file>: every command each master ran on the probe's resource (MONITOR: the scripts
     // as sent, `C`, and the commands they ran, `L`), in each master's own order — which engine
     // each master's order held when a pass named one (a pass read by a descheduled master
