@@ -67,10 +67,18 @@ export function nextMessage<T>(
 
 /** The worker processes of the multi-process scenario. */
 export class ProcessPool {
+  /** Per worker, the `lib:profile` runs it made (a replaced worker starts with none). */
+  private readonly ran: Set<string>[];
+  /** `lib:profile` runs whose last run abandoned callers: warming them up cannot help. */
+  private readonly abandoning = new Set<string>();
+
   private constructor(
     private readonly children: ChildProcess[],
     private readonly urls: readonly string[],
-  ) {}
+    private readonly warmMs: number,
+  ) {
+    this.ran = children.map(() => new Set());
+  }
 
   private static async spawn(urls: readonly string[]): Promise<ChildProcess> {
     const child = forkBench('multiproc-worker.ts', urls);
@@ -83,17 +91,50 @@ export class ProcessPool {
     return child;
   }
 
-  /** Forks `n` workers connected to `urls` and waits until each is ready. */
-  static async start(n: number, urls: readonly string[]): Promise<ProcessPool> {
+  /**
+   * Forks `n` workers connected to `urls` and waits until each is ready. `warmMs`: the length
+   * of the unmeasured run that comes first where a worker has not run the library yet.
+   */
+  static async start(n: number, urls: readonly string[], warmMs = 300): Promise<ProcessPool> {
     const children = await Promise.all(Array.from({ length: n }, () => ProcessPool.spawn(urls)));
-    return new ProcessPool(children, urls);
+    return new ProcessPool(children, urls, warmMs);
   }
 
   /**
    * One run of `lib` on `resource` in every worker. Resolves with the merged result, or with
-   * the reason the library is not available.
+   * the reason the library is not available. A worker that has not run `lib` with `profile`
+   * yet — every worker at first, and the fresh one that replaces a worker whose callers were
+   * abandoned — first makes an unmeasured run of `warmMs` on another resource, so that no
+   * library's measured window holds its set-up in a fresh process (building its instance and
+   * connections, compiling its code paths) while the others' do not: the rounds' order decides
+   * which library runs right after a replacement.
    */
   async run(
+    lib: ContenderId,
+    profile: string,
+    resource: string,
+    windowMs: number,
+    callers: number,
+    criticalMs: number,
+    graceMs: number,
+  ): Promise<MultiProcResult | string> {
+    const key = `${lib}:${profile}`;
+    if (!this.abandoning.has(key) && !this.ran.every((done) => done.has(key))) {
+      const warm = await this.once(
+        lib,
+        profile,
+        `${resource}:warm`,
+        this.warmMs,
+        callers,
+        criticalMs,
+        graceMs,
+      );
+      if (typeof warm === 'string') return warm;
+    }
+    return this.once(lib, profile, resource, windowMs, callers, criticalMs, graceMs);
+  }
+
+  private async once(
     lib: ContenderId,
     profile: string,
     resource: string,
@@ -139,7 +180,14 @@ export class ProcessPool {
         await gone;
       }
       this.children[i] = await ProcessPool.spawn(this.urls);
+      this.ran[i] = new Set();
     }
+    const key = `${lib}:${profile}`;
+    for (const [i, r] of replies.entries()) {
+      if (r.type === 'result' && r.unfinished === 0) this.ran[i].add(key);
+    }
+    if (replies.some((r) => r.type === 'result' && r.unfinished > 0)) this.abandoning.add(key);
+    else this.abandoning.delete(key);
     for (const r of replies) {
       if (r.type === 'unavailable') return r.reason;
       unfinished += r.unfinished;

@@ -231,44 +231,17 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
   return out;
 }
 
-async function warmUp(opts: Options, libs: Map<string, Lib>, pools: Pools): Promise<void> {
+/**
+ * Warms the runner's own instances (sequential and parallel locking); the worker pools warm
+ * each library themselves before its first measured run in a worker (ProcessPool.run).
+ */
+async function warmUp(opts: Options, libs: Map<string, Lib>): Promise<void> {
   const ms = opts.quick ? 120 : 300;
   for (const [key, c] of libs) {
     if (isUnavailable(c) || !key.endsWith(`@${SLOW_RETRY.id}`)) continue;
     await sequential(c, ms, `warm:${key}:s`);
     await parallel(c, ms, PARALLEL, `warm:${key}:p`);
   }
-  const ids = [
-    'raw',
-    'ours',
-    'ours-fair',
-    'ours-node-redis',
-    'node-redlock',
-    'sesamecare',
-    'redis-semaphore',
-    'redlock-universal',
-  ] as const;
-  for (const p of RETRY_PROFILES)
-    for (const id of ids) {
-      await pools.single?.run(
-        id,
-        p.id,
-        `warm:${id}:${p.id}:1p`,
-        ms,
-        WORKERS,
-        CRITICAL_MS,
-        opts.graceMs,
-      );
-      await pools.multi?.run(
-        id,
-        p.id,
-        `warm:${id}:${p.id}:mp`,
-        ms,
-        CALLERS_PER_PROCESS,
-        CRITICAL_MS,
-        opts.graceMs,
-      );
-    }
 }
 
 function summarize(
@@ -318,9 +291,14 @@ export async function runTopology(
   try {
     const clients = masters.createClients();
     await RedisMasters.ready(clients);
-    const single = opts.only.has('contended') ? ProcessPool.start(1, masters.urls) : undefined;
+    // Each worker makes an unmeasured run of a library before its first measured one
+    // (ProcessPool.run), also after a worker was replaced.
+    const warmMs = opts.quick ? 120 : 300;
+    const single = opts.only.has('contended')
+      ? ProcessPool.start(1, masters.urls, warmMs)
+      : undefined;
     const multi = opts.only.has('multiproc')
-      ? ProcessPool.start(PROCESSES, masters.urls)
+      ? ProcessPool.start(PROCESSES, masters.urls, warmMs)
       : undefined;
     libs = await buildLibs(clients, opts);
     const t0 = Date.now();
@@ -331,7 +309,7 @@ export async function runTopology(
     console.error(`  … ${((Date.now() - t0) / 1000).toFixed(0)} s`);
     pools.single = await single;
     pools.multi = await multi;
-    await warmUp(opts, libs, pools);
+    await warmUp(opts, libs);
 
     const list = plans(opts, libs, clients, pools);
     for (const p of list) report.rounds[p.key] = Object.fromEntries(p.ids.map((id) => [id, []]));
