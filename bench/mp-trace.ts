@@ -10,6 +10,7 @@
  *   RAW=<file> PARKS=1 npx ts-node ...                        # every event as JSON, new parks too
  *   PLAIN=1 npx ts-node ...                                   # the default mode (RedisStore)
  *   QUAR=1 npx ts-node ...                                    # restart quarantine on (maxTtl = ttl)
+ *   PROF=<dir> npx ts-node ...                                # a CPU profile of each child
  *   MON=<file> npx ts-node ...                                # + every master's MONITOR (below)
  *
  * Written for the fair mode (lib/core/fair/README.md): counts the
@@ -188,6 +189,7 @@ async function child(
   }
   await new Promise((r) => setTimeout(r, Math.max(0, startAt - abs())));
   const end = startAt + D;
+  const cpu0 = process.cpuUsage();
   await Promise.all(
     Array.from({ length: C }, async () => {
       while (abs() < end) {
@@ -201,9 +203,11 @@ async function child(
       }
     }),
   );
+  const used = process.cpuUsage(cpu0);
+  const cpuUs = used.user + used.system;
   await engine.close();
   clientsRef.forEach((c) => c.disconnect());
-  process.stdout.write(JSON.stringify({ events, grants }));
+  process.stdout.write(JSON.stringify({ events, grants, cpuUs }));
 }
 
 async function main(): Promise<void> {
@@ -239,7 +243,13 @@ async function main(): Promise<void> {
           new Promise<string>((resolve) => {
             const p = spawn(
               process.execPath,
-              ['-r', 'ts-node/register/transpile-only', __filename],
+              [
+                // PROF=<dir>: a CPU profile of each child (node --cpu-prof).
+                ...(process.env.PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROF}`] : []),
+                '-r',
+                'ts-node/register/transpile-only',
+                __filename,
+              ],
               {
                 env: {
                   ...process.env,
@@ -264,8 +274,10 @@ async function main(): Promise<void> {
         JSON.parse(o) as {
           events: Ev[];
           grants: { e: number; asked: number; got: number; rel: number; attempts: number }[];
+          cpuUs: number;
         },
     );
+    const cpuUs = parsed.reduce((sum, p) => sum + p.cpuUs, 0);
     if (process.env.MON) {
       writeFileSync(process.env.MON, monitors.flatMap((m) => m.stop()).join('\n'));
     }
@@ -275,7 +287,7 @@ async function main(): Promise<void> {
     const mean = waits.reduce((s, w) => s + w, 0) / waits.length;
     const attempts = events.filter((x) => x.what.startsWith('attempt')).length;
     console.log(
-      `E=${E} C=${C} RD=${RD} locks/s=${(grants.length / (D / 1000)).toFixed(0)} mean=${mean.toFixed(1)} p99=${waits[Math.floor(waits.length * 0.99)].toFixed(1)} max=${waits[waits.length - 1].toFixed(0)} attempts/lock=${(attempts / grants.length).toFixed(2)} installs=${events.filter((x) => x.what === 'INSTALLED ok').length} failedInstalls=${events.filter((x) => x.what === 'INSTALLED none').length} splitVotes=${events.filter((x) => /refused.*\[[^\]]*o/.test(x.what)).length}`,
+      `E=${E} C=${C} RD=${RD} locks/s=${(grants.length / (D / 1000)).toFixed(0)} mean=${mean.toFixed(1)} p99=${waits[Math.floor(waits.length * 0.99)].toFixed(1)} max=${waits[waits.length - 1].toFixed(0)} attempts/lock=${(attempts / grants.length).toFixed(2)} installs=${events.filter((x) => x.what === 'INSTALLED ok').length} failedInstalls=${events.filter((x) => x.what === 'INSTALLED none').length} splitVotes=${events.filter((x) => /refused.*\[[^\]]*o/.test(x.what)).length} clientCpuUs/lock=${(cpuUs / grants.length).toFixed(0)}`,
     );
     const kinds = new Map<string, number>();
     for (const x of events) {
