@@ -2,9 +2,10 @@
  * An engine whose own callers keep a resource (its queue hands it from one to the next) and a
  * waiter of another engine (policy/fifo-queue.ts `refused`): once the waiter is refused by two
  * holders of that engine in a row, it polls at its retry delay instead of attempting at every
- * one of that engine's releases — each of which it would lose. On 5 real masters; the waiter's
- * links are 3 ms slower each way (TCP delay proxies), so that the keeper's hand-over always
- * comes first.
+ * one of that engine's releases — each of which it would lose — and leaves the resource's
+ * release channel meanwhile (the masters no longer send it every release). On 5 real masters;
+ * the waiter's links are 3 ms slower each way (TCP delay proxies), so that the keeper's
+ * hand-over always comes first.
  */
 import { Redis } from 'ioredis';
 import { Redlock } from '../../lib/core/redlock';
@@ -12,13 +13,25 @@ import type { Lock } from '../../lib/core/lock';
 import { monotonicNow } from '../../lib/core/clock';
 import { DelayProxy } from '../harness/delay-proxy';
 import { RedisMasters } from '../harness/redis-masters';
-import { SUITE_DEFAULTS, observedStore, useMasters } from '../harness/engines';
+import { SUITE_DEFAULTS, storeWith, useMasters } from '../harness/engines';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
 const suite = useMasters(5);
 const RETRY_DELAY = 100;
 
-it('a waiter does not attempt at every release of an engine that hands the resource on', async () => {
+/** A keeper engine whose two callers hand `r` to each other, and a waiter engine on slow links. */
+async function withKeeper(
+  waiterSettings: { retryCount: number },
+  body: (ctx: {
+    r: string;
+    waiter: Redlock;
+    attempts: () => number;
+    /** The waiter's release watches not stopped yet (its store's subscriptions). */
+    watches: () => number;
+    /** The waiter's release watches made so far. */
+    made: () => number;
+  }) => Promise<void>,
+): Promise<void> {
   const proxies = await Promise.all(
     suite.masters.masters.map((m) => DelayProxy.start(m.port, { up: 3, down: 3 })),
   );
@@ -29,10 +42,42 @@ it('a waiter does not attempt at every release of an engine that hands the resou
   });
   const keeper = new Redlock(suite.clients, { ...SUITE_DEFAULTS, retryCount: 1_000 });
   let attempts = 0;
-  const waiter = new Redlock(
-    observedStore(slow, () => attempts++),
-    { ...SUITE_DEFAULTS, retryCount: 6, retryDelay: RETRY_DELAY, retryJitter: 0 },
-  );
+  let watches = 0;
+  let made = 0;
+  const observed = storeWith(slow, (store) => {
+    const attempt = store.attempt.bind(store);
+    store.attempt = (req) => {
+      attempts++;
+      return attempt(req);
+    };
+    const watch = store.watchReleases.bind(store);
+    store.watchReleases = async (resource, listener) => {
+      const w = await watch(resource, listener);
+      if (!w) return w;
+      watches++;
+      made++;
+      let stopped = false;
+      return {
+        get activeSince() {
+          return w.activeSince;
+        },
+        get live() {
+          return w.live;
+        },
+        stop: () => {
+          if (!stopped) watches--;
+          stopped = true;
+          w.stop();
+        },
+      };
+    };
+  });
+  const waiter = new Redlock(observed, {
+    ...SUITE_DEFAULTS,
+    ...waiterSettings,
+    retryDelay: RETRY_DELAY,
+    retryJitter: 0,
+  });
   let stop = false;
   let grants = 0;
   const r = uniqueResource('handing');
@@ -49,14 +94,13 @@ it('a waiter does not attempt at every release of an engine that hands the resou
     await RedisMasters.ready(slow);
     callers = [loop(), loop()];
     await waitUntil(() => grants >= 5, 5_000);
-    const started = monotonicNow();
-    const got = await waiter.acquire(r, { ttl: 5_000 }).catch(() => undefined);
-    const elapsed = monotonicNow() - started;
-    await got?.release();
-    // Its first refusal, the retry once its release watch is up, the attempt woken by the
-    // keeper's release, then one per retry delay. (Without the rule: one attempt per keeper
-    // release, its retries spent within a few of the keeper's 2 ms holds.)
-    expect(attempts).toBeLessThanOrEqual(3 + Math.ceil(elapsed / RETRY_DELAY));
+    await body({
+      r,
+      waiter,
+      attempts: () => attempts,
+      watches: () => watches,
+      made: () => made,
+    });
   } finally {
     stop = true;
     await Promise.all(callers);
@@ -64,4 +108,38 @@ it('a waiter does not attempt at every release of an engine that hands the resou
     for (const c of slow) c.disconnect();
     await Promise.all(proxies.map((p) => p.close()));
   }
+}
+
+it('a waiter does not attempt at every release of an engine that hands the resource on', async () => {
+  await withKeeper({ retryCount: 6 }, async ({ r, waiter, attempts }) => {
+    const started = monotonicNow();
+    const got = await waiter.acquire(r, { ttl: 5_000 }).catch(() => undefined);
+    const elapsed = monotonicNow() - started;
+    await got?.release();
+    // Its first refusal, the retry once its release watch is up, the attempt woken by the
+    // keeper's release, then one per retry delay. (Without the rule: one attempt per keeper
+    // release, its retries spent within a few of the keeper's 2 ms holds.)
+    expect(attempts()).toBeLessThanOrEqual(3 + Math.ceil(elapsed / RETRY_DELAY));
+  });
+});
+
+it('a waiter that polls a handing engine is not subscribed to its releases meanwhile', async () => {
+  await withKeeper({ retryCount: 1_000 }, async ({ r, waiter, attempts, watches, made }) => {
+    const abort = new AbortController();
+    const waiting = waiter.acquire(r, { ttl: 5_000, signal: abort.signal }).catch(() => undefined);
+    try {
+      // It watches the resource's releases after its first refusal…
+      await waitUntil(() => made() > 0, 5_000);
+      // …and stops once it polls (refused by a second holder of the keeper's engine): the
+      // masters no longer send it the keeper's every release. It goes on polling at its retry
+      // delay, without watching again while the keeper's holders refuse it.
+      await waitUntil(() => watches() === 0, 5_000);
+      const before = attempts();
+      await waitUntil(() => attempts() >= before + 2, 5_000);
+      expect(watches()).toBe(0);
+    } finally {
+      abort.abort();
+      await (await waiting)?.release();
+    }
+  });
 });

@@ -47,11 +47,16 @@ import { engineOf } from '../token';
  *   busy with an attempt meanwhile is "handed" it (no lost wake-up). A head refused by two
  *   holders of one other engine in a row (that engine hands the resource to waiters of its
  *   own) polls at the random retry delay instead, deaf to that engine's announcements until a
- *   refusal names another engine's holder: no futile attempt per lock.
+ *   refusal names another engine's holder: no futile attempt per lock. Its line stops watching
+ *   meanwhile (a new watch comes with the refusal that ends the polling): the masters do not
+ *   send every release to each polling process — with several of them, those deliveries woke
+ *   every process at every release and slowed the rounds of the one handing the resource on.
  * - **Kept lines.** The line of a contended resource is kept while the exclusive holder it
  *   granted holds, so that the process's next acquire waits behind that holder instead of
  *   attempting against its keys.
  */
+const NO_WATCH: Promise<undefined> = Promise.resolve(undefined);
+
 export class FifoQueue implements WaitingPolicy<Ticket> {
   private readonly lines = new Map<string, Line>();
   private readonly tickets = new Set<Ticket>();
@@ -117,6 +122,7 @@ export class FifoQueue implements WaitingPolicy<Ticket> {
         (from === line.deafTo ||
           (before !== undefined && heldBy !== before && from === engineOf(before)));
       if (handing) {
+        if (line.deafTo === undefined) this.unwatch(line);
         line.deafTo = from;
         // Woken meanwhile by that engine's release, heard before this refusal: not a reason
         // to attempt at once.
@@ -183,17 +189,28 @@ export class FifoQueue implements WaitingPolicy<Ticket> {
   }
 
   private watchLine(line: Line): Promise<ReleaseWatch | undefined> {
-    line.watching ??= this.store
+    // A line that polls a handing engine needs no announcements (see `refused`).
+    if (line.deafTo !== undefined) return NO_WATCH;
+    if (line.watching) return line.watching;
+    const watching = this.store
       .watchReleases(line.resource, (announced, token, repeat) =>
         this.heard(line, announced, token, repeat),
       )
       .then((w) => {
-        // The line ended meanwhile: nobody needs the watch any more.
-        if (this.lines.get(line.resource) !== line) w?.stop();
+        // The line ended, or stopped watching, meanwhile: nobody needs the watch any more.
+        if (this.lines.get(line.resource) !== line || line.watching !== watching) w?.stop();
         else line.watch = w;
         return w;
       });
-    return line.watching;
+    line.watching = watching;
+    return watching;
+  }
+
+  /** Stops the line's release watch (a new one is made when a refusal needs it again). */
+  private unwatch(line: Line): void {
+    line.watch?.stop();
+    line.watch = undefined;
+    line.watching = undefined;
   }
 
   /** One master's release announcement of `line`'s resource (masters/handoff.ts). */

@@ -17,6 +17,8 @@ import type {
 export function bus(foreignTokens = false): {
   store: LockStore;
   announce(announced: Announced, token?: string, repeat?: boolean, reserved?: Reserved): void;
+  /** The watches made and not stopped. */
+  watches(): number;
 } {
   const listeners = new Set<AnnouncementListener>();
   const watch = (_resource: string, on: AnnouncementListener): Promise<ReleaseWatch> => {
@@ -40,6 +42,7 @@ export function bus(foreignTokens = false): {
     announce: (announced, token = 'released-token', repeat = false, reserved = undefined) => {
       for (const on of [...listeners]) on(announced, token, repeat, reserved);
     },
+    watches: () => listeners.size,
   };
 }
 
