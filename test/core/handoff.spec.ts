@@ -56,6 +56,13 @@ function engine(
   return rl;
 }
 
+/** The release script's work on one master, by hand: `key` held by `token` is deleted and announced. */
+async function releaseByHand(c: Redis, key: string, token: string): Promise<void> {
+  expect(await c.get(key)).toBe(token);
+  await c.del(key);
+  await c.publish(key, token);
+}
+
 /** PUBSUB NUMSUB of `channel` on each master. */
 function subscribersPerMaster(channel: string): Promise<number[]> {
   return Promise.all(
@@ -403,11 +410,7 @@ it('a waiter refused by a holder whose release it already heard retries at once 
   let opened: () => void = () => undefined;
   gate = new Promise<void>((resolve) => (opened = resolve));
   const refusedThere = new Promise<void>((resolve) => (ran = resolve));
-  const releaseOn = async (c: Redis): Promise<void> => {
-    expect(await c.get(key)).toBe(taker.value);
-    await c.del(key);
-    await c.publish(key, taker.value);
-  };
+  const releaseOn = (c: Redis): Promise<void> => releaseByHand(c, key, taker.value);
   await releaseOn(probe[0]);
   await refusedThere; // refused by the taker on masters 1-4 (a quorum)
   gate = undefined;
@@ -479,11 +482,7 @@ it('a waiter refused by a holder whose release it already heard retries at once 
   let opened: () => void = () => undefined;
   gate = new Promise<void>((resolve) => (opened = resolve));
   const refusedThere = new Promise<void>((resolve) => (ran = resolve));
-  const releaseOn = async (c: Redis): Promise<void> => {
-    expect(await c.get(key)).toBe(taker.value);
-    await c.del(key);
-    await c.publish(key, taker.value);
-  };
+  const releaseOn = (c: Redis): Promise<void> => releaseByHand(c, key, taker.value);
   await releaseOn(probe[0]);
   hold = undefined;
   send();
