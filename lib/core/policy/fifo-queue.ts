@@ -24,6 +24,9 @@ import type { WaitingPolicy } from './waiting';
 import { monotonicNow } from '../clock';
 import { engineOf } from '../token';
 
+/** What a line that watches nothing gets (see `FifoQueue.watchLine`). */
+const NO_WATCH: Promise<undefined> = Promise.resolve(undefined);
+
 /**
  * The default waiting policy (`fairness: 'local'`; the seam: policy/waiting.ts): the acquires
  * of one process wait in the order they came, and only the front of a resource's line attempts.
@@ -55,8 +58,6 @@ import { engineOf } from '../token';
  *   granted holds, so that the process's next acquire waits behind that holder instead of
  *   attempting against its keys.
  */
-const NO_WATCH: Promise<undefined> = Promise.resolve(undefined);
-
 export class FifoQueue implements WaitingPolicy<Ticket> {
   private readonly lines = new Map<string, Line>();
   private readonly tickets = new Set<Ticket>();
