@@ -1,8 +1,8 @@
 /**
  * Probe, our engine only (not a side-by-side scenario): E child processes (4), each with its own
  * connections, one engine and C callers (1), take one resource in turns (held 1 ms) for D ms
- * (4000), retry RD ms (10), 5 masters, quarantine off, after WARM ms (1000) of contending for
- * another resource. Each engine's store is instrumented (attempts with their votes, releases,
+ * (4000), retry RD ms (10), 5 masters, quarantine off, fairness across processes (PLAIN=1: the
+ * default mode), after WARM ms (1000) of contending for another resource. Each engine's store is instrumented (attempts with their votes, releases,
  * announcements heard, installs); the parent merges the events on the absolute clock:
  *
  *   npx ts-node --transpile-only bench/mp-trace.ts            # summary: rates, event counts
@@ -44,54 +44,50 @@ async function child(
   const events: Ev[] = [];
   const grants: { e: number; asked: number; got: number; rel: number; attempts: number }[] = [];
   const who = (tok?: string): string => (tok ? tok.slice(0, 3) + ':' + tok.slice(12, 16) : '-');
-  // PLAIN=1: the default mode's store (RedisStore), its attempts, releases and announcements.
-  const plainStore = (resolved: never): RedisStore => {
-    const st = new RedisStore(clientsRef as RedlockClient[], resolved);
-    const attempt = st.attempt.bind(st);
-    st.attempt = async (req) => {
-      const t0 = abs();
-      const o = await attempt(req);
-      const what = o.grant
-        ? 'GRANT'
-        : `refused heldBy=${who(o.heldBy)} [${o.votes.map((v) => v.outcome[0]).join('')}]`;
-      events.push({ t: abs(), e, what: `attempt(${(abs() - t0).toFixed(1)}ms) ${what}` });
-      return o;
-    };
-    const rel = st.release.bind(st);
-    st.release = (g, ...rest) => {
-      events.push({ t: abs(), e, what: `release ${who(g.token)}` });
-      return rel(g, ...rest);
-    };
-    const wr = st.watchReleases.bind(st);
-    st.watchReleases = (r, cb) =>
-      wr(r, (announced, token, repeat) => {
-        if (!repeat) events.push({ t: abs(), e, what: `  heard ${announced} ${who(token)}` });
-        cb(announced, token, repeat);
-      });
-    return st;
-  };
   const factory = {
     [STORE_FACTORY]: true,
     masters: urls.length,
     open: (resolved: never) => {
-      if (process.env.PLAIN) return plainStore(resolved);
-      const st = new FairRedisStore(clientsRef as RedlockClient[], resolved);
+      // PLAIN=1: the default mode's store (RedisStore); else the fair mode's.
+      const st: RedisStore = process.env.PLAIN
+        ? new RedisStore(clientsRef as RedlockClient[], resolved)
+        : new FairRedisStore(clientsRef as RedlockClient[], resolved);
       const attempt = st.attempt.bind(st);
       st.attempt = async (req) => {
         const t0 = abs();
         const o = await attempt(req);
+        // (The fair mode's fields, when there.)
+        const fair = req as { handoverFrom?: unknown; defer?: unknown };
+        const what = o.grant
+          ? `GRANT${(o.grant as { othersWait?: boolean }).othersWait ? ' ow' : ''}`
+          : `refused heldBy=${who(o.heldBy)} [${o.votes.map((v) => v.outcome[0]).join('')}]`;
         events.push({
           t: abs(),
           e,
-          what: `attempt(${(abs() - t0).toFixed(1)}ms) ${o.grant ? 'GRANT' + (o.grant.othersWait ? ' ow' : '') : 'refused heldBy=' + who(o.heldBy) + ' [' + o.votes.map((v) => v.outcome[0]).join('') + ']'}${req.handoverFrom ? ' handover' : ''}${req.defer ? ' defer' : ''}`,
+          what: `attempt(${(abs() - t0).toFixed(1)}ms) ${what}${fair.handoverFrom ? ' handover' : ''}${fair.defer ? ' defer' : ''}`,
         });
         return o;
       };
       const rel = st.release.bind(st);
       st.release = (g, ...rest) => {
-        events.push({ t: abs(), e, what: `release ${who(g.token)} ${rest[3] ?? ''}` });
+        // (The fair store's release takes more arguments: its fourth says how it ends.)
+        const how = (rest as unknown[])[3];
+        events.push({
+          t: abs(),
+          e,
+          what: `release ${who(g.token)} ${how === undefined ? '' : String(how)}`,
+        });
         return rel(g, ...rest);
       };
+      if (!(st instanceof FairRedisStore)) {
+        const wr = st.watchReleases.bind(st);
+        st.watchReleases = (r, cb) =>
+          wr(r, (announced, token, repeat) => {
+            if (!repeat) events.push({ t: abs(), e, what: `  heard ${announced} ${who(token)}` });
+            cb(announced, token, repeat);
+          });
+        return st;
+      }
       const wr = st.watchFairReleases.bind(st);
       st.watchFairReleases = (r, cb) =>
         wr(r, (announced, token, repeat, reserved, install) => {
@@ -163,7 +159,9 @@ async function child(
   } as unknown as StoreFactory;
   const clientsRef = await benchClients(urls);
   // QUAR=1: the restart quarantine on, as in the benchmark (maxTtl = ttl, as its quick mode).
-  const settings = probeSettings(RD);
+  // The fair store goes with the fair waiting policy (without PLAIN=1).
+  const fairness = process.env.PLAIN ? ('local' as const) : ('across-processes' as const);
+  const settings = { ...probeSettings(RD), fairness };
   const engine = new Redlock(
     factory,
     process.env.QUAR ? { ...settings, quarantine: true, maxTtl: settings.ttl } : settings,

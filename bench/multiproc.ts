@@ -118,43 +118,18 @@ export class ProcessPool {
     criticalMs: number,
     graceMs: number,
   ): Promise<MultiProcResult | string> {
+    const run = { lib, profile, resource, windowMs, callers, criticalMs, graceMs };
     const key = `${lib}:${profile}`;
     if (!this.abandoning.has(key) && !this.ran.every((done) => done.has(key))) {
-      const warm = await this.once(
-        lib,
-        profile,
-        `${resource}:warm`,
-        this.warmMs,
-        callers,
-        criticalMs,
-        graceMs,
-      );
+      const warm = await this.once({ ...run, resource: `${resource}:warm`, windowMs: this.warmMs });
       if (typeof warm === 'string') return warm;
     }
-    return this.once(lib, profile, resource, windowMs, callers, criticalMs, graceMs);
+    return this.once(run);
   }
 
-  private async once(
-    lib: ContenderId,
-    profile: string,
-    resource: string,
-    windowMs: number,
-    callers: number,
-    criticalMs: number,
-    graceMs: number,
-  ): Promise<MultiProcResult | string> {
-    const startAt = absNow() + 300;
-    const req: RunRequest = {
-      type: 'run',
-      lib,
-      profile,
-      resource,
-      startAt,
-      windowMs,
-      callers,
-      criticalMs,
-      graceMs,
-    };
+  private async once(run: Omit<RunRequest, 'type' | 'startAt'>): Promise<MultiProcResult | string> {
+    const { lib, profile, windowMs, graceMs } = run;
+    const req: RunRequest = { type: 'run', ...run, startAt: absNow() + 300 };
     const replies = await Promise.all(
       this.children.map((c) => {
         const reply = nextMessage<RunReply>(c, windowMs + graceMs + 120_000, (m) => {

@@ -61,8 +61,9 @@ export const FENCE_KEY_INFIX = 'fence:';
  * counters, the writer-waiting flags and the fair mode's per-resource keys (fair/fair-keys.ts).
  * A prefix `P + infix` beside a prefix `P` would name its lock keys exactly like `P`'s keys of
  * that namespace, so `checkKeyPrefix` (validate.ts) refuses a prefix that ends with one of them
- * after a separator. Keys of these namespaces are built with {@link namespacedKey} only, so a
- * new one cannot be added without this list.
+ * after a separator. The per-resource keys of these namespaces (all but the counters, one per
+ * slot: {@link counterKeyOf}) are built with {@link namespacedKey} only, whose infix must be one
+ * of this list: a new namespace cannot be added without it.
  */
 export const RESOURCE_KEY_INFIXES = [FENCE_KEY_INFIX, 'wait:', 'poll:', 'order:', 'park:'] as const;
 

@@ -312,6 +312,92 @@ it('a waiter refused by the releasing holder on masters the release has not reac
   await next.release();
 });
 
+/**
+ * A waiter engine for the heard-before-refusal tests: its attempts can be held back before they
+ * are sent, or once their replies are in, before they are read; `state` counts its attempts and
+ * the release announcements its store delivered, and says whether its watch is live.
+ */
+function gatedWaiter(fairness: Fairness): {
+  waiter: Redlock;
+  state: { attempts: number; outcomes: number; live: boolean; heard: Map<string, number> };
+  /** Holds the waiter's next attempts before they are sent; the returned function sends them. */
+  holdAttempts(): () => void;
+  /**
+   * Releases `key`, held by `token`, by hand: master 0 first (`afterFirst` runs then), the
+   * others once the waiter's next attempt has been refused there; that refusal is read only
+   * once every master's announcement reached the waiter. Resolves with when it was let through.
+   */
+  releaseBeforeRefusalIsRead(key: string, token: string, afterFirst?: () => void): Promise<number>;
+} {
+  const state = { attempts: 0, outcomes: 0, live: false, heard: new Map<string, number>() };
+  let hold: Promise<void> | undefined;
+  let gate: Promise<void> | undefined;
+  let ran: () => void = () => undefined;
+  const factory = storeWith(clients, (store) => {
+    const attempt = store.attempt.bind(store);
+    store.attempt = async (req) => {
+      state.attempts++;
+      if (hold) await hold;
+      const wait = gate;
+      const outcome = await attempt(req);
+      if (wait) {
+        ran();
+        await wait;
+      }
+      state.outcomes++;
+      return outcome;
+    };
+    const seen = (w: ReleaseWatch | undefined): ReleaseWatch | undefined => {
+      state.live = w?.live ?? false;
+      return w;
+    };
+    const count = (token: string): void =>
+      void state.heard.set(token, (state.heard.get(token) ?? 0) + 1);
+    if (store instanceof FairRedisStore) {
+      // The fair queue watches with the fair mode's reading.
+      const watch = store.watchFairReleases.bind(store);
+      store.watchFairReleases = (resource, on) =>
+        watch(resource, (announced, token, repeat, ...rest) => {
+          count(token);
+          on(announced, token, repeat, ...rest);
+        }).then(seen);
+    } else {
+      const watch = store.watchReleases.bind(store);
+      store.watchReleases = (resource, on) =>
+        watch(resource, (announced, token, repeat) => {
+          count(token);
+          on(announced, token, repeat);
+        }).then(seen);
+    }
+  });
+  return {
+    waiter: engine(true, factory, 250, fairness),
+    state,
+    holdAttempts() {
+      let send: () => void = () => undefined;
+      hold = new Promise<void>((resolve) => (send = resolve));
+      return () => {
+        hold = undefined;
+        send();
+      };
+    },
+    async releaseBeforeRefusalIsRead(key, token, afterFirst) {
+      let opened: () => void = () => undefined;
+      gate = new Promise<void>((resolve) => (opened = resolve));
+      const refusedThere = new Promise<void>((resolve) => (ran = resolve));
+      await releaseByHand(probe[0], key, token);
+      afterFirst?.();
+      await refusedThere; // refused by the holder on masters 1-4 (a quorum)
+      gate = undefined;
+      for (const c of probe.slice(1)) await releaseByHand(c, key, token);
+      await waitUntil(() => (state.heard.get(token) ?? 0) === probe.length);
+      const readAt = Date.now();
+      opened(); // only now is the refusal read
+      return readAt;
+    },
+  };
+}
+
 it('a waiter refused by a holder whose release it already heard retries at once (the reply came after the announcements; fairness across-processes)', async () => {
   const fairness = 'across-processes';
   // Found by the benchmark (4 processes x 4 callers, 2 callers waited 10 s): the masters ran the
@@ -343,48 +429,7 @@ it('a waiter refused by a holder whose release it already heard retries at once 
     250,
     fairness,
   );
-  let attempts = 0;
-  let outcomes = 0;
-  let live = false; // the waiter's release watch is confirmed on every master
-  let gate: Promise<void> | undefined; // holds the outcome of the gated attempt
-  let ran: () => void = () => undefined; // told when the gated attempt's replies are in
-  const heard = new Map<string, number>(); // announcements the waiter's store delivered
-  const factory = storeWith(clients, (store) => {
-    const attempt = store.attempt.bind(store);
-    store.attempt = async (req) => {
-      attempts++;
-      const wait = gate;
-      const outcome = await attempt(req);
-      if (wait) {
-        ran();
-        await wait;
-      }
-      outcomes++;
-      return outcome;
-    };
-    const seen = (w: ReleaseWatch | undefined): ReleaseWatch | undefined => {
-      live = w?.live ?? false;
-      return w;
-    };
-    const count = (token: string): void => void heard.set(token, (heard.get(token) ?? 0) + 1);
-    if (store instanceof FairRedisStore) {
-      // The fair queue watches with the fair mode's reading.
-      const watch = store.watchFairReleases.bind(store);
-      store.watchFairReleases = (resource, on) =>
-        watch(resource, (announced, token, repeat, ...rest) => {
-          count(token);
-          on(announced, token, repeat, ...rest);
-        }).then(seen);
-    } else {
-      const watch = store.watchReleases.bind(store);
-      store.watchReleases = (resource, on) =>
-        watch(resource, (announced, token, repeat) => {
-          count(token);
-          on(announced, token, repeat);
-        }).then(seen);
-    }
-  });
-  const waiter = engine(true, factory, 250, fairness);
+  const { waiter, state, releaseBeforeRefusalIsRead } = gatedWaiter(fairness);
   const r = uniqueResource('heard-before-refusal');
   const key = waiter.keyOf(r);
   const first = await holderEngine.acquire(r, { ttl: 10_000 });
@@ -392,7 +437,7 @@ it('a waiter refused by a holder whose release it already heard retries at once 
   const pending = waiter.acquire(r, { ttl: 10_000 });
   // Refused by `first` (and maybe once more right after subscribing), then asleep until an
   // announcement or the holder's expiry (10 s).
-  await waitUntil(() => live && outcomes >= 1 && outcomes === attempts);
+  await waitUntil(() => state.live && state.outcomes >= 1 && state.outcomes === state.attempts);
   // (The holder's attempts: the first caller's, the second caller's, and its retry once its
   // watch of the resource is up — subscribed next to the waiter's on every master.)
   await waitUntil(
@@ -407,21 +452,11 @@ it('a waiter refused by a holder whose release it already heard retries at once 
   expect(taker.value).not.toBe(first.value);
   // The taker's release, run by hand: master 0 first (its announcement wakes the waiter), the
   // others once the waiter's attempt has been refused there, before its outcome is read.
-  let opened: () => void = () => undefined;
-  gate = new Promise<void>((resolve) => (opened = resolve));
-  const refusedThere = new Promise<void>((resolve) => (ran = resolve));
-  const releaseOn = (c: Redis): Promise<void> => releaseByHand(c, key, taker.value);
-  await releaseOn(probe[0]);
-  await refusedThere; // refused by the taker on masters 1-4 (a quorum)
-  gate = undefined;
-  for (const c of probe.slice(1)) await releaseOn(c);
-  await waitUntil(() => (heard.get(taker.value) ?? 0) === probe.length);
-  const readAt = Date.now();
-  opened(); // only now is the refusal read
+  const readAt = await releaseBeforeRefusalIsRead(key, taker.value);
   const next = await pending;
   // Before, the waiter slept until the taker's key expired: 10 s.
   expect(Date.now() - readAt).toBeLessThan(5000);
-  expect(attempts).toBeLessThanOrEqual(5);
+  expect(state.attempts).toBeLessThanOrEqual(5);
   await next.release();
   await taker.release();
 }, 30_000);
@@ -432,66 +467,22 @@ it('a waiter refused by a holder whose release it already heard retries at once 
   // the holder that refuses it is another engine's, which took the resource while the waiter's
   // attempt, woken by the first holder's release, was held back; that holder's release runs on
   // every master, and is announced, before the waiter reads the refusal.
-  let attempts = 0;
-  let outcomes = 0;
-  let live = false;
-  let hold: Promise<void> | undefined; // holds an attempt before it is sent
-  let gate: Promise<void> | undefined; // holds the outcome of the gated attempt
-  let ran: () => void = () => undefined;
-  const heard = new Map<string, number>();
-  const factory = storeWith(clients, (store) => {
-    const attempt = store.attempt.bind(store);
-    store.attempt = async (req) => {
-      attempts++;
-      if (hold) await hold;
-      const wait = gate;
-      const outcome = await attempt(req);
-      if (wait) {
-        ran();
-        await wait;
-      }
-      outcomes++;
-      return outcome;
-    };
-    const watch = store.watchReleases.bind(store);
-    store.watchReleases = (resource, on) =>
-      watch(resource, (announced, token, repeat) => {
-        heard.set(token, (heard.get(token) ?? 0) + 1);
-        on(announced, token, repeat);
-      }).then((w) => {
-        live = w?.live ?? false;
-        return w;
-      });
-  });
+  const { waiter, state, holdAttempts, releaseBeforeRefusalIsRead } = gatedWaiter('local');
   const holder = engine();
   const other = engine();
-  const waiter = engine(true, factory);
   const r = uniqueResource('heard-before-refusal-local');
   const key = waiter.keyOf(r);
   const first = await holder.acquire(r, { ttl: 10_000 });
   const pending = waiter.acquire(r, { ttl: 10_000 });
   // Refused by `first` (maybe once more right after subscribing), asleep until its release.
-  await waitUntil(() => live && outcomes >= 1 && outcomes === attempts);
-  let send: () => void = () => undefined;
-  hold = new Promise<void>((resolve) => (send = resolve));
+  await waitUntil(() => state.live && state.outcomes >= 1 && state.outcomes === state.attempts);
+  const send = holdAttempts();
   await first.release(); // announced: wakes the waiter, whose attempt is held back
-  await waitUntil(() => attempts === outcomes + 1);
+  await waitUntil(() => state.attempts === state.outcomes + 1);
   const taker = await other.acquire(r, { ttl: 10_000 });
-  // The taker's release, run by hand: master 0 first, the others once the waiter's attempt has
-  // been refused there, before its outcome is read.
-  let opened: () => void = () => undefined;
-  gate = new Promise<void>((resolve) => (opened = resolve));
-  const refusedThere = new Promise<void>((resolve) => (ran = resolve));
-  const releaseOn = (c: Redis): Promise<void> => releaseByHand(c, key, taker.value);
-  await releaseOn(probe[0]);
-  hold = undefined;
-  send();
-  await refusedThere; // refused by the taker on masters 1-4 (a quorum)
-  gate = undefined;
-  for (const c of probe.slice(1)) await releaseOn(c);
-  await waitUntil(() => (heard.get(taker.value) ?? 0) === probe.length);
-  const readAt = Date.now();
-  opened(); // only now is the refusal read
+  // The taker's release, run by hand: master 0 first (then the held attempt goes out), the
+  // others once the waiter's attempt has been refused there, before its outcome is read.
+  const readAt = await releaseBeforeRefusalIsRead(key, taker.value, send);
   const next = await pending;
   // Otherwise it would sleep until the taker's key expired (10 s), or poll (5 s).
   expect(Date.now() - readAt).toBeLessThan(4000);

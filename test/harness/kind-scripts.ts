@@ -4,6 +4,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { fenceKey, lockKey, waitKey } from '../../lib/core/keys';
+import { acquireLayout as engineLayout } from '../../lib/core/kinds/mutex';
 import type { LuaScript } from '../../lib/core/scripts/lua';
 
 export const PREFIX = 'kinds:';
@@ -35,41 +36,28 @@ export interface AcquireCall {
 }
 
 /**
- * KEYS of an acquire script for `resources` (one Cluster slot group at most): lock keys, then
- * fencing counters (when fencing), then writer-waiting flags (when `wait`), then the boot marker
- * (when given) — ACQUIRE_SCRIPT's order with the flags before the marker, so that `KEYS[n + i]`
- * is still the i-th counter and `KEYS[#KEYS]` the marker (kinds/mutex.ts `acquireLayout` builds
- * the same layout for the engine).
+ * KEYS and the first six ARGV of an acquire script, as the engine lays them out
+ * (kinds/mutex.ts `acquireLayout`: lock keys, fencing counters when fencing, writer-waiting flags
+ * when `wait`, the boot marker when given).
  */
-function acquireKeys(
-  resources: string[],
-  options: { fencing: boolean; wait: boolean; marker?: string },
-): string[] {
-  const keys = resources.map((r) => lockKey(PREFIX, r));
-  if (options.fencing) keys.push(...resources.map((r) => fenceKey(PREFIX, r)));
-  if (options.wait) keys.push(...resources.map((r) => waitKey(PREFIX, r)));
-  if (options.marker !== undefined) keys.push(options.marker);
-  return keys;
-}
-
-/** KEYS and the first six ARGV of an acquire script, as ACQUIRE_SCRIPT takes them. */
 export function acquireLayout(
   resources: string[],
   call: AcquireCall,
   wait: boolean,
 ): { keys: string[]; args: string[] } {
-  const fencing = call.fencing ?? false;
-  return {
-    keys: acquireKeys(resources, { fencing, wait, marker: call.marker }),
-    args: [
-      call.token,
-      String(call.ttl),
-      fencing ? '1' : '0',
-      call.marker !== undefined ? '1' : '0',
-      String(resources.length),
-      String(FENCE_TTL),
-    ],
-  };
+  const { keys, args } = engineLayout(
+    {
+      token: call.token,
+      ttl: call.ttl,
+      keys: resources.map(key),
+      fenceKeys: call.fencing ? resources.map((r) => fenceKey(PREFIX, r)) : undefined,
+      marker: call.marker,
+      fenceTtl: FENCE_TTL,
+    },
+    wait ? resources.map(wkey) : undefined,
+    [],
+  );
+  return { keys: [...keys], args };
 }
 
 /**

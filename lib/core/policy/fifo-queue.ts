@@ -49,11 +49,11 @@ const NO_WATCH: Promise<undefined> = Promise.resolve(undefined);
  *   ({@link LockStore.watchReleases}: one watch per contended resource, not per waiter); a head
  *   busy with an attempt meanwhile is "handed" it (no lost wake-up). A head refused by two
  *   holders of one other engine in a row (that engine hands the resource to waiters of its
- *   own) polls at the random retry delay instead, deaf to that engine's announcements until a
- *   refusal names another engine's holder: no futile attempt per lock. Its line stops watching
- *   meanwhile (a new watch comes with the refusal that ends the polling): the masters do not
- *   send every release to each polling process — with several of them, those deliveries woke
- *   every process at every release and slowed the rounds of the one handing the resource on.
+ *   own) polls at the random retry delay instead, until a refusal names another engine's
+ *   holder: no futile attempt per lock. Its line stops watching meanwhile (a new watch comes
+ *   with the refusal that ends the polling): the masters do not send every release to each
+ *   polling process — with several of them, those deliveries woke every process at every
+ *   release and slowed the rounds of the one handing the resource on.
  * - **Kept lines.** The line of a contended resource is kept while the exclusive holder it
  *   granted holds, so that the process's next acquire waits behind that holder instead of
  *   attempting against its keys.
@@ -112,7 +112,8 @@ export class FifoQueue implements WaitingPolicy<Ticket> {
       // the resource to a waiter of its own (its queue does; nothing orders processes in this
       // mode — the fair mode does). Each of its next releases would wake the head for another
       // refusal: one futile attempt per lock and waiting process. The head polls instead, at
-      // the algorithm's random delay, deaf to that engine until a refusal names another.
+      // the algorithm's random delay, and the line stops watching the resource's releases,
+      // until a refusal names another engine's holder.
       // (Refused twice by the same holder is not a hand-over: the release had not reached
       // every master yet, and their announcements wake the head. Split votes, no holder on a
       // quorum — that engine's old and new holder on different masters, say — change nothing.)
@@ -217,7 +218,8 @@ export class FifoQueue implements WaitingPolicy<Ticket> {
   /** One master's release announcement of `line`'s resource (masters/handoff.ts). */
   private heard(line: Line, announced: Announced, token: string, repeat: boolean): void {
     if (announced !== 'cleanup') countHeard(line, token);
-    if (line.deafTo !== undefined && engineOf(token) === line.deafTo) return;
+    // A polling line holds no watch; this is one being stopped (see `refused`).
+    if (line.deafTo !== undefined) return;
     if (repeat) {
       // Another master announces a release already heard. It matters to a head refused by that
       // very holder: its attempt, woken by the first announcement, reached masters where the

@@ -74,9 +74,9 @@ export interface Line {
   /** The heard holder for which the head already retried at once ({@link releasedBefore}). */
   retriedFor: string | undefined;
   /**
-   * An engine that handed the resource to its own next holder: its announcements do not wake
-   * the head, which polls, until a refusal names another engine's holder (policy/fifo-queue.ts
-   * `refused`).
+   * An engine that handed the resource to its own next holder: the head polls it, and the line
+   * does not watch the resource's announcements, until a refusal names another engine's holder
+   * (policy/fifo-queue.ts `refused`).
    */
   deafTo: string | undefined;
 }
