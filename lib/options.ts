@@ -1,15 +1,9 @@
 import type { RedisOptions } from 'ioredis';
 import { InvalidConfigurationError } from './core';
 import type { RedlockSettings } from './core';
-import {
-  MAX_TIMER_MS,
-  SETTING_NAMES,
-  checkInteger,
-  describe,
-  resolveSettings,
-} from './core/settings';
-import { checkRetryWait, checkTtl } from './core/validate';
-import { MAX_LIMIT } from './core/request';
+import { MAX_TIMER_MS } from './core/clock';
+import { SETTING_NAMES, checkInteger, describe, resolveSettings } from './core/settings';
+import { MAX_LIMIT, checkRetryWait, checkTtl } from './core/validate';
 import type { TtlLimits } from './core/validate';
 import { normalizeRedisUrl, redactUrl, urlUserInfoProblem } from './clients';
 import { isRedlockClient } from './core/connection/adapt';

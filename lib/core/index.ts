@@ -9,9 +9,9 @@ export type { ReleaseResult, LockOwner, LockedRoutine } from './lock';
 export { Redlock } from './redlock';
 export { SERIALIZED_LOCK_VERSION } from './portable';
 export type { SerializedLock } from './portable';
-export { MAX_RESOURCES, MAX_RESOURCE_LENGTH, MAX_LIMIT } from './request';
+export { MAX_RESOURCES, MAX_RESOURCE_LENGTH, MAX_LIMIT } from './validate';
 export type { LockKindName, LockKindSpec } from './kind-spec';
-export type { FoundKind } from './kinds/kind-replies';
+export type { FoundKind } from './kind-spec';
 export { semaphoreQuorum } from './kinds/quorum-rule';
 export type {
   AcquireOptions,

@@ -1,8 +1,16 @@
 import { InvalidLockDataError } from './errors';
 import type { LockKindName } from './kind-spec';
-import { MAX_LIMIT, MAX_RESOURCES, MAX_RESOURCE_LENGTH } from './request';
 import type { ResolvedSettings } from './settings';
-import { checkInteger, checkNames, checkResourceName, checkTtl, describe } from './validate';
+import {
+  MAX_LIMIT,
+  MAX_RESOURCES,
+  MAX_RESOURCE_LENGTH,
+  checkInteger,
+  checkNames,
+  checkResourceName,
+  checkTtl,
+  describe,
+} from './validate';
 
 /**
  * Portable locks: the plain form of a lock (`lock.toJSON()`, used by

@@ -5,9 +5,8 @@
  * redis-extend.ts and redis-inspect.ts.
  */
 import { monotonicNow } from './clock';
-import { counterKeyOf } from './keys';
+import { counterKeyOf, waitKey } from './keys';
 import type { AcquireAnswer, AcquireInput, GroupReply, LockKind, ScriptCall } from './kinds/kind';
-import { mismatchIn, waitInput } from './kinds/store-kinds';
 import type { MasterNode } from './masters/node';
 import type { NodeVote } from './errors';
 import type { AttemptOutcome, AttemptRequest, Grant, Refusal } from './store';
@@ -76,7 +75,7 @@ export async function attemptOnMasters(
   const start = monotonicNow();
   const wallStart = Date.now();
   const keys = resources.map((r) => store.keyOf(r));
-  // Writer-waiting flags (kinds/store-kinds.ts).
+  // Writer-waiting flags (waitInput below).
   const wait = waitInput(kind, req.writerWait, keyPrefix, resources);
   // One object shape for every attempt (no spreads on the hot path: fields.ts).
   const plainInput: AcquireInput = {
@@ -299,4 +298,29 @@ export async function raiseFences(
     judge: () => 'ok',
   });
   return { ok: raised.ok, votes: raised.votes };
+}
+
+/**
+ * The writer-waiting flag part of an acquire's input (keys.ts `waitKey`, docs/lock-kinds.md):
+ * readers always read the flags; a plain lock raises them only when it will retry (`writerWait` > 0
+ * ms).
+ */
+function waitInput(
+  kind: LockKind,
+  writerWait: number | undefined,
+  prefix: string,
+  resources: readonly string[],
+): { waitKeys?: readonly string[]; waitTtl?: number } {
+  const keys = (): string[] => resources.map((r) => waitKey(prefix, r));
+  if (kind.name === 'shared') return { waitKeys: keys() };
+  if (kind.name === 'mutex' && writerWait) return { waitKeys: keys(), waitTtl: writerWait };
+  return {};
+}
+
+/** The other kind a master reported at a key during an acquire round, if any. */
+function mismatchIn(tally: Tally<AcquireAnswer>): AcquireAnswer['mismatch'] {
+  for (const r of tally.replies) {
+    if (r?.kind === 'reply' && r.value.mismatch) return r.value.mismatch;
+  }
+  return undefined;
 }

@@ -1,5 +1,5 @@
 import { withFields } from './fields';
-import { decodeInspect } from './kinds/kind-replies';
+import { ReplyFormatError, decodeInspect } from './kinds/kind';
 import type { InspectOutcome } from './store';
 import { agreedState } from './quorum/agreement';
 import type { HolderReport } from './quorum/agreement';
@@ -68,7 +68,7 @@ export async function inspectOnMasters(
 /** Decodes one master's reply (a malformed one is an error vote, never a report). */
 function readAnswer(reply: unknown): InspectAnswer {
   if (!Array.isArray(reply) || reply.length !== 6 || !Number.isSafeInteger(reply[5])) {
-    throw new Error(`Malformed reply of the inspect script: ${String(reply).slice(0, 200)}`);
+    throw new ReplyFormatError('inspect', reply);
   }
   const r = decodeInspect(reply.slice(0, 5));
   const blocking = r.found.kind === 'mutex' || r.found.kind === 'foreign';

@@ -1,8 +1,9 @@
-import { Timeline } from './timeline';
+import { Timeline } from './clock';
 import { clientShape, connectionOf, isRedlockClient, refusedShape } from './connection/adapt';
 import { InvalidConfigurationError } from './errors';
 import type { LockKind } from './kinds/kind';
-import { lockKindFor } from './kinds/store-kinds';
+import { SHARED, semaphoreKind } from './kinds/holders';
+import { MUTEX } from './kinds/mutex';
 import type { LockKindSpec } from './kind-spec';
 import { fenceKey, lockKey, markerKey, slotTag } from './keys';
 import { Dispatch } from './masters/dispatch';
@@ -38,6 +39,12 @@ import { describe } from './settings';
 import type { RedlockClient, ResolvedSettings } from './settings';
 import type { MasterHealth } from './types';
 
+/** The {@link LockKind} of a request's kind (the mutex when none is given). */
+export function lockKindFor(spec: LockKindSpec | undefined): LockKind {
+  if (!spec || spec.name === 'mutex') return MUTEX;
+  return spec.name === 'shared' ? SHARED : semaphoreKind(spec.limit ?? 1);
+}
+
 /**
  * The Redis store: locks kept on N independent masters with the quorum protocol
  * (quorum/round.ts, quorum/protocol.ts), one {@link LockKind}'s scripts per request, sent through
@@ -58,7 +65,7 @@ export class RedisStore implements LockStore, RedisContext {
   private readonly redact: Redactor;
   /** Release announcements to this engine's waiters (masters/handoff.ts). */
   protected readonly notifier: ReleaseNotifier;
-  /** The voting rounds' timeouts: one timer, kept armed between rounds (timeline.ts). */
+  /** The voting rounds' timeouts: one timer, kept armed between rounds (clock.ts `Timeline`). */
   private readonly deadlines = new Timeline(true);
 
   /**
@@ -153,7 +160,7 @@ export class RedisStore implements LockStore, RedisContext {
 
   private readonly describeError = (err: unknown): string => this.describe(err);
 
-  /** The {@link LockKind} of a request or grant (kinds/holders.ts; the mutex by default). */
+  /** The {@link LockKind} of a request or grant ({@link lockKindFor}). */
   kindOf(spec: LockKindSpec | undefined): LockKind {
     return lockKindFor(spec);
   }

@@ -1,9 +1,8 @@
-import { monotonicNow } from './clock';
+import { MAX_TIMER_MS, monotonicNow } from './clock';
 import { InvalidArgumentError } from './errors';
 import type { RedlockObserver } from './events';
-import { HeldLocks } from './held';
 import { lockKey } from './keys';
-import { expire, lockState, ownedState } from './lock';
+import { HeldLocks, expire, lockState, ownedState } from './lock';
 import type { Lock, LockedRoutine, ReleaseResult } from './lock';
 import { withFields } from './fields';
 import {
@@ -31,8 +30,7 @@ import { isStoreFactory } from './store';
 import type { Grant, LockStore, StoreFactory } from './store';
 import { RedisStore } from './redis-store';
 import { FairRedisStore } from './fair/fair-redis-store';
-import { checkOpenAcquire } from './request';
-import { MAX_TIMER_MS, checkInteger, resolveSettings } from './settings';
+import { checkInteger, resolveSettings } from './settings';
 import type { RedlockClient, RedlockSettings, ResolvedSettings } from './settings';
 import type {
   AcquireOptions,
@@ -42,7 +40,7 @@ import type {
   ResourceInspection,
   UsingOptions,
 } from './types';
-import { TRY_ACQUIRE_OPTION_NAMES, checkTtl } from './validate';
+import { TRY_ACQUIRE_OPTION_NAMES, checkOpenAcquire, checkTtl } from './validate';
 
 /**
  * The Redlock algorithm on N independent Redis masters (docs/REDLOCK.md).

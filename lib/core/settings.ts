@@ -1,6 +1,6 @@
+import { MAX_TIMER_MS } from './clock';
 import { InvalidConfigurationError } from './errors';
 import {
-  MAX_DELAY_MS,
   checkBoolean,
   checkDelay,
   checkExtendThreshold,
@@ -195,9 +195,6 @@ export const FAIRNESS_VALUES: readonly Fairness[] = Object.freeze(['local', 'acr
  * clock runs ahead; the extra 1000 ms covers clocks that disagree by up to a second. With less, two successive holders could get the same token.
  */
 export const MIN_FENCING_KEY_TTL = 2000;
-
-/** Largest ttl Redis accepts for PX on every platform we care about (and setTimeout's limit). */
-export const MAX_TIMER_MS = MAX_DELAY_MS;
 
 /** Every name {@link RedlockSettings} accepts. */
 export const SETTING_NAMES: readonly (keyof RedlockSettings)[] = Object.freeze([

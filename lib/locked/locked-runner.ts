@@ -6,11 +6,10 @@ import {
   LockLostError,
   ShuttingDownError,
 } from '../core';
-import { checkKind, normalizeResources } from '../core/request';
 import type { LockKindSpec } from '../core/kind-spec';
 import type { AcquireOptions, Lock, LockedRoutine, UsingOptions } from '../core';
 import { errorMessage } from '../core/masters/node';
-import { describe } from '../core/validate';
+import { checkKind, describe, normalizeResources } from '../core/validate';
 import type {
   LockContext,
   LockedCallContext,

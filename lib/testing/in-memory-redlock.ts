@@ -1,10 +1,10 @@
 import { InvalidArgumentError } from '../core/errors';
 import type { Lock } from '../core/lock';
 import { Redlock } from '../core/redlock';
-import { normalizeResources } from '../core/request';
-import { MAX_TIMER_MS, checkInteger } from '../core/settings';
+import { normalizeResources } from '../core/validate';
+import { checkInteger } from '../core/settings';
 import type { RedlockSettings } from '../core/settings';
-import { monotonicNow } from '../core/clock';
+import { MAX_TIMER_MS, monotonicNow } from '../core/clock';
 import { InMemoryStore } from './in-memory-store';
 import type { InMemoryHolder } from './in-memory-store';
 

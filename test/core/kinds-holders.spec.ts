@@ -11,7 +11,7 @@ import {
   decodeKindAcquire,
   decodeKindExtend,
   decodeKindRelease,
-} from '../../lib/core/kinds/kind-replies';
+} from '../../lib/core/kinds/kind';
 import { INSPECT_READ_SCRIPT } from '../../lib/core/scripts/inspect';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/semaphore-scripts';
 import { SHARED_ACQUIRE_SCRIPT, WRITE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/shared-scripts';

@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Redis, RedisOptions } from 'ioredis';
 import { KindMismatchError, LockContendedError } from '../../lib/core/errors';
-import { lockKindFor } from '../../lib/core/kinds/store-kinds';
+import { lockKindFor } from '../../lib/core/redis-store';
 import type { AcquireAnswer, LockKind, ScriptCall } from '../../lib/core/kinds/kind';
 import type { LockKindSpec } from '../../lib/core/kind-spec';
 import { counterKeyOf, lockKey, waitKey } from '../../lib/core/keys';

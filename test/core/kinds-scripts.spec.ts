@@ -6,7 +6,7 @@
  */
 import type { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import { decodeKindAcquire, type KindAcquireReply } from '../../lib/core/kinds/kind-replies';
+import { decodeKindAcquire, type KindAcquireReply } from '../../lib/core/kinds/kind';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/semaphore-scripts';
 import { SHARED_ACQUIRE_SCRIPT, WRITE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/shared-scripts';
 import { ACQUIRE_SCRIPT } from '../../lib/core/kinds/mutex';

@@ -1,6 +1,6 @@
 /**
- * Decoders of the lock-kind script replies (lib/core/kinds/kind-replies.ts): every shape the
- * scripts produce is decoded, anything else is rejected with an Error naming the script.
+ * Decoders of the lock-kind script replies (lib/core/kinds/kind.ts): every shape the
+ * scripts produce is decoded, anything else is rejected with a ReplyFormatError naming the script.
  */
 import {
   decodeInspect,
@@ -8,7 +8,8 @@ import {
   decodeKindExtend,
   decodeKindRelease,
   markerAgeOf,
-} from '../../lib/core/kinds/kind-replies';
+  ReplyFormatError,
+} from '../../lib/core/kinds/kind';
 
 describe('decodeKindAcquire', () => {
   it('decodes granted, held and mismatch replies', () => {
@@ -81,8 +82,16 @@ describe('decodeKindAcquire', () => {
     [[-1, -1, 5, 'zset', 0], 0],
     [['1', '-1'], 0],
   ])('rejects %j (fencing counters %i)', (reply, counters) => {
+    expect(() => decodeKindAcquire(reply, counters)).toThrow(ReplyFormatError);
     expect(() => decodeKindAcquire(reply, counters)).toThrow(
       /Malformed reply of the acquire script/,
+    );
+  });
+
+  it('shows at most 200 characters of a malformed reply', () => {
+    const reply = [7, 'x'.repeat(1000)];
+    expect(() => decodeKindAcquire(reply, 0)).toThrow(
+      /^Malformed reply of the acquire script: .{200}…$/,
     );
   });
 });

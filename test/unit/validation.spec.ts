@@ -9,7 +9,7 @@ import {
   MAX_RESOURCE_LENGTH,
   Redlock,
 } from '../../lib';
-import { normalizeResources } from '../../lib/core/request';
+import { normalizeResources } from '../../lib/core/validate';
 import { keySlot } from '../../lib/core/keys';
 
 function lazyClients(n: number): Redis[] {

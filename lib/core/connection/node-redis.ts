@@ -176,7 +176,7 @@ export class NodeRedisConnection implements Connection {
 }
 
 /**
- * A script's reply as the engine's decoders read it (kinds/kind-replies.ts): RESP3 gives the
+ * A script's reply as the engine's decoders read it (kinds/kind.ts): RESP3 gives the
  * same shapes for what Lua returns (integers, strings, arrays, nil), so only a `Buffer` (a
  * client with a type mapping to buffers) is turned into a string.
  */

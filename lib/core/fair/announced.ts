@@ -10,7 +10,7 @@ import { countHeard } from '../policy/lines';
 import type { Line } from './queue-lines';
 import type { FairAnnounced as Announced, Reserved } from './fair-announcements';
 import { COLLISION_SPREAD_MS, STAND_BY_MS, YIELD_MS, raceDelay } from './streak';
-import type { Timeline } from '../timeline';
+import type { Timeline } from '../clock';
 
 /**
  * One master's announcement for `line`'s resource (what the release watch of the queue hears,

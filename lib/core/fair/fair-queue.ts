@@ -1,4 +1,4 @@
-import { monotonicNow } from '../clock';
+import { Timeline, monotonicNow } from '../clock';
 import type { NodeVote } from '../errors';
 import type { Lock } from '../lock';
 import { onAbort } from '../wake';
@@ -36,7 +36,6 @@ import type { FairAttemptRequest, FairGrant, FairLockStore, FairRefusal } from '
 import { withFields } from '../fields';
 import type { AttemptHints, WaitingPolicy } from '../policy/waiting';
 import { mustYield } from './streak';
-import { Timeline } from '../timeline';
 
 /**
  * The engine's local queue: fairness and bounded work among the acquires of one process. It is

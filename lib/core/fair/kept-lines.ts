@@ -12,7 +12,7 @@ import type { Lock } from '../lock';
 import { holderUntil } from '../policy/lines';
 import type { Line } from './queue-lines';
 import type { FairLockStore } from './fair-store';
-import type { Timeline } from '../timeline';
+import type { Timeline } from '../clock';
 
 /**
  * How long (ms) the queue of a resource that other engines wait for is kept, with its release

@@ -8,14 +8,15 @@ import type {
   LockKind,
   ScriptCall,
 } from './kind';
-import { ReplyFormatError, announceFlag } from './kind';
-import { acquireLayout } from './mutex';
 import {
+  ReplyFormatError,
+  announceFlag,
   decodeKindAcquire,
   decodeKindExtend,
   decodeKindRelease,
   markerAgeOf,
-} from './kind-replies';
+} from './kind';
+import { acquireLayout } from './mutex';
 import { semaphoreQuorum } from './quorum-rule';
 import { withFields } from '../fields';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from './semaphore-scripts';

@@ -18,8 +18,7 @@ import type {
   LockKind,
   ScriptCall,
 } from './kind';
-import { ReplyFormatError, announceFlag } from './kind';
-import { decodeKindAcquire, markerAgeOf } from './kind-replies';
+import { ReplyFormatError, announceFlag, decodeKindAcquire, markerAgeOf } from './kind';
 import { withFields } from '../fields';
 
 /**

@@ -15,11 +15,10 @@ import {
 } from '../errors';
 import type { LockErrorDetail } from '../errors';
 import { withFields } from '../fields';
-import type { HeldLocks } from '../held';
 import { MUTEX_SPEC } from '../kind-spec';
 import { grantState, lockState, mintLock, scheduleExpiry } from '../lock';
-import type { Lock, LockOwner, LockState } from '../lock';
-import type { CheckedAcquire } from '../request';
+import type { HeldLocks, Lock, LockOwner, LockState } from '../lock';
+import type { CheckedAcquire } from '../validate';
 import type { ResolvedSettings } from '../settings';
 import type { AttemptOutcome, Grant, LockStore } from '../store';
 import type { AttemptResult } from './attempt-result';

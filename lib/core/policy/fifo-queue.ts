@@ -19,9 +19,8 @@ import {
 } from './lines';
 import type { Line, Slot, Ticket } from './lines';
 import type { Announced, LockStore, ReleaseWatch } from '../store';
-import { Timeline } from '../timeline';
 import type { WaitingPolicy } from './waiting';
-import { monotonicNow } from '../clock';
+import { Timeline, monotonicNow } from '../clock';
 import { engineOf } from '../token';
 
 /** What a line that watches nothing gets (see `FifoQueue.watchLine`). */

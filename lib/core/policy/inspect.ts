@@ -1,8 +1,7 @@
 import { monotonicNow } from '../clock';
 import { InvalidArgumentError, NoQuorumError } from '../errors';
-import { MAX_RESOURCE_LENGTH } from '../request';
 import type { ResourceInspection } from '../types';
-import { checkResourceName } from '../validate';
+import { MAX_RESOURCE_LENGTH, checkResourceName } from '../validate';
 import type { LockStore } from '../store';
 
 /**

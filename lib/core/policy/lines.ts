@@ -11,7 +11,7 @@ import { LockContendedError } from '../errors';
 import type { LockErrorDetail, NodeVote } from '../errors';
 import { lockState } from '../lock';
 import type { Lock } from '../lock';
-import type { Timeline, TimelineEntry } from '../timeline';
+import type { Timeline, TimelineEntry } from '../clock';
 import { onAbort } from '../wake';
 import type { ReleaseWatch } from '../store';
 

@@ -1,8 +1,7 @@
 import { monotonicNow } from '../clock';
 import { InvalidArgumentError } from '../errors';
-import type { HeldLocks } from '../held';
 import { expire, markReleased } from '../lock';
-import type { Lock, LockState, ReleaseResult } from '../lock';
+import type { HeldLocks, Lock, LockState, ReleaseResult } from '../lock';
 import type { ResolvedSettings } from '../settings';
 import type { ReleaseOptions } from '../types';
 import { checkInteger, checkNames, checkObject } from '../validate';

@@ -1,7 +1,6 @@
 import { withFields } from '../fields';
 import { InvalidArgumentError } from '../errors';
 import type { Lock, ReleaseResult } from '../lock';
-import { checkAcquire } from '../request';
 import { describe } from '../settings';
 import type { ResolvedSettings } from '../settings';
 import type { LockedRoutine } from '../lock';
@@ -9,6 +8,7 @@ import type { AcquireOptions, UsingOptions } from '../types';
 import { takeLockAtLeastFor } from './release';
 import {
   USING_OPTION_NAMES,
+  checkAcquire,
   checkBoolean,
   checkExtendThreshold,
   checkNames,

@@ -1,7 +1,7 @@
 import { afterPendingIo, monotonicNow } from '../clock';
 import { withFields } from '../fields';
 import type { NodeOutcome, NodeVote } from '../errors';
-import type { Timeline } from '../timeline';
+import type { Timeline } from '../clock';
 
 /**
  * One voting round of the Redlock algorithm (docs/REDLOCK.md, "N masters", step 2):

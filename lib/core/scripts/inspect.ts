@@ -7,7 +7,7 @@ import { script } from './lua';
  * (docs/lock-kinds.md, "Key layout"): a string is a mutex (or writer) holder, a zset with our
  * marker member holds readers or semaphore holders with their expiry as score.
  *
- * Its first five fields are decoded by `decodeInspect` (kinds/kind-replies.ts); the kind is told
+ * Its first five fields are decoded by `decodeInspect` (kinds/kind.ts); the kind is told
  * with the checks inlined (a Lua function definition would be re-created on every call), and the
  * boot marker's age is appended, so that one call also tells whether the master is in restart
  * quarantine. The writer-waiting flag is not read (`waiting` is always 0).

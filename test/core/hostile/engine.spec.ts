@@ -17,7 +17,7 @@ import { fencedRead, fencedWrite } from '../../../lib/core/fencing';
 import { Lock } from '../../../lib/core/lock';
 import { Redlock } from '../../../lib/core/redlock';
 import type { RedlockSettings } from '../../../lib/core/settings';
-import { MAX_DELAY_MS } from '../../../lib/core/validate';
+import { MAX_TIMER_MS } from '../../../lib/core/clock';
 import { RedisMasters } from '../../harness/redis-masters';
 import { sleep, uniqueResource, keyspaceOf, newKeys } from '../../harness/util';
 
@@ -156,7 +156,7 @@ describe('every option is checked by name and type (items 7, 8, 14)', () => {
     ['ttl', { ttl: 11 }],
     ['retryDelay', { retryDelay: 2 ** 31 }],
     ['retryJitter', { retryJitter: 2 ** 31 }],
-    ['retryJitter', { retryDelay: MAX_DELAY_MS }],
+    ['retryJitter', { retryDelay: MAX_TIMER_MS }],
     ['waitTimeout', { waitTimeout: 2 ** 31 }],
     ['signal', { signal: {} }],
   ])('acquire rejects %s: %p', async (field, options) => {
@@ -340,7 +340,7 @@ describe('settings with real masters (items 7, 8, 11)', () => {
   });
 
   it('the largest accepted retry wait neither spins nor warns', async () => {
-    const e = engine({ retryDelay: MAX_DELAY_MS - 100, retryJitter: 100, handoff: false });
+    const e = engine({ retryDelay: MAX_TIMER_MS - 100, retryJitter: 100, handoff: false });
     const r = uniqueResource('long-wait');
     const held = await e.acquire(r);
     const warnings: Error[] = [];

@@ -4,7 +4,7 @@
  * semaphore's quorum floor(N·n/(n+1)) + 1 and the shared lock's (the configured, a majority).
  */
 import { SHARED, semaphoreKind } from '../../../lib/core/kinds/holders';
-import { lockKindFor } from '../../../lib/core/kinds/store-kinds';
+import { lockKindFor } from '../../../lib/core/redis-store';
 import { MUTEX } from '../../../lib/core/kinds/mutex';
 import { majorityQuorum, semaphoreQuorum } from '../../../lib/core/kinds/quorum-rule';
 import { acquireVerdict } from '../../../lib/core/quorum/protocol';

@@ -14,7 +14,7 @@ function floorOf(file: string): number {
   const [top] = file.split('/');
   if (file === 'redlock.ts' || file === 'index.ts') return 7; // engine facade
   if (top === 'fair') return 6; // the fair mode (opt-in)
-  if (top === 'policy' || ['lock.ts', 'portable.ts', 'held.ts', 'events.ts'].includes(file)) {
+  if (top === 'policy' || ['lock.ts', 'portable.ts', 'events.ts'].includes(file)) {
     return 5; // policy
   }
   if (/^(redis-|install-)/.test(file) || file === 'repair.ts') return 4; // the Redis store
@@ -30,11 +30,9 @@ function floorOf(file: string): number {
     'keys.ts',
     'clock.ts',
     'redact.ts',
-    'request.ts',
     'kind-spec.ts',
     'types.ts',
     'wake.ts',
-    'timeline.ts',
     'announcements.ts',
     'fields.ts',
     'token.ts',

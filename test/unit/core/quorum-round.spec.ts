@@ -17,7 +17,7 @@ import {
   validUntil,
   validityAfter,
 } from '../../../lib/core/quorum/protocol';
-import { Timeline } from '../../../lib/core/timeline';
+import { Timeline } from '../../../lib/core/clock';
 import { runRound } from '../../../lib/core/quorum/round';
 import type { Voter } from '../../../lib/core/quorum/round';
 
@@ -61,7 +61,7 @@ async function round(
 
 describe('one voting round, every pattern on 1–5 masters (majority quorum)', () => {
   // The round's timeout on its own setTimeout, and on a store's shared timeline (kept armed
-  // between rounds: timeline.ts) — the same verdicts either way.
+  // between rounds: clock.ts `Timeline`) — the same verdicts either way.
   const shared = new Timeline(true);
   for (let n = 1; n <= 5; n++) {
     const quorum = MUTEX.quorum(n, Math.floor(n / 2) + 1);

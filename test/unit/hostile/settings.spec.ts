@@ -12,7 +12,8 @@ import { Lock } from '../../../lib/core/lock';
 import { Redlock } from '../../../lib/core/redlock';
 import type { RedlockSettings } from '../../../lib/core/settings';
 import { SETTING_NAMES, resolveSettings } from '../../../lib/core/settings';
-import { MAX_DELAY_MS, minTtl } from '../../../lib/core/validate';
+import { MAX_TIMER_MS } from '../../../lib/core/clock';
+import { minTtl } from '../../../lib/core/validate';
 import { Locked } from '../../../lib/decorators/locked.decorator';
 import { normalizeOptions } from '../../../lib/options';
 import type { RedlockModuleOptions } from '../../../lib/interfaces/redlock-module-options.interface';
@@ -60,7 +61,7 @@ describe('engine settings', () => {
     ['retryDelay', { retryDelay: 2 ** 31 }],
     ['retryJitter', { retryJitter: 2 ** 31 }],
     ['retryDelay', { retryDelay: 1e300 }],
-    ['retryJitter', { retryDelay: MAX_DELAY_MS, retryJitter: 1 }],
+    ['retryJitter', { retryDelay: MAX_TIMER_MS, retryJitter: 1 }],
     ['retryJitter', { retryDelay: 2 ** 30, retryJitter: 2 ** 30 }],
     // item 7: an extension threshold at or near the ttl would extend back to back
     ['extendThreshold', { ttl: 1000, extendThreshold: 1000 }],
@@ -117,7 +118,7 @@ describe('engine settings', () => {
         ...quiet,
         ttl: 12,
         requestTimeout: 11,
-        retryDelay: MAX_DELAY_MS - 100,
+        retryDelay: MAX_TIMER_MS - 100,
         retryJitter: 100,
         extendThreshold: 6,
         keyPrefix: '\u{1F512}:', // a surrogate pair is well-formed
