@@ -284,9 +284,12 @@ async function main(): Promise<void> {
     const waits = grants.map((g) => g.got - g.asked).sort((a, b) => a - b);
     const mean = waits.reduce((s, w) => s + w, 0) / waits.length;
     const attempts = events.filter((x) => x.what.startsWith('attempt')).length;
-    console.log(
-      `E=${E} C=${C} RD=${RD} locks/s=${(grants.length / (D / 1000)).toFixed(0)} mean=${mean.toFixed(1)} p99=${waits[Math.floor(waits.length * 0.99)].toFixed(1)} max=${waits[waits.length - 1].toFixed(0)} attempts/lock=${(attempts / grants.length).toFixed(2)} installs=${events.filter((x) => x.what === 'INSTALLED ok').length} failedInstalls=${events.filter((x) => x.what === 'INSTALLED none').length} splitVotes=${events.filter((x) => /refused.*\[[^\]]*o/.test(x.what)).length} clientCpuUs/lock=${(cpuUs / grants.length).toFixed(0)}`,
-    );
+    if (grants.length === 0) {
+      console.log(`E=${E} C=${C} RD=${RD} no lock granted (${attempts} attempts)`);
+    } else
+      console.log(
+        `E=${E} C=${C} RD=${RD} locks/s=${(grants.length / (D / 1000)).toFixed(0)} mean=${mean.toFixed(1)} p99=${waits[Math.floor(waits.length * 0.99)].toFixed(1)} max=${waits[waits.length - 1].toFixed(0)} attempts/lock=${(attempts / grants.length).toFixed(2)} installs=${events.filter((x) => x.what === 'INSTALLED ok').length} failedInstalls=${events.filter((x) => x.what === 'INSTALLED none').length} splitVotes=${events.filter((x) => /refused.*\[[^\]]*o/.test(x.what)).length} clientCpuUs/lock=${(cpuUs / grants.length).toFixed(0)}`,
+      );
     const kinds = new Map<string, number>();
     for (const x of events) {
       const k = x.what
