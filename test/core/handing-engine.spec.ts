@@ -13,7 +13,7 @@ import type { Lock } from '../../lib/core/lock';
 import { monotonicNow } from '../../lib/core/clock';
 import { DelayProxy } from '../harness/delay-proxy';
 import { RedisMasters } from '../harness/redis-masters';
-import { SUITE_DEFAULTS, storeWith, useMasters } from '../harness/engines';
+import { SUITE_DEFAULTS, observeAttempts, storeWith, useMasters } from '../harness/engines';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
 const suite = useMasters(5);
@@ -45,11 +45,7 @@ async function withKeeper(
   let watches = 0;
   let made = 0;
   const observed = storeWith(slow, (store) => {
-    const attempt = store.attempt.bind(store);
-    store.attempt = (req) => {
-      attempts++;
-      return attempt(req);
-    };
+    observeAttempts(store, () => attempts++);
     const watch = store.watchReleases.bind(store);
     store.watchReleases = async (resource, listener) => {
       const w = await watch(resource, listener);

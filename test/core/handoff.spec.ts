@@ -417,15 +417,11 @@ it('a waiter refused by a holder whose release it already heard retries at once 
   let holderOutcomes = 0;
   const holderEngine = engine(
     true,
-    storeWith(clients, (store) => {
-      const attempt = store.attempt.bind(store);
-      store.attempt = async (req) => {
-        holderAttempts++;
-        const outcome = await attempt(req);
-        holderOutcomes++;
-        return outcome;
-      };
-    }),
+    observedStore(
+      clients,
+      () => holderAttempts++,
+      () => holderOutcomes++,
+    ),
     250,
     fairness,
   );

@@ -9,7 +9,7 @@ import { Redlock } from '../../lib/core/redlock';
 import { LockContendedError } from '../../lib/core/errors';
 import { lockKey } from '../../lib/core/keys';
 import { monotonicNow } from '../../lib/core/clock';
-import { SUITE_DEFAULTS, storeWith, useMasters } from '../harness/engines';
+import { SUITE_DEFAULTS, observeAttempts, storeWith, useMasters } from '../harness/engines';
 import { sleep, uniqueResource } from '../harness/util';
 
 const PREFIX = 'retry-cleanup:';
@@ -23,11 +23,7 @@ describe('the retry after a split attempt', () => {
     const cleanedUp: number[] = [];
     const rl = new Redlock(
       storeWith(suite.clients, (store) => {
-        const attempt = store.attempt.bind(store);
-        store.attempt = (req) => {
-          attempts.push(monotonicNow());
-          return attempt(req);
-        };
+        observeAttempts(store, () => attempts.push(monotonicNow()));
         // A slow clean-up (one master answering late, within the request timeout).
         const releaseKeys = store.releaseKeys.bind(store);
         store.releaseKeys = async (resources, token, options) => {

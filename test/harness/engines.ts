@@ -173,13 +173,23 @@ export function observedStore(
   onAttempt: (req: AttemptRequest) => void,
   onOutcome?: (req: AttemptRequest, outcome: AttemptOutcome) => void,
 ): StoreFactory {
-  return storeWith(clients, (store) => {
-    const attempt = store.attempt.bind(store);
-    store.attempt = async (req) => {
-      onAttempt(req);
-      const outcome = await attempt(req);
-      onOutcome?.(req, outcome);
-      return outcome;
-    };
-  });
+  return storeWith(clients, (store) => observeAttempts(store, onAttempt, onOutcome));
+}
+
+/**
+ * Shows `onAttempt` each attempt's request before `store` makes it, and `onOutcome` its outcome
+ * (inside {@link storeWith}, beside other instruments of the same store).
+ */
+export function observeAttempts(
+  store: RedisStore,
+  onAttempt: (req: AttemptRequest) => void,
+  onOutcome?: (req: AttemptRequest, outcome: AttemptOutcome) => void,
+): void {
+  const attempt = store.attempt.bind(store);
+  store.attempt = async (req) => {
+    onAttempt(req);
+    const outcome = await attempt(req);
+    onOutcome?.(req, outcome);
+    return outcome;
+  };
 }
