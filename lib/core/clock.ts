@@ -6,7 +6,10 @@ import { onAbort } from './wake';
  * delays, and the {@link Timeline} that keeps many deadlines on one timer.
  */
 
-/** Largest delay Node's timers accept (2^31 − 1 ms); larger values fire after 1 ms. */
+/**
+ * Largest delay Node's timers accept (2^31 − 1 ms; larger values fire after 1 ms): the bound of
+ * every ttl, delay and deadline the engine accepts, which all end up in a timer.
+ */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
