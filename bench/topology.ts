@@ -292,8 +292,9 @@ export async function runTopology(
     const clients = masters.createClients();
     await RedisMasters.ready(clients);
     // Each worker makes an unmeasured run of a library before its first measured one
-    // (ProcessPool.run), also after a worker was replaced.
-    const warmMs = opts.quick ? 120 : 300;
+    // (ProcessPool.run), also after a worker was replaced. 3 s: on 2 busy cores a library is
+    // not at its pace after 300 ms (bench/warm-probe.ts, bench/README.md "Scenarios").
+    const warmMs = opts.quick ? 120 : 3000;
     const single = opts.only.has('contended')
       ? ProcessPool.start(1, masters.urls, warmMs)
       : undefined;
