@@ -1,7 +1,7 @@
 import type { GroupReply, ScriptCall } from '../scripts/call';
 import type { FoundKind } from '../kind-spec';
 
-export type { FoundKind, GroupReply, ScriptCall };
+export type { GroupReply, ScriptCall };
 
 /**
  * A kind of lock (docs/lock-kinds.md): what it writes on one master and how a master's answer
