@@ -400,7 +400,7 @@ export function disarm(s: LockState): void {
 }
 
 /** Shortest interval in ms between two sweeps of expired locks. */
-export const MIN_SWEEP_INTERVAL = 50;
+const MIN_SWEEP_INTERVAL = 50;
 
 /**
  * The locks an engine holds: granted, not released, and still within their validity.

@@ -40,7 +40,7 @@ import type {
   ResourceInspection,
   UsingOptions,
 } from './types';
-import { TRY_ACQUIRE_OPTION_NAMES, checkOpenAcquire, checkTtl } from './validate';
+import { TRY_ACQUIRE_OPTION_NAMES, argError, checkOpenAcquire, checkTtl } from './validate';
 
 /**
  * The Redlock algorithm on N independent Redis masters (docs/REDLOCK.md).
@@ -410,6 +410,3 @@ export class Redlock {
     return lock;
   }
 }
-
-const argError = (field: string, problem: string): Error =>
-  new InvalidArgumentError(field, problem);

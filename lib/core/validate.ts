@@ -17,6 +17,9 @@ import type { AcquireOptions } from './types';
 /** Builds the typed error of a failed check. */
 export type MakeError = (field: string, problem: string) => Error;
 
+/** The {@link MakeError} of a call's arguments: an `InvalidArgumentError` naming the field. */
+export const argError: MakeError = (field, problem) => new InvalidArgumentError(field, problem);
+
 /**
  * Smallest validity budget (ms) a ttl must leave after its drift allowance, unless the request
  * timeout is smaller: ttl − drift(ttl) ≥ min(requestTimeout, MIN_VALIDITY_MS).
@@ -406,9 +409,6 @@ export function checkAcquire(
         : 0,
   };
 }
-
-const argError = (field: string, problem: string): Error =>
-  new InvalidArgumentError(field, problem);
 
 /** Validates resource names and returns them de-duplicated and sorted. */
 export function normalizeResources(resources: unknown): string[] {

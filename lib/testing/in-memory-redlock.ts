@@ -1,7 +1,6 @@
-import { InvalidArgumentError } from '../core/errors';
 import type { Lock } from '../core/lock';
 import { Redlock } from '../core/redlock';
-import { normalizeResources } from '../core/validate';
+import { argError, normalizeResources } from '../core/validate';
 import { checkInteger } from '../core/settings';
 import type { RedlockSettings } from '../core/settings';
 import { MAX_TIMER_MS, monotonicNow } from '../core/clock';
@@ -117,6 +116,3 @@ export class InMemoryRedlock extends Redlock {
     this.memory.reset();
   }
 }
-
-const argError = (field: string, problem: string): Error =>
-  new InvalidArgumentError(field, problem);

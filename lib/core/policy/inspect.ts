@@ -1,13 +1,13 @@
 import { monotonicNow } from '../clock';
-import { InvalidArgumentError, NoQuorumError } from '../errors';
+import { NoQuorumError } from '../errors';
 import type { ResourceInspection } from '../types';
-import { MAX_RESOURCE_LENGTH, checkResourceName } from '../validate';
+import { MAX_RESOURCE_LENGTH, argError, checkResourceName } from '../validate';
 import type { LockStore } from '../store';
 
 /**
  * `inspect(resource)`: one read-only round on the store (see quorum/agreement.ts for what is
  * agreed, redis-inspect.ts for the masters). Not an attempt: no event, no retry. Throws
- * {@link InvalidArgumentError} for a bad resource (before any Redis call), {@link NoQuorumError}
+ * `InvalidArgumentError` for a bad resource (before any Redis call), {@link NoQuorumError}
  * when fewer than a quorum of usable masters answered.
  */
 export async function inspectResource(
@@ -29,6 +29,3 @@ export async function inspectResource(
   }
   return { resource: name, locked: state.locked, holders: state.holders, ttl: state.ttl };
 }
-
-const argError = (field: string, problem: string): Error =>
-  new InvalidArgumentError(field, problem);

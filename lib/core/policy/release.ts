@@ -1,10 +1,9 @@
 import { monotonicNow } from '../clock';
-import { InvalidArgumentError } from '../errors';
 import { expire, markReleased } from '../lock';
 import type { HeldLocks, Lock, LockState, ReleaseResult } from '../lock';
 import type { ResolvedSettings } from '../settings';
 import type { ReleaseOptions } from '../types';
-import { checkInteger, checkNames, checkObject } from '../validate';
+import { argError, checkInteger, checkNames, checkObject } from '../validate';
 import type { Observers } from './observers';
 import type { LocalHandover } from './waiting';
 import type { Grant, LockStore } from '../store';
@@ -138,6 +137,3 @@ export async function releaseLock(
   }
   return result;
 }
-
-const argError = (field: string, problem: string): Error =>
-  new InvalidArgumentError(field, problem);

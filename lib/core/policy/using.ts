@@ -8,6 +8,7 @@ import type { AcquireOptions, UsingOptions } from '../types';
 import { takeLockAtLeastFor } from './release';
 import {
   USING_OPTION_NAMES,
+  argError,
   checkAcquire,
   checkBoolean,
   checkExtendThreshold,
@@ -67,6 +68,3 @@ export async function runUsing<T>(
     );
   }
 }
-
-const argError = (field: string, problem: string): Error =>
-  new InvalidArgumentError(field, problem);
