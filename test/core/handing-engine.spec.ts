@@ -121,21 +121,38 @@ it('a waiter does not attempt at every release of an engine that hands the resou
 
 it('a waiter that polls a handing engine is not subscribed to its releases meanwhile', async () => {
   await withKeeper({ retryCount: 1_000 }, async ({ r, waiter, attempts, watches, made }) => {
-    const abort = new AbortController();
-    const waiting = waiter.acquire(r, { ttl: 5_000, signal: abort.signal }).catch(() => undefined);
-    try {
-      // It watches the resource's releases after its first refusal…
-      await waitUntil(() => made() > 0, 5_000);
-      // …and stops once it polls (refused by a second holder of the keeper's engine): the
-      // masters no longer send it the keeper's every release. It goes on polling at its retry
-      // delay, without watching again while the keeper's holders refuse it.
-      await waitUntil(() => watches() === 0, 5_000);
-      const before = attempts();
-      await waitUntil(() => attempts() >= before + 2, 5_000);
-      expect(watches()).toBe(0);
-    } finally {
-      abort.abort();
-      await (await waiting)?.release();
+    // Nothing orders processes in this mode: the waiter may take the lock in the keeper's gap
+    // between a release and its next holder's round (seen on a loaded machine). Such a try shows
+    // nothing about polling; it is released and the scenario starts over (a few times at most).
+    for (let tries = 1; ; tries++) {
+      const abort = new AbortController();
+      let won = false;
+      const waiting = waiter.acquire(r, { ttl: 5_000, signal: abort.signal }).then(
+        (lock) => {
+          won = true;
+          return lock;
+        },
+        () => undefined,
+      );
+      const madeBefore = made();
+      try {
+        // It watches the resource's releases after its first refusal…
+        await waitUntil(() => won || made() > madeBefore, 5_000);
+        // …and stops once it polls (refused by a second holder of the keeper's engine): the
+        // masters no longer send it the keeper's every release. It goes on polling at its retry
+        // delay, without watching again while the keeper's holders refuse it.
+        if (!won) await waitUntil(() => won || watches() === 0, 5_000);
+        const before = attempts();
+        if (!won) await waitUntil(() => won || attempts() >= before + 2, 5_000);
+        if (!won) {
+          expect(watches()).toBe(0);
+          return;
+        }
+      } finally {
+        abort.abort();
+        await (await waiting)?.release();
+      }
+      expect(tries).toBeLessThan(5);
     }
   });
 });
