@@ -87,7 +87,9 @@ describe("a semaphore's fencing token held by the store's quorum of masters", ()
       await suite.probe[1].set(fenceKey(PREFIX, r), '5', 'PX', 60_000);
       for (const c of suite.probe.slice(2)) await c.set(fenceKey(PREFIX, r), '1000', 'PX', 60_000);
       const lock = await rl.acquire(r, { limit: 2, ttl: 5_000 });
-      expect(lock.votes.map((v) => v.outcome)).toEqual(['held', 'ok', 'ok', 'ok', 'ok']);
+      // Master 0 refuses; the round may end before its reply, once the four others granted.
+      expect(['held', 'pending']).toContain(lock.votes[0].outcome);
+      expect(lock.votes.slice(1).map((v) => v.outcome)).toEqual(['ok', 'ok', 'ok', 'ok']);
       expect(raises).toEqual([]);
       expect(lock.fencingToken).toBe(1001);
       // The next holder's token is larger, whichever masters admit it.
@@ -119,7 +121,9 @@ describe('a grant whose largest counter is on one master only', () => {
         await suite.probe[i].set(fenceKey(PREFIX, r), String(start[i]), 'PX', 60_000);
       }
       const lock = await rl.acquire(r, { limit: 2, ttl: 5_000 });
-      expect(lock.votes.map((v) => v.outcome)).toEqual(['held', 'ok', 'ok', 'ok', 'ok']);
+      // Master 0 refuses; the round may end before its reply, once the four others granted.
+      expect(['held', 'pending']).toContain(lock.votes[0].outcome);
+      expect(lock.votes.slice(1).map((v) => v.outcome)).toEqual(['ok', 'ok', 'ok', 'ok']);
       expect(lock.fencingToken).toBe(501);
       expect(raises).toEqual([]);
       const next = await rl.acquire(r, { limit: 2, ttl: 5_000 });
