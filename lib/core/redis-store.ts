@@ -35,7 +35,7 @@ import { extendOnMasters } from './redis-extend';
 import { inspectOnMasters } from './redis-inspect';
 import { MARKER_AGE_SCRIPT } from './scripts/marker';
 import { endWriterWait } from './redis-writer-flag';
-import { describe } from './settings';
+import { describe } from './validate';
 import type { RedlockClient, ResolvedSettings } from './settings';
 import type { MasterHealth } from './types';
 

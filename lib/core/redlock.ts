@@ -30,7 +30,7 @@ import { isStoreFactory } from './store';
 import type { Grant, LockStore, StoreFactory } from './store';
 import { RedisStore } from './redis-store';
 import { FairRedisStore } from './fair/fair-redis-store';
-import { checkInteger, resolveSettings } from './settings';
+import { resolveSettings } from './settings';
 import type { RedlockClient, RedlockSettings, ResolvedSettings } from './settings';
 import type {
   AcquireOptions,
@@ -40,7 +40,13 @@ import type {
   ResourceInspection,
   UsingOptions,
 } from './types';
-import { TRY_ACQUIRE_OPTION_NAMES, argError, checkOpenAcquire, checkTtl } from './validate';
+import {
+  TRY_ACQUIRE_OPTION_NAMES,
+  argError,
+  checkInteger,
+  checkOpenAcquire,
+  checkTtl,
+} from './validate';
 
 /**
  * The Redlock algorithm on N independent Redis masters (docs/REDLOCK.md).

@@ -13,8 +13,6 @@ import {
   describe,
 } from './validate';
 
-export { checkInteger, checkNonNegative, describe, driftFor } from './validate';
-
 export type { RedlockClient } from './connection/client-types';
 
 /** Where the engine reports what it noticed. Defaults to `process.emitWarning` for warnings. */

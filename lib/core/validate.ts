@@ -171,8 +171,6 @@ export function checkBoolean(field: string, value: unknown, make: MakeError): bo
   return value;
 }
 
-export { driftFor };
-
 /**
  * Smallest ttl that can ever be granted: the validity left after the drift allowance,
  * ttl − (ttl × driftFactor + 2), must be at least min(requestTimeout, {@link MIN_VALIDITY_MS}) —

@@ -2,7 +2,7 @@ import { InvalidConfigurationError } from '../core/errors';
 import type { RedlockErrorCode } from '../core/errors';
 import type { RedlockEvent } from '../core/events';
 import type { Redlock } from '../core/redlock';
-import { describe } from '../core/settings';
+import { describe } from '../core/validate';
 import { voteCounts } from './opentelemetry';
 
 /*

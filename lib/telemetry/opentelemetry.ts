@@ -6,7 +6,7 @@ import { InvalidConfigurationError, RedlockError } from '../core/errors';
 import type { NodeVote } from '../core/errors';
 import type { RedlockEvent } from '../core/events';
 import type { Redlock } from '../core/redlock';
-import { describe } from '../core/settings';
+import { describe } from '../core/validate';
 
 /*
  * OpenTelemetry integration. `@opentelemetry/api` is an optional peer dependency: it is loaded

@@ -1,7 +1,6 @@
 import type { Lock } from '../core/lock';
 import { Redlock } from '../core/redlock';
-import { argError, normalizeResources } from '../core/validate';
-import { checkInteger } from '../core/settings';
+import { argError, checkInteger, normalizeResources } from '../core/validate';
 import type { RedlockSettings } from '../core/settings';
 import { MAX_TIMER_MS, monotonicNow } from '../core/clock';
 import { InMemoryStore } from './in-memory-store';

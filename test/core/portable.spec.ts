@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError, InvalidLockDataError, LockLostError } from '../../lib/core/errors';
 import { Lock } from '../../lib/core/lock';
-import { driftFor } from '../../lib/core/quorum/protocol';
+import { driftFor } from '../../lib/core/clock';
 import { Redlock } from '../../lib/core/redlock';
 import { InMemoryRedlock } from '../../lib/testing/in-memory-redlock';
 import { useMasters } from '../harness/engines';

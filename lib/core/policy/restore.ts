@@ -4,7 +4,7 @@ import type { Lock, LockState } from '../lock';
 import { SHARED_SPEC } from '../kind-spec';
 import type { LockKindSpec } from '../kind-spec';
 import { checkSerializedLock } from '../portable';
-import { driftFor } from '../quorum/protocol';
+import { driftFor } from '../clock';
 import { reportLoss, track } from './acquire';
 import type { AttemptContext } from './acquire';
 import type { Grant } from '../store';

@@ -1,7 +1,6 @@
 import { withFields } from '../fields';
 import { InvalidArgumentError } from '../errors';
 import type { Lock, ReleaseResult } from '../lock';
-import { describe } from '../settings';
 import type { ResolvedSettings } from '../settings';
 import type { LockedRoutine } from '../lock';
 import type { AcquireOptions, UsingOptions } from '../types';
@@ -14,6 +13,7 @@ import {
   checkExtendThreshold,
   checkNames,
   checkObject,
+  describe,
 } from '../validate';
 
 /** What `using()` needs from the engine. */

@@ -19,8 +19,6 @@ import type { NodeOutcome, NodeVote } from '../errors';
  *   token, and whether a raise round must come first ({@link fencingTokensOf}).
  */
 
-export { driftFor };
-
 /** Validity left (ms) of a ttl sent at monotonic time `start`, seen at `now` (step 4). */
 export function validityAfter(
   ttl: number,

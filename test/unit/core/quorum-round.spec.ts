@@ -10,14 +10,13 @@ import { FAIR_MUTEX } from '../../../lib/core/fair/fair-mutex';
 import type { FairAcquireAnswer } from '../../../lib/core/fair/fair-mutex';
 import {
   acquireVerdict,
-  driftFor,
   extendVerdict,
   mayHoldToken,
   releaseSummary,
   validUntil,
   validityAfter,
 } from '../../../lib/core/quorum/protocol';
-import { Timeline } from '../../../lib/core/clock';
+import { Timeline, driftFor } from '../../../lib/core/clock';
 import { runRound } from '../../../lib/core/quorum/round';
 import type { Voter } from '../../../lib/core/quorum/round';
 
