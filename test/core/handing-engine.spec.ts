@@ -5,7 +5,8 @@
  * one of that engine's releases — each of which it would lose — and leaves the resource's
  * release channel meanwhile (the masters no longer send it every release). On 5 real masters;
  * the waiter's links are 3 ms slower each way (TCP delay proxies), so that the keeper's
- * hand-over always comes first.
+ * hand-over nearly always comes first (on a loaded machine the waiter sometimes wins the gap
+ * between two of the keeper's holders: the polling test starts over then).
  */
 import { Redis } from 'ioredis';
 import { Redlock } from '../../lib/core/redlock';
