@@ -135,16 +135,18 @@ it('a waiter that polls a handing engine is not subscribed to its releases meanw
         },
         () => undefined,
       );
+      // Each step ends at once when the waiter has taken the lock.
+      const step = (done: () => boolean): Promise<void> => waitUntil(() => won || done(), 5_000);
       const madeBefore = made();
       try {
         // It watches the resource's releases after its first refusal…
-        await waitUntil(() => won || made() > madeBefore, 5_000);
+        await step(() => made() > madeBefore);
         // …and stops once it polls (refused by a second holder of the keeper's engine): the
         // masters no longer send it the keeper's every release. It goes on polling at its retry
         // delay, without watching again while the keeper's holders refuse it.
-        if (!won) await waitUntil(() => won || watches() === 0, 5_000);
+        await step(() => watches() === 0);
         const before = attempts();
-        if (!won) await waitUntil(() => won || attempts() >= before + 2, 5_000);
+        await step(() => attempts() >= before + 2);
         if (!won) {
           expect(watches()).toBe(0);
           return;
