@@ -30,7 +30,7 @@ export default tseslint.config(
     // V8's slow path in Node 20: about 1 µs each against 0.03–0.1 µs for `{ ...a }`, a literal
     // listing the fields, or Object.assign — measured on the lock's hot path. The code that runs
     // per lock, per request or
-    // per event lists the fields or uses `withFields` (lib/core/fields.ts) instead.
+    // per event lists the fields or uses `withFields` (lib/core/base/fields.ts) instead.
     files: [
       'lib/core/**/*.ts',
       'lib/locked/**/*.ts',
@@ -43,7 +43,7 @@ export default tseslint.config(
         {
           selector: 'ObjectExpression[properties.length>1] > SpreadElement:first-child',
           message:
-            'A spread first and more after it (`{ ...a, b }`) is slow in V8 (Node 20): list the fields or use Object.assign (lib/core/fields.ts).',
+            'A spread first and more after it (`{ ...a, b }`) is slow in V8 (Node 20): list the fields or use Object.assign (lib/core/base/fields.ts).',
         },
       ],
     },

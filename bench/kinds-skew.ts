@@ -14,14 +14,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { lockKey } from '../lib/core/keys';
-import { HOLDERS_RELEASE_SCRIPT } from '../lib/core/kinds/holder-scripts';
-import { semaphoreQuorum } from '../lib/core/kinds/quorum-rule';
-import { SEMAPHORE_ACQUIRE_SCRIPT } from '../lib/core/kinds/semaphore-scripts';
-import { RedlockError } from '../lib/core/errors';
+import { lockKey } from '../lib/core/base/keys';
+import { HOLDERS_RELEASE_SCRIPT } from '../lib/core/redis/kinds/holder-scripts';
+import { semaphoreQuorum } from '../lib/core/quorum/kind-rules';
+import { SEMAPHORE_ACQUIRE_SCRIPT } from '../lib/core/redis/kinds/semaphore-scripts';
+import { RedlockError } from '../lib/core/base/errors';
 import { Redlock } from '../lib/core/redlock';
-import { definedScripts, evalScript } from '../lib/core/scripts/lua';
-import { connectionOf } from '../lib/core/connection/adapt';
+import { definedScripts, evalScript } from '../lib/core/redis/scripts/lua';
+import { connectionOf } from '../lib/core/redis/connection/adapt';
 import { skewedLinks, mostAtOnce } from '../test/harness/skewed-links';
 import { fmt, sleep } from './stats';
 

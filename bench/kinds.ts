@@ -11,7 +11,7 @@
  */
 import type { Redis } from 'ioredis';
 import { Redlock } from '../lib/core/redlock';
-import type { AcquireOptions } from '../lib/core/types';
+import type { AcquireOptions } from '../lib/core/base/types';
 import { RedisMasters } from '../test/harness/redis-masters';
 import { BENCH_SETTINGS, quickFromEnv } from './config';
 import { fmt } from './stats';

@@ -23,9 +23,9 @@ import { Redlock } from '../lib/core/redlock';
 import { RedisMasters } from '../test/harness/redis-masters';
 import { STORE_FACTORY } from '../lib/core/store';
 import type { StoreFactory } from '../lib/core/store';
-import type { RedlockClient } from '../lib/core/settings';
+import type { RedlockClient } from '../lib/core/base/settings';
 import { FairRedisStore } from '../lib/core/fair/fair-redis-store';
-import { RedisStore } from '../lib/core/redis-store';
+import { RedisStore } from '../lib/core/redis/store';
 import { benchClients } from './clients';
 import { probeSettings } from './config';
 

@@ -12,7 +12,7 @@
  */
 import type { Redis } from 'ioredis';
 import { RedisMasters } from '../test/harness/redis-masters';
-import { ACQUIRE_SCRIPT } from '../lib/core/kinds/mutex';
+import { ACQUIRE_SCRIPT } from '../lib/core/redis/kinds/mutex';
 
 const TOKEN = 'a2FlC_v81uk2vF_kkqEHe7soFlCQu48FbJahpL0';
 const BIRTH = '1795788982922';

@@ -1,14 +1,14 @@
 import Redis from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import type { RedlockClient } from './core';
-import { errorMessage } from './core/masters/node';
-import { connectionOf, isRedlockClient } from './core/connection/adapt';
+import { errorMessage } from './core/base/errors';
+import { connectionOf, isRedlockClient } from './core/redis/connection/adapt';
 import {
   clientSecrets,
   redactText as redactWith,
   redactUrl as redactUrlCore,
   urlSecrets,
-} from './core/redact';
+} from './core/base/redact';
 import { masterErrorMessage, masterReadyMessage } from './redlock.messages';
 import type { RedlockClientOption } from './interfaces';
 

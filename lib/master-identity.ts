@@ -1,7 +1,12 @@
 import type { Redis, RedisOptions } from 'ioredis';
 import { InvalidConfigurationError } from './core';
 import type { RedlockClient } from './core';
-import { clientShape, connectionOf, isRedlockClient, refusedShape } from './core/connection/adapt';
+import {
+  clientShape,
+  connectionOf,
+  isRedlockClient,
+  refusedShape,
+} from './core/redis/connection/adapt';
 import { normalizeRedisUrl } from './clients';
 
 /*

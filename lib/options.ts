@@ -1,12 +1,12 @@
 import type { RedisOptions } from 'ioredis';
 import { InvalidConfigurationError } from './core';
 import type { RedlockSettings } from './core';
-import { MAX_TIMER_MS } from './core/clock';
-import { SETTING_NAMES, resolveSettings } from './core/settings';
-import { MAX_LIMIT, checkInteger, checkRetryWait, checkTtl, describe } from './core/validate';
-import type { TtlLimits } from './core/validate';
+import { MAX_TIMER_MS } from './core/base/clock';
+import { SETTING_NAMES, resolveSettings } from './core/base/settings';
+import { MAX_LIMIT, checkInteger, checkRetryWait, checkTtl, describe } from './core/base/validate';
+import type { TtlLimits } from './core/base/validate';
 import { normalizeRedisUrl, redactUrl, urlUserInfoProblem } from './clients';
-import { isRedlockClient } from './core/connection/adapt';
+import { isRedlockClient } from './core/redis/connection/adapt';
 import { ACCEPTED_CLIENTS, checkDistinctAddresses, foreignClient } from './master-identity';
 import { checkTelemetryOptions } from './telemetry/opentelemetry';
 import type {

@@ -1,5 +1,5 @@
 import { loadTransportExceptions } from './errors/transport.error';
-import { connectionOf } from './core/connection/adapt';
+import { connectionOf } from './core/redis/connection/adapt';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type {
   BeforeApplicationShutdown,

@@ -11,7 +11,7 @@ import { Session } from 'node:inspector/promises';
 import { relative } from 'node:path';
 import { RedisMasters } from '../test/harness/redis-masters';
 import { Redlock } from '../lib/core';
-import type { Fairness } from '../lib/core/settings';
+import type { Fairness } from '../lib/core/base/settings';
 
 const ROOT = relative(process.cwd(), `${__dirname}/..`) || '.';
 

@@ -3,16 +3,16 @@
  * engine, its options, lock and event types, the errors and the fencing helpers. Internals are
  * imported from their files.
  */
-export * from './errors';
-export { Lock } from './lock';
-export type { ReleaseResult, LockOwner, LockedRoutine } from './lock';
+export * from './base/errors';
+export { Lock } from './lock/lock';
+export type { ReleaseResult, LockOwner, LockedRoutine } from './lock/lock';
 export { Redlock } from './redlock';
-export { SERIALIZED_LOCK_VERSION } from './portable';
-export type { SerializedLock } from './portable';
-export { MAX_RESOURCES, MAX_RESOURCE_LENGTH, MAX_LIMIT } from './validate';
-export type { LockKindName, LockKindSpec } from './kind-spec';
-export type { FoundKind } from './kind-spec';
-export { semaphoreQuorum } from './kinds/quorum-rule';
+export { SERIALIZED_LOCK_VERSION } from './lock/portable';
+export type { SerializedLock } from './lock/portable';
+export { MAX_RESOURCES, MAX_RESOURCE_LENGTH, MAX_LIMIT } from './base/validate';
+export type { LockKindName, LockKindSpec } from './base/kind-spec';
+export type { FoundKind } from './base/kind-spec';
+export { semaphoreQuorum } from './quorum/kind-rules';
 export type {
   AcquireOptions,
   UsingOptions,
@@ -21,8 +21,8 @@ export type {
   RedlockFootprint,
   ResourceInspection,
   ReleaseOptions,
-} from './types';
-export { DEFAULT_SETTINGS } from './settings';
+} from './base/types';
+export { DEFAULT_SETTINGS } from './base/settings';
 export type {
   Fairness,
   RedlockClient,
@@ -30,8 +30,8 @@ export type {
   RedlockSettings,
   QuarantineSettings,
   ResolvedSettings,
-} from './settings';
-export type { IovalkeyClient, NodeRedisClient, NodeRedisCluster } from './connection/client-types';
+} from './base/settings';
+export type { IovalkeyClient, NodeRedisClient, NodeRedisCluster } from './base/client-types';
 export type {
   RedlockEvent,
   RedlockObserver,
@@ -40,5 +40,5 @@ export type {
   ExtendedEvent,
   ReleasedEvent,
   LostEvent,
-} from './events';
-export { fencedWrite, fencedRead } from './fencing';
+} from './lock/events';
+export { fencedWrite, fencedRead } from './redis/fenced-write';

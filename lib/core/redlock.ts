@@ -1,10 +1,10 @@
-import { MAX_TIMER_MS, monotonicNow } from './clock';
-import { InvalidArgumentError } from './errors';
-import type { RedlockObserver } from './events';
-import { lockKey } from './keys';
-import { HeldLocks, expire, lockState, ownedState } from './lock';
-import type { Lock, LockedRoutine, ReleaseResult } from './lock';
-import { withFields } from './fields';
+import { MAX_TIMER_MS, monotonicNow } from './base/clock';
+import { InvalidArgumentError } from './base/errors';
+import type { RedlockObserver } from './lock/events';
+import { lockKey } from './base/keys';
+import { HeldLocks, expire, lockState, ownedState } from './lock/lock';
+import type { Lock, LockedRoutine, ReleaseResult } from './lock/lock';
+import { withFields } from './base/fields';
 import {
   InflightAttempts,
   acquireLoop,
@@ -14,9 +14,9 @@ import {
   tryOnce,
 } from './policy/acquire';
 import type { AttemptContext, LoopContext } from './policy/acquire';
-import { FifoQueue } from './policy/fifo-queue';
+import { FifoQueue } from './waiting/fifo-queue';
 import { FairQueue } from './fair/fair-queue';
-import type { WaitingPolicy } from './policy/waiting';
+import type { WaitingPolicy } from './waiting/waiting';
 import { extendLock } from './policy/extension';
 import { inspectResource } from './policy/inspect';
 import { restoreLock } from './policy/restore';
@@ -28,10 +28,10 @@ import { runUsing } from './policy/using';
 import { Observers } from './policy/observers';
 import { isStoreFactory } from './store';
 import type { Grant, LockStore, StoreFactory } from './store';
-import { RedisStore } from './redis-store';
+import { RedisStore } from './redis/store';
 import { FairRedisStore } from './fair/fair-redis-store';
-import { resolveSettings } from './settings';
-import type { RedlockClient, RedlockSettings, ResolvedSettings } from './settings';
+import { resolveSettings } from './base/settings';
+import type { RedlockClient, RedlockSettings, ResolvedSettings } from './base/settings';
 import type {
   AcquireOptions,
   RedlockFootprint,
@@ -39,14 +39,14 @@ import type {
   ReleaseOptions,
   ResourceInspection,
   UsingOptions,
-} from './types';
+} from './base/types';
 import {
   TRY_ACQUIRE_OPTION_NAMES,
   argError,
   checkInteger,
   checkOpenAcquire,
   checkTtl,
-} from './validate';
+} from './base/validate';
 
 /**
  * The Redlock algorithm on N independent Redis masters (docs/REDLOCK.md).
@@ -57,7 +57,7 @@ import {
  *
  * This class is the policy — validation, retries, keep-alive, events and the life of each lock —
  * over a store (lib/core/store.ts): the Redis store runs the quorum protocol on the
- * masters (lib/core/redis-store.ts, lib/core/quorum/).
+ * masters (lib/core/redis/store.ts, lib/core/quorum/).
  */
 export class Redlock {
   /** The validated settings in force. */
@@ -80,7 +80,7 @@ export class Redlock {
   /** Aborted by {@link drain}: refuses new acquisitions and wakes the waiting ones. */
   private readonly draining = new AbortController();
   /**
-   * Order and wake-ups of this engine's waiting acquires (policy/waiting.ts): policy/fifo-queue.ts
+   * Order and wake-ups of this engine's waiting acquires (waiting/waiting.ts): waiting/fifo-queue.ts
    * by default, fair/fair-queue.ts with `fairness: 'across-processes'`.
    */
   private readonly queue: WaitingPolicy<unknown>;
@@ -188,7 +188,7 @@ export class Redlock {
 
   /**
    * Redis key of a resource's lock: `${keyPrefix}{resource}` (the hash tag keeps a resource's
-   * keys in one Cluster slot); a resource containing `}` gets a derived tag (see keys.ts).
+   * keys in one Cluster slot); a resource containing `}` gets a derived tag (see base/keys.ts).
    */
   keyOf(resource: string): string {
     return lockKey(this.settings.keyPrefix, resource);
@@ -264,7 +264,7 @@ export class Redlock {
    * Extends a lock to `ttl` ms from now (default: its current ttl) with compare-and-pexpire on
    * every master. Succeeds only when a quorum accepts within the remaining validity. With the
    * `repairOnExtend` setting (default) it also puts the key back (`SET NX`, same token) on
-   * masters that lost it; those do not count toward the quorum (see repair.ts). Throws
+   * masters that lost it; those do not count toward the quorum (see redis/repair.ts). Throws
    * {@link LockLostError} when the lock is gone, {@link NoQuorumError} when too few masters
    * answered in time (the lock keeps its old validity), {@link ExtensionLimitError} past
    * `maxExtensions`.

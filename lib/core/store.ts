@@ -1,16 +1,16 @@
-import type { FoundLockKind, NodeVote } from './errors';
-import type { LockKindSpec } from './kind-spec';
+import type { FoundLockKind, NodeVote } from './base/errors';
+import type { LockKindSpec } from './base/kind-spec';
 import type { ReleaseResult } from './quorum/protocol';
-import type { ResolvedSettings } from './settings';
-import type { MasterHealth } from './types';
-import type { AnnouncementListener, ReleaseWatch } from './announcements';
+import type { ResolvedSettings } from './base/settings';
+import type { MasterHealth } from './base/types';
+import type { AnnouncementListener, ReleaseWatch } from './base/announcements';
 
-export type { Announced, AnnouncementListener, ReleaseWatch } from './announcements';
+export type { Announced, AnnouncementListener, ReleaseWatch } from './base/announcements';
 
 /**
  * The store seam: what the policy (acquire loop, keep-alive, observers, the lock's life — see
  * lib/core/redlock.ts) needs from where locks are kept. It returns grants and votes, never
- * `Lock` objects. The Redis store (lib/core/redis-store.ts) runs the quorum protocol on the
+ * `Lock` objects. The Redis store (lib/core/redis/store.ts) runs the quorum protocol on the
  * masters; the testing module's in-memory store (lib/testing/in-memory-store.ts) keeps a table.
  */
 
@@ -53,7 +53,7 @@ export interface AttemptRequest {
   readonly writerWait?: number;
   /**
    * With `writerWait`: a retry, whose grant takes the resources' writer-waiting flags down
-   * (kinds/writer-flag.ts `writerGrantedLua`). Stores without flags ignore it.
+   * (redis/kinds/writer-flag.ts `writerGrantedLua`). Stores without flags ignore it.
    */
   readonly clearWriterFlags?: boolean;
 }
@@ -172,7 +172,7 @@ export interface LockStore {
   ): Promise<ReleaseWatch | undefined>;
   /**
    * A retrying plain acquire of `resources` ended without a lock: the writer-waiting flags this
-   * engine raised for it are taken down (kinds/writer-flag.ts; best effort, not awaited).
+   * engine raised for it are taken down (redis/kinds/writer-flag.ts; best effort, not awaited).
    */
   writerGaveUp?(resources: readonly string[]): void;
   readonly footprint: StoreFootprint;

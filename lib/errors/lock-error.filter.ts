@@ -9,7 +9,7 @@ import {
   NoQuorumError,
   ShuttingDownError,
   WaitTimeoutError,
-} from '../core/errors';
+} from '../core/base/errors';
 import type { ResolvedRedlockModuleOptions } from '../interfaces/redlock-module-options.interface';
 import { REDLOCK_MODULE_OPTIONS } from '../redlock.constants';
 import {

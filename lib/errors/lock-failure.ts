@@ -8,7 +8,7 @@ import {
   NoQuorumError,
   ShuttingDownError,
   WaitTimeoutError,
-} from '../core/errors';
+} from '../core/base/errors';
 import type { ContentionStatus } from '../interfaces/redlock-module-options.interface';
 import {
   LOCK_LOST_MESSAGE,

@@ -1,4 +1,4 @@
-import { withFields } from '../core/fields';
+import { withFields } from '../core/base/fields';
 import { Injectable } from '@nestjs/common';
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';

@@ -6,10 +6,10 @@ import {
   LockLostError,
   ShuttingDownError,
 } from '../core';
-import type { LockKindSpec } from '../core/kind-spec';
+import type { LockKindSpec } from '../core/base/kind-spec';
 import type { AcquireOptions, Lock, LockedRoutine, UsingOptions } from '../core';
-import { errorMessage } from '../core/masters/node';
-import { checkKind, describe, normalizeResources } from '../core/validate';
+import { errorMessage } from '../core/base/errors';
+import { checkKind, describe, normalizeResources } from '../core/base/validate';
 import type {
   LockContext,
   LockedCallContext,
@@ -275,7 +275,7 @@ function acquireOptions(
   const keep = o.lockAtLeastFor === undefined ? {} : { lockAtLeastFor: o.lockAtLeastFor };
   const kind = { shared: o.shared, limit: o.limit, ...keep };
   if (o.onLocked !== 'wait') return { ttl: o.ttl, retryCount: 0, signal, ...kind };
-  // (`kind` last: its fields are not among the others; see lib/core/fields.ts.)
+  // (`kind` last: its fields are not among the others; see lib/core/base/fields.ts.)
   return {
     ttl: o.ttl,
     // With a deadline and no explicit count, the deadline alone bounds the wait.

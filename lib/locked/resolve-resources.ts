@@ -2,7 +2,12 @@ import { Logger } from '@nestjs/common';
 import { InvalidArgumentError, InvalidConfigurationError } from '../core';
 import { REDLOCK_LOGGER_CONTEXT } from '../redlock.constants';
 import { INVALID_LOCK_RESOURCE_MESSAGE, unresolvedResourceMessage } from '../redlock.messages';
-import { MAX_RESOURCE_LENGTH, checkResourceName, describe, isWellFormed } from '../core/validate';
+import {
+  MAX_RESOURCE_LENGTH,
+  checkResourceName,
+  describe,
+  isWellFormed,
+} from '../core/base/validate';
 import type { LockedCallContext, LockedResources } from '../interfaces';
 
 /** Roots a `{placeholder}` may start with. */

@@ -1,8 +1,8 @@
-import { InvalidConfigurationError } from '../core/errors';
-import type { RedlockErrorCode } from '../core/errors';
-import type { RedlockEvent } from '../core/events';
+import { InvalidConfigurationError } from '../core/base/errors';
+import type { RedlockErrorCode } from '../core/base/errors';
+import type { RedlockEvent } from '../core/lock/events';
 import type { Redlock } from '../core/redlock';
-import { describe } from '../core/validate';
+import { describe } from '../core/base/validate';
 import { voteCounts } from './opentelemetry';
 
 /*

@@ -1,12 +1,12 @@
 import { requireOptional } from '../optional-peer';
 import { VERSION } from '../version';
 import { performance } from 'node:perf_hooks';
-import { monotonicNow } from '../core/clock';
-import { InvalidConfigurationError, RedlockError } from '../core/errors';
-import type { NodeVote } from '../core/errors';
-import type { RedlockEvent } from '../core/events';
+import { monotonicNow } from '../core/base/clock';
+import { InvalidConfigurationError, RedlockError } from '../core/base/errors';
+import type { NodeVote } from '../core/base/errors';
+import type { RedlockEvent } from '../core/lock/events';
 import type { Redlock } from '../core/redlock';
-import { describe } from '../core/validate';
+import { describe } from '../core/base/validate';
 
 /*
  * OpenTelemetry integration. `@opentelemetry/api` is an optional peer dependency: it is loaded

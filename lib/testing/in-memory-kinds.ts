@@ -1,5 +1,5 @@
-import type { FoundLockKind } from '../core/errors';
-import type { LockKindSpec } from '../core/kind-spec';
+import type { FoundLockKind } from '../core/base/errors';
+import type { LockKindSpec } from '../core/base/kind-spec';
 import type { Grant } from '../core/store';
 
 /**

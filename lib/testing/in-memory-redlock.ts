@@ -1,8 +1,8 @@
-import type { Lock } from '../core/lock';
+import type { Lock } from '../core/lock/lock';
 import { Redlock } from '../core/redlock';
-import { argError, checkInteger, normalizeResources } from '../core/validate';
-import type { RedlockSettings } from '../core/settings';
-import { MAX_TIMER_MS, monotonicNow } from '../core/clock';
+import { argError, checkInteger, normalizeResources } from '../core/base/validate';
+import type { RedlockSettings } from '../core/base/settings';
+import { MAX_TIMER_MS, monotonicNow } from '../core/base/clock';
 import { InMemoryStore } from './in-memory-store';
 import type { InMemoryHolder } from './in-memory-store';
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { monotonicNow } from '../core/clock';
-import type { NodeOutcome, NodeVote } from '../core/errors';
-import { expire, lockOfGrant, lockState } from '../core/lock';
-import type { Lock } from '../core/lock';
+import { monotonicNow } from '../core/base/clock';
+import type { NodeOutcome, NodeVote } from '../core/base/errors';
+import { expire, lockOfGrant, lockState } from '../core/lock/lock';
+import type { Lock } from '../core/lock/lock';
 import { STORE_FACTORY } from '../core/store';
 import type {
   AnnouncementListener,
@@ -17,10 +17,10 @@ import type {
   StoreFootprint,
 } from '../core/store';
 import type { ReleaseResult } from '../core/quorum/protocol';
-import { errorMessage } from '../core/masters/node';
-import type { ResolvedSettings } from '../core/settings';
-import type { MasterHealth } from '../core/types';
-import { MUTEX_SPEC } from '../core/kind-spec';
+import { errorMessage } from '../core/base/errors';
+import type { ResolvedSettings } from '../core/base/settings';
+import type { MasterHealth } from '../core/base/types';
+import { MUTEX_SPEC } from '../core/base/kind-spec';
 import { admission, pruneSlot } from './in-memory-kinds';
 import type { Admission, Holding, Slot } from './in-memory-kinds';
 import type { FairAttemptRequest } from '../core/fair/fair-store';
@@ -122,7 +122,7 @@ export class InMemoryStore implements LockStore {
     for (const r of resources) {
       const slot = this.entries.get(r) ?? { kind, holders: new Map(), writerWaitUntil: 0 };
       if (from !== undefined) slot.holders.delete(from);
-      // A writer granted: its writer-waiting flag ends (core/kinds/writer-flag.ts).
+      // A writer granted: its writer-waiting flag ends (core/redis/kinds/writer-flag.ts).
       if (kind.name === 'mutex' && (req.writerWait ?? 0) > 0) slot.writerWaitUntil = 0;
       if (slot.holders.size === 0) slot.kind = kind;
       slot.holders.set(token, { token, expiresAt: now + ttl, grant });
@@ -234,7 +234,7 @@ export class InMemoryStore implements LockStore {
     return errorMessage(err);
   }
 
-  /** A waiting writer gave up: its writer-waiting flags end (core/kinds/writer-flag.ts). */
+  /** A waiting writer gave up: its writer-waiting flags end (core/redis/kinds/writer-flag.ts). */
   writerGaveUp(resources: readonly string[]): void {
     for (const r of resources) {
       const slot = this.entries.get(r);

@@ -8,11 +8,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { InvalidArgumentError, KindMismatchError, NoQuorumError } from '../../lib/core/errors';
-import type { Lock } from '../../lib/core/lock';
+import { InvalidArgumentError, KindMismatchError, NoQuorumError } from '../../lib/core/base/errors';
+import type { Lock } from '../../lib/core/lock/lock';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockClient, RedlockSettings } from '../../lib/core/settings';
-import { fencedRead, fencedWrite } from '../../lib/core/fencing';
+import type { RedlockClient, RedlockSettings } from '../../lib/core/base/settings';
+import { fencedRead, fencedWrite } from '../../lib/core/redis/fenced-write';
 import type { ClientKind } from '../harness/client-kinds';
 import { makeClients, makeClusterClient } from '../harness/client-kinds';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';

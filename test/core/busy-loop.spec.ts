@@ -1,6 +1,6 @@
 /**
  * A busy process must not turn its own backlog into missed per-node timeouts (item 4;
- * lib/core/clock.ts `afterPendingIo`). When the event loop is blocked past the per-node timeout,
+ * lib/core/base/clock.ts `afterPendingIo`). When the event loop is blocked past the per-node timeout,
  * the round's timer fires in the timers phase, before the poll phase reads the sockets: replies
  * that came back in time were counted as `timeout`, and a free lock was refused as an outage
  * (`NoQuorumError`, HTTP 503). Now the replies already received are read before the timeout ends

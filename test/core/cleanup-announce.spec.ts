@@ -9,7 +9,7 @@
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import type { Lock } from '../../lib/core/lock';
+import type { Lock } from '../../lib/core/lock/lock';
 import { Redlock } from '../../lib/core/redlock';
 import { DelayProxy } from '../harness/delay-proxy';
 import { SUITE_DEFAULTS, observedStore, useMasters } from '../harness/engines';

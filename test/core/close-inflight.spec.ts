@@ -5,7 +5,7 @@
  * attempt is really in flight (its keys already set on the masters) when `close()` starts.
  */
 import Redis from 'ioredis';
-import { ShuttingDownError } from '../../lib/core/errors';
+import { ShuttingDownError } from '../../lib/core/base/errors';
 import { Redlock } from '../../lib/core/redlock';
 import { proxiedClients } from '../harness/delay-proxy';
 import { RedisMasters } from '../harness/redis-masters';

@@ -7,7 +7,7 @@
 import { Cluster } from 'ioredis';
 import type { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import { LockContendedError } from '../../lib/core/errors';
+import { LockContendedError } from '../../lib/core/base/errors';
 import {
   SLOTS,
   fenceKey,
@@ -16,10 +16,10 @@ import {
   markerKey,
   slotTag,
   waitKey,
-} from '../../lib/core/keys';
+} from '../../lib/core/base/keys';
 import { pollKey } from '../../lib/core/fair/fair-keys';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockSettings } from '../../lib/core/settings';
+import type { RedlockSettings } from '../../lib/core/base/settings';
 import { MAX_LOCAL_STREAK } from '../../lib/core/fair/streak';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';
 import { observedStore } from '../harness/engines';

@@ -6,10 +6,10 @@
 import type { Redis } from 'ioredis';
 import type { Socket } from 'node:net';
 import { Redlock } from '../../lib/core/redlock';
-import { evalScript } from '../../lib/core/scripts/lua';
-import { connectionOf } from '../../lib/core/connection/adapt';
-import { ACQUIRE_SCRIPT } from '../../lib/core/kinds/mutex';
-import { RELEASE_SCRIPT } from '../../lib/core/scripts/release';
+import { evalScript } from '../../lib/core/redis/scripts/lua';
+import { connectionOf } from '../../lib/core/redis/connection/adapt';
+import { ACQUIRE_SCRIPT } from '../../lib/core/redis/kinds/mutex';
+import { RELEASE_SCRIPT } from '../../lib/core/redis/scripts/release';
 import { RedisMasters } from '../harness/redis-masters';
 import { uniqueResource } from '../harness/util';
 

@@ -1,12 +1,12 @@
 /**
- * `await using` (lock.ts `[Symbol.asyncDispose]`) against real redis-server masters: the keys are
+ * `await using` (lock/lock.ts `[Symbol.asyncDispose]`) against real redis-server masters: the keys are
  * gone once the block ends, also when it throws; every kind of lock; a lock that was already
  * released disposes without sending anything again, one that expired or was lost disposes
  * quietly and its release is reported through the engine's events as a normal release is.
  */
-import { InvalidArgumentError, LockLostError } from '../../lib/core/errors';
-import type { RedlockEvent } from '../../lib/core/events';
-import { Lock } from '../../lib/core/lock';
+import { InvalidArgumentError, LockLostError } from '../../lib/core/base/errors';
+import type { RedlockEvent } from '../../lib/core/lock/events';
+import { Lock } from '../../lib/core/lock/lock';
 import type { Redlock } from '../../lib/core/redlock';
 import { InMemoryRedlock } from '../../lib/testing/in-memory-redlock';
 import { useMasters } from '../harness/engines';

@@ -1,5 +1,5 @@
 /**
- * The waiting policies (lib/core/policy/waiting.ts) against 5 real masters — in both modes of
+ * The waiting policies (lib/core/waiting/waiting.ts) against 5 real masters — in both modes of
  * the `fairness` setting: FIFO grants, no barging, local hand-off without polling, waiters that
  * sleep through a held lock, cancellation mid-queue, multi-resource requests, failed attempts'
  * clean-up, and 10,000 waiters; with fairness across processes: the local streak, two engines on
@@ -9,12 +9,12 @@ import type { Redis } from 'ioredis';
 import { getEventListeners } from 'node:events';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { LockAbortedError, LockContendedError } from '../../lib/core/errors';
-import type { Lock } from '../../lib/core/lock';
+import { LockAbortedError, LockContendedError } from '../../lib/core/base/errors';
+import type { Lock } from '../../lib/core/lock/lock';
 import { MAX_ALONE_STREAK, MAX_INSTALL_STREAK, MAX_LOCAL_STREAK } from '../../lib/core/fair/streak';
 import type { FairAttemptOutcome, FairAttemptRequest } from '../../lib/core/fair/fair-store';
 import { Redlock } from '../../lib/core/redlock';
-import type { Fairness, RedlockSettings } from '../../lib/core/settings';
+import type { Fairness, RedlockSettings } from '../../lib/core/base/settings';
 import { observedStore } from '../harness/engines';
 import { contend, longestStreak } from '../harness/two-engines';
 import { RedisMasters } from '../harness/redis-masters';

@@ -5,7 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import { LockContendedError, NoQuorumError, Redlock } from '../../lib';
-import { RELEASE_SCRIPT } from '../../lib/core/scripts/release';
+import { RELEASE_SCRIPT } from '../../lib/core/redis/scripts/release';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, valuesOn, waitUntil } from '../harness/util';
 

@@ -1,14 +1,14 @@
 /**
  * An acquire granted by a quorum whose fencing counters disagree raises them first
- * (redis-attempt.ts `raiseFences`). The counters must hold the token on as many masters as the
+ * (redis/attempt.ts `raiseFences`). The counters must hold the token on as many masters as the
  * store's quorum (every later grant of the resource, of any kind, meets them), also for a
  * semaphore whose own quorum is larger. When too few masters confirm the raise, the attempt is
  * unavailable, and the `NoQuorumError` shows the raise round's votes — not the acquire round's,
  * which were all granted and would read as "every master ok" next to "no quorum".
  */
 import { NoQuorumError, Redlock } from '../../lib/core';
-import { fenceKey, lockKey } from '../../lib/core/keys';
-import { FENCE_RAISE_SCRIPT } from '../../lib/core/scripts/fencing';
+import { fenceKey, lockKey } from '../../lib/core/base/keys';
+import { FENCE_RAISE_SCRIPT } from '../../lib/core/redis/scripts/fencing';
 import { SUITE_DEFAULTS, storeWith, useMasters } from '../harness/engines';
 import { uniqueResource } from '../harness/util';
 

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { repoPath } from '../harness/paths';
 import type { Redis } from 'ioredis';
 import { InvalidArgumentError, Redlock, fencedRead, fencedWrite } from '../../lib';
-import { fenceKey, keySlot } from '../../lib/core/keys';
+import { fenceKey, keySlot } from '../../lib/core/base/keys';
 import { RedisMaster, RedisMasters, freePort } from '../harness/redis-masters';
 import { sleep, uniqueResource } from '../harness/util';
 

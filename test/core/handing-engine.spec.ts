@@ -1,6 +1,6 @@
 /**
  * An engine whose own callers keep a resource (its queue hands it from one to the next) and a
- * waiter of another engine (policy/fifo-queue.ts `refused`): once the waiter is refused by two
+ * waiter of another engine (waiting/fifo-queue.ts `refused`): once the waiter is refused by two
  * holders of that engine in a row, it polls at its retry delay instead of attempting at every
  * one of that engine's releases — each of which it would lose — and leaves the resource's
  * release channel meanwhile (the masters no longer send it every release). On 5 real masters;
@@ -10,8 +10,8 @@
  */
 import { Redis } from 'ioredis';
 import { Redlock } from '../../lib/core/redlock';
-import type { Lock } from '../../lib/core/lock';
-import { monotonicNow } from '../../lib/core/clock';
+import type { Lock } from '../../lib/core/lock/lock';
+import { monotonicNow } from '../../lib/core/base/clock';
 import { DelayProxy } from '../harness/delay-proxy';
 import { RedisMasters } from '../harness/redis-masters';
 import { SUITE_DEFAULTS, observeAttempts, storeWith, useMasters } from '../harness/engines';

@@ -9,9 +9,9 @@ import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 import { STORE_FACTORY } from '../../lib/core/store';
 import type { ReleaseWatch, StoreFactory } from '../../lib/core/store';
-import { RedisStore } from '../../lib/core/redis-store';
+import { RedisStore } from '../../lib/core/redis/store';
 import { FairRedisStore } from '../../lib/core/fair/fair-redis-store';
-import type { Fairness } from '../../lib/core/settings';
+import type { Fairness } from '../../lib/core/base/settings';
 
 let masters: RedisMasters;
 let clients: Redis[];
@@ -459,7 +459,7 @@ it('a waiter refused by a holder whose release it already heard retries at once 
 
 it('a waiter refused by a holder whose release it already heard retries at once (the reply came after the announcements; fairness local)', async () => {
   // The default mode's form of the case above. (Its own hand-over — refused by two holders of
-  // one engine in a row — makes the waiter poll without watching: policy/fifo-queue.ts.) Here
+  // one engine in a row — makes the waiter poll without watching: waiting/fifo-queue.ts.) Here
   // the holder that refuses it is another engine's, which took the resource while the waiter's
   // attempt, woken by the first holder's release, was held back; that holder's release runs on
   // every master, and is announced, before the waiter reads the refusal.

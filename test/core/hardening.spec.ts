@@ -15,12 +15,12 @@ import {
   InvalidArgumentError,
   InvalidConfigurationError,
   LockLostError,
-} from '../../lib/core/errors';
-import type { Lock } from '../../lib/core/lock';
+} from '../../lib/core/base/errors';
+import type { Lock } from '../../lib/core/lock/lock';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockSettings } from '../../lib/core/settings';
-import { MIN_FENCING_KEY_TTL } from '../../lib/core/settings';
-import { RELEASE_SCRIPT } from '../../lib/core/scripts/release';
+import type { RedlockSettings } from '../../lib/core/base/settings';
+import { MIN_FENCING_KEY_TTL } from '../../lib/core/base/settings';
+import { RELEASE_SCRIPT } from '../../lib/core/redis/scripts/release';
 import { InMemoryRedlock } from '../../lib/testing/in-memory-redlock';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, valuesOn, waitUntil } from '../harness/util';

@@ -4,7 +4,7 @@
  * and the fencing tokens, kept per position and named only when read, still per resource.
  */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
-import { fenceKey } from '../../lib/core/keys';
+import { fenceKey } from '../../lib/core/base/keys';
 import { useMasters } from '../harness/engines';
 import { uniqueResource } from '../harness/util';
 
@@ -38,7 +38,7 @@ describe('hot path', () => {
     const rl = suite.engine();
     const a = uniqueResource('fence-a');
     let b = uniqueResource('fence-b');
-    // In another Cluster slot than a, so that each has a counter of its own (keys.ts).
+    // In another Cluster slot than a, so that each has a counter of its own (base/keys.ts).
     while (fenceKey('lock:', b) === fenceKey('lock:', a)) b = uniqueResource('fence-b');
     // Distinct counters, the same on every master. (Counters that start from the masters' own
     // clocks differ by 10^6 when their first locks straddle a second boundary: a flake under load.)

@@ -4,9 +4,9 @@
  * holders of the other kinds written by the groundwork scripts.
  */
 import type { Redis } from 'ioredis';
-import { InvalidArgumentError, NoQuorumError } from '../../lib/core/errors';
-import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/semaphore-scripts';
-import { SHARED_ACQUIRE_SCRIPT } from '../../lib/core/kinds/shared-scripts';
+import { InvalidArgumentError, NoQuorumError } from '../../lib/core/base/errors';
+import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/redis/kinds/semaphore-scripts';
+import { SHARED_ACQUIRE_SCRIPT } from '../../lib/core/redis/kinds/shared-scripts';
 import { Redlock } from '../../lib/core/redlock';
 import { InMemoryRedlock } from '../../lib/testing/in-memory-redlock';
 import { PREFIX, acquireLayout, run } from '../harness/kind-scripts';

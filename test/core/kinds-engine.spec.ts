@@ -10,10 +10,10 @@ import {
   LockContendedError,
   LockLostError,
   NoQuorumError,
-} from '../../lib/core/errors';
-import type { Lock } from '../../lib/core/lock';
+} from '../../lib/core/base/errors';
+import type { Lock } from '../../lib/core/lock/lock';
 import { Redlock } from '../../lib/core/redlock';
-import type { AcquireOptions } from '../../lib/core/types';
+import type { AcquireOptions } from '../../lib/core/base/types';
 import { useMasters } from '../harness/engines';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 

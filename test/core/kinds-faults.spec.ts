@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { Redis } from 'ioredis';
-import { LockContendedError, LockLostError, NoQuorumError } from '../../lib/core/errors';
+import { LockContendedError, LockLostError, NoQuorumError } from '../../lib/core/base/errors';
 import { Redlock } from '../../lib/core/redlock';
 import { repoPath } from '../harness/paths';
 import { RedisMasters } from '../harness/redis-masters';

@@ -1,21 +1,27 @@
 /**
- * Extend, release and inspect of the lock kinds (lib/core/kinds/holder-scripts.ts), run with EVAL
+ * Extend, release and inspect of the lock kinds (lib/core/redis/kinds/holder-scripts.ts), run with EVAL
  * against a real redis-server; and every kind script on a Redis Cluster master without CROSSSLOT.
  * The acquire side: kinds-scripts.spec.ts.
  */
 import { Cluster, type Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import { HOLDERS_EXTEND_SCRIPT, HOLDERS_RELEASE_SCRIPT } from '../../lib/core/kinds/holder-scripts';
+import {
+  HOLDERS_EXTEND_SCRIPT,
+  HOLDERS_RELEASE_SCRIPT,
+} from '../../lib/core/redis/kinds/holder-scripts';
 import {
   decodeInspect,
   decodeKindAcquire,
   decodeKindExtend,
   decodeKindRelease,
-} from '../../lib/core/kinds/kind';
-import { INSPECT_READ_SCRIPT } from '../../lib/core/scripts/inspect';
-import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/semaphore-scripts';
-import { SHARED_ACQUIRE_SCRIPT, WRITE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/shared-scripts';
-import { keySlot } from '../../lib/core/keys';
+} from '../../lib/core/redis/kinds/kind';
+import { INSPECT_READ_SCRIPT } from '../../lib/core/redis/scripts/inspect';
+import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/redis/kinds/semaphore-scripts';
+import {
+  SHARED_ACQUIRE_SCRIPT,
+  WRITE_ACQUIRE_SCRIPT,
+} from '../../lib/core/redis/kinds/shared-scripts';
+import { keySlot } from '../../lib/core/base/keys';
 import { type Client, acquireLayout, key, run, snapshot, wkey } from '../harness/kind-scripts';
 import { LocalCluster, RedisMasters } from '../harness/redis-masters';
 import { uniqueResource, waitUntil } from '../harness/util';
@@ -234,7 +240,7 @@ describe('on a Redis Cluster master', () => {
 
   it('runs every kind script for a resource with its flag and fencing keys: no CROSSSLOT', async () => {
     const id = randomBytes(4).toString('hex');
-    // braces in the resource take the hashed-tag path of keys.ts. (No boot marker: it is in no
+    // braces in the resource take the hashed-tag path of base/keys.ts. (No boot marker: it is in no
     // resource's slot, and the engine does not check it on Cluster masters.)
     for (const r of [`plain:${id}`, `}odd{${id}`]) {
       const [s, t] = [tok('s'), tok('t')];

@@ -13,11 +13,11 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Redis, RedisOptions } from 'ioredis';
-import { KindMismatchError, LockContendedError } from '../../lib/core/errors';
-import { lockKindFor } from '../../lib/core/redis-store';
-import type { AcquireAnswer, LockKind, ScriptCall } from '../../lib/core/kinds/kind';
-import type { LockKindSpec } from '../../lib/core/kind-spec';
-import { counterKeyOf, lockKey, waitKey } from '../../lib/core/keys';
+import { KindMismatchError, LockContendedError } from '../../lib/core/base/errors';
+import { lockKindFor } from '../../lib/core/redis/store';
+import type { AcquireAnswer, LockKind, ScriptCall } from '../../lib/core/redis/kinds/kind';
+import type { LockKindSpec } from '../../lib/core/base/kind-spec';
+import { counterKeyOf, lockKey, waitKey } from '../../lib/core/base/keys';
 import { Redlock } from '../../lib/core/redlock';
 import { RedisMasters } from '../harness/redis-masters';
 import { recordingLogger, uniqueResource, waitUntil } from '../harness/util';
@@ -114,7 +114,7 @@ function callFor(
   return { ...call, args };
 }
 
-/** The call's reply, or that of the call it asks to send next (as masters/dispatch.ts does). */
+/** The call's reply, or that of the call it asks to send next (as redis/masters/dispatch.ts does). */
 async function evalFollowed(c: Redis, call: ScriptCall): Promise<unknown> {
   const value = await c.eval(call.script.source, call.keys.length, ...call.keys, ...call.args);
   const next = call.followUp?.(value, call);

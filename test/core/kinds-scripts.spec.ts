@@ -6,12 +6,15 @@
  */
 import type { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import { decodeKindAcquire, type KindAcquireReply } from '../../lib/core/kinds/kind';
-import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/semaphore-scripts';
-import { SHARED_ACQUIRE_SCRIPT, WRITE_ACQUIRE_SCRIPT } from '../../lib/core/kinds/shared-scripts';
-import { ACQUIRE_SCRIPT } from '../../lib/core/kinds/mutex';
-import { ACQUIRE_AMONG_KINDS_SCRIPT } from '../../lib/core/kinds/mutex-among-kinds';
-import { fenceKey } from '../../lib/core/keys';
+import { decodeKindAcquire, type KindAcquireReply } from '../../lib/core/redis/kinds/kind';
+import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../lib/core/redis/kinds/semaphore-scripts';
+import {
+  SHARED_ACQUIRE_SCRIPT,
+  WRITE_ACQUIRE_SCRIPT,
+} from '../../lib/core/redis/kinds/shared-scripts';
+import { ACQUIRE_SCRIPT } from '../../lib/core/redis/kinds/mutex';
+import { ACQUIRE_AMONG_KINDS_SCRIPT } from '../../lib/core/redis/kinds/mutex-among-kinds';
+import { fenceKey } from '../../lib/core/base/keys';
 import { type AcquireCall, PREFIX, acquireLayout, key, run, wkey } from '../harness/kind-scripts';
 import { RedisMasters } from '../harness/redis-masters';
 import { uniqueResource, waitUntil } from '../harness/util';
@@ -223,7 +226,7 @@ describe('shared locks: readers against the writer (mutex) string', () => {
     expect((await writer([r], { token: tok('w1b'), ttl: 10_000 }, 5_000, true)).status).toBe(
       'granted',
     );
-    // the winner ends the flag where it holds the key (kinds/writer-flag.ts): the key refuses new
+    // the winner ends the flag where it holds the key (redis/kinds/writer-flag.ts): the key refuses new
     // readers by itself, and its release announcement lets them in
     expect(await c.exists(wkey(r))).toBe(0);
   });

@@ -6,8 +6,8 @@
  * (`WaitTimeoutError` / `LockContendedError`), never `NoQuorumError` while a quorum of masters
  * answers; the semaphore admits holders steadily; never more than `limit` at once.
  */
-import { NoQuorumError, RedlockError } from '../../lib/core/errors';
-import type { NodeVote } from '../../lib/core/errors';
+import { NoQuorumError, RedlockError } from '../../lib/core/base/errors';
+import type { NodeVote } from '../../lib/core/base/errors';
 import { Redlock } from '../../lib/core/redlock';
 import { RedisMasters } from '../harness/redis-masters';
 import { type SkewedLinks, mostAtOnce, skewedLinks } from '../harness/skewed-links';

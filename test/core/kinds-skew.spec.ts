@@ -7,9 +7,9 @@
 import { jest } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import { Redis as IORedis } from 'ioredis';
-import { semaphoreKind } from '../../lib/core/kinds/holders';
-import { majorityQuorum } from '../../lib/core/kinds/quorum-rule';
-import type { Lock } from '../../lib/core/lock';
+import { semaphoreKind } from '../../lib/core/redis/kinds/holders';
+import { majorityQuorum } from '../../lib/core/quorum/kind-rules';
+import type { Lock } from '../../lib/core/lock/lock';
 import { Redlock } from '../../lib/core/redlock';
 import { DelayProxy } from '../harness/delay-proxy';
 import { mostAtOnce } from '../harness/skewed-links';

@@ -1,14 +1,14 @@
 /**
- * The writer-waiting flag ends with its writer (kinds/writer-flag.ts, docs/lock-kinds.md "Writer
+ * The writer-waiting flag ends with its writer (redis/kinds/writer-flag.ts, docs/lock-kinds.md "Writer
  * starvation policy"), on 3 real masters: granted, the writer deletes it where it holds the key,
  * and the readers come back at its release announcement; gave up, its engine takes it down. Before,
  * the flag lived until the readers it had waited for would have expired (their whole ttl), and no
  * reader got in meanwhile although the writer had come and gone.
  */
 import type { Redis } from 'ioredis';
-import { WaitTimeoutError } from '../../lib/core/errors';
-import { waitKey } from '../../lib/core/keys';
-import type { Lock } from '../../lib/core/lock';
+import { WaitTimeoutError } from '../../lib/core/base/errors';
+import { waitKey } from '../../lib/core/base/keys';
+import type { Lock } from '../../lib/core/lock/lock';
 import type { Redlock } from '../../lib/core/redlock';
 import { RedisMasters } from '../harness/redis-masters';
 import { useMasters } from '../harness/engines';

@@ -3,7 +3,7 @@
  * period has passed since the grant keeps the keys (TTL = the remainder, no hand-off message),
  * after it deletes them; on acquire, tryAcquire, using() and as a release override; typed errors.
  */
-import { InvalidArgumentError } from '../../lib/core/errors';
+import { InvalidArgumentError } from '../../lib/core/base/errors';
 import { Redlock } from '../../lib/core/redlock';
 import { InMemoryRedlock } from '../../lib/testing/in-memory-redlock';
 import { useMasters } from '../harness/engines';

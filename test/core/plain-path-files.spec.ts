@@ -28,7 +28,7 @@ async function pathFiles(...args: string[]): Promise<string[]> {
 describe('the plain path', () => {
   it(`runs at most ${MOST_FILES} files of lib/, none of the fair mode, in the default mode`, async () => {
     const files = await pathFiles();
-    expect(files).toContain('lib/core/kinds/mutex.ts');
+    expect(files).toContain('lib/core/redis/kinds/mutex.ts');
     expect(files).toContain('lib/core/quorum/round.ts');
     expect(files.filter((f) => f.startsWith('lib/core/fair/'))).toEqual([]);
     expect(files.length).toBeLessThanOrEqual(MOST_FILES);

@@ -7,15 +7,15 @@
  */
 import type { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import { InvalidConfigurationError, KindMismatchError } from '../../lib/core/errors';
+import { InvalidConfigurationError, KindMismatchError } from '../../lib/core/base/errors';
 import { orderKey, parkKey, pollKey } from '../../lib/core/fair/fair-keys';
-import { lockKey } from '../../lib/core/keys';
-import { ACQUIRE_SCRIPT } from '../../lib/core/kinds/mutex';
-import { RELEASE_SCRIPT } from '../../lib/core/scripts/release';
+import { lockKey } from '../../lib/core/base/keys';
+import { ACQUIRE_SCRIPT } from '../../lib/core/redis/kinds/mutex';
+import { RELEASE_SCRIPT } from '../../lib/core/redis/scripts/release';
 import { FAIR_ACQUIRE_SCRIPT } from '../../lib/core/fair/acquire-script';
 import { FAIR_RELEASE_SCRIPT } from '../../lib/core/fair/release-script';
-import { ACQUIRE_AMONG_KINDS_SCRIPT } from '../../lib/core/kinds/mutex-among-kinds';
-import type { LuaScript } from '../../lib/core/scripts/lua';
+import { ACQUIRE_AMONG_KINDS_SCRIPT } from '../../lib/core/redis/kinds/mutex-among-kinds';
+import type { LuaScript } from '../../lib/core/redis/scripts/lua';
 import { Redlock } from '../../lib/core/redlock';
 import { FAIR_DEFAULTS, useMasters } from '../harness/engines';
 import { acquireLayout, key, run } from '../harness/kind-scripts';

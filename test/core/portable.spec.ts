@@ -3,9 +3,13 @@
  * `JSON.stringify(lock)` and `restore(data)` in another engine (another process) over the same
  * masters and key prefix; conservative validity; expired locks never re-created; typed errors.
  */
-import { InvalidArgumentError, InvalidLockDataError, LockLostError } from '../../lib/core/errors';
-import { Lock } from '../../lib/core/lock';
-import { driftFor } from '../../lib/core/clock';
+import {
+  InvalidArgumentError,
+  InvalidLockDataError,
+  LockLostError,
+} from '../../lib/core/base/errors';
+import { Lock } from '../../lib/core/lock/lock';
+import { driftFor } from '../../lib/core/base/clock';
 import { Redlock } from '../../lib/core/redlock';
 import { InMemoryRedlock } from '../../lib/testing/in-memory-redlock';
 import { useMasters } from '../harness/engines';

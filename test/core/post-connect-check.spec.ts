@@ -4,9 +4,9 @@
  */
 import Redis from 'ioredis';
 import type { Redis as RedisClient } from 'ioredis';
-import { NoQuorumError } from '../../lib/core/errors';
+import { NoQuorumError } from '../../lib/core/base/errors';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockSettings } from '../../lib/core/settings';
+import type { RedlockSettings } from '../../lib/core/base/settings';
 import { RedisMasters, closeClient, freePort } from '../harness/redis-masters';
 import { recordingLogger, uniqueResource, valuesOn, waitUntil } from '../harness/util';
 

@@ -1,12 +1,12 @@
 /**
  * The boot-marker check without a clock read (bootMarkerAge in
- * lib/core/scripts/lua.ts, MasterNode.knownBirth): once a master's marker is known to be older than
+ * lib/core/redis/scripts/lua.ts, MasterNode.knownBirth): once a master's marker is known to be older than
  * the quarantine, acquire scripts compare it instead of calling TIME — and a marker that moved
  * (a flush, a re-seed) is still caught on the very next acquire.
  */
 import type { Redis } from 'ioredis';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockSettings } from '../../lib/core/settings';
+import type { RedlockSettings } from '../../lib/core/base/settings';
 import { RedisMasters } from '../harness/redis-masters';
 import { uniqueResource, waitUntil } from '../harness/util';
 

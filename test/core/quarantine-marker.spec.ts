@@ -5,7 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockSettings } from '../../lib/core/settings';
+import type { RedlockSettings } from '../../lib/core/base/settings';
 import { RedisMasters, closeClient } from '../harness/redis-masters';
 import { recordingLogger, sleep, uniqueResource, valuesOn, waitUntil } from '../harness/util';
 

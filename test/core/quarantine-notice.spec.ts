@@ -4,9 +4,9 @@
  * skip it; NoQuorumError and health() tell the time left.
  */
 import type { Redis } from 'ioredis';
-import { NoQuorumError } from '../../lib/core/errors';
+import { NoQuorumError } from '../../lib/core/base/errors';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockSettings } from '../../lib/core/settings';
+import type { RedlockSettings } from '../../lib/core/base/settings';
 import { RedisMasters } from '../harness/redis-masters';
 import { recordingLogger, uniqueResource, valuesOn, waitUntil } from '../harness/util';
 

@@ -6,7 +6,7 @@
  * master that did not answer, and `using()` logs it once.
  */
 import { jest } from '@jest/globals';
-import type { ReleasedEvent } from '../../lib/core/events';
+import type { ReleasedEvent } from '../../lib/core/lock/events';
 import { useMasters } from '../harness/engines';
 import { uniqueResource } from '../harness/util';
 

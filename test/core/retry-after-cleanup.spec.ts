@@ -6,9 +6,9 @@
  * 0.7× to about 1× of a plain pigeonhole semaphore (bench/kinds.ts --skew-only).
  */
 import { Redlock } from '../../lib/core/redlock';
-import { LockContendedError } from '../../lib/core/errors';
-import { lockKey } from '../../lib/core/keys';
-import { monotonicNow } from '../../lib/core/clock';
+import { LockContendedError } from '../../lib/core/base/errors';
+import { lockKey } from '../../lib/core/base/keys';
+import { monotonicNow } from '../../lib/core/base/clock';
 import { SUITE_DEFAULTS, observeAttempts, storeWith, useMasters } from '../harness/engines';
 import { sleep, uniqueResource } from '../harness/util';
 

@@ -1,5 +1,5 @@
 /**
- * The engine loads its scripts on every master right after it connects (scripts/lua.ts,
+ * The engine loads its scripts on every master right after it connects (redis/scripts/lua.ts,
  * loadScripts), with and without the restart-quarantine check, and again after a reconnect to a
  * master that lost them. Without that, the first call of each script on a fresh master answered
  * NOSCRIPT and sent the source one round-trip later — after whatever was written meanwhile on
@@ -9,7 +9,7 @@
  */
 import Redis from 'ioredis';
 import { Redlock } from '../../lib/core/redlock';
-import { definedScripts } from '../../lib/core/scripts/lua';
+import { definedScripts } from '../../lib/core/redis/scripts/lua';
 import { proxiedClients } from '../harness/delay-proxy';
 import { RedisMasters, closeClient } from '../harness/redis-masters';
 import { useMasters } from '../harness/engines';

@@ -7,12 +7,12 @@
  * the lock.
  */
 import type { Redis } from 'ioredis';
-import { LockLostError, NoQuorumError } from '../../lib/core/errors';
-import type { NodeOutcome } from '../../lib/core/errors';
-import { fenceKey } from '../../lib/core/keys';
-import type { Lock } from '../../lib/core/lock';
+import { LockLostError, NoQuorumError } from '../../lib/core/base/errors';
+import type { NodeOutcome } from '../../lib/core/base/errors';
+import { fenceKey } from '../../lib/core/base/keys';
+import type { Lock } from '../../lib/core/lock/lock';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockSettings } from '../../lib/core/settings';
+import type { RedlockSettings } from '../../lib/core/base/settings';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, valuesOn, waitUntil } from '../harness/util';
 

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { SampleApp, SampleAppOptions } from '../../sample/app.module';
 import type { RedlockModuleOptions } from '../../lib';
-import { fenceKey as fenceKeyOf } from '../../lib/core/keys';
+import { fenceKey as fenceKeyOf } from '../../lib/core/base/keys';
 import { RedisMasters } from '../harness/redis-masters';
 
 /** The two HTTP platforms every HTTP behaviour is checked on. */

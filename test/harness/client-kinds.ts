@@ -1,5 +1,5 @@
 /**
- * Clients of every library the engine takes (lib/core/connection/), made alike for the shared
+ * Clients of every library the engine takes (lib/core/redis/connection/), made alike for the shared
  * client suite (test/clients/client-suite.ts): connected, failing fast while a master is down (no
  * offline queue, no per-request retries), reconnecting every 50 ms, errors swallowed (the tests
  * read them from the votes), and closed without leaving a socket or timer behind.

@@ -7,12 +7,12 @@
 import { afterAll, beforeAll } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import { STORE_FACTORY } from '../../lib/core/store';
-import type { RedlockClient } from '../../lib/core/settings';
+import type { RedlockClient } from '../../lib/core/base/settings';
 import type { AttemptOutcome, AttemptRequest, StoreFactory } from '../../lib/core/store';
-import { RedisStore } from '../../lib/core/redis-store';
+import { RedisStore } from '../../lib/core/redis/store';
 import { FairRedisStore } from '../../lib/core/fair/fair-redis-store';
 import { Redlock } from '../../lib/core/redlock';
-import type { RedlockSettings } from '../../lib/core/settings';
+import type { RedlockSettings } from '../../lib/core/base/settings';
 import { RedisMasters } from './redis-masters';
 
 /** Settings of the suites' engines, before a file's own defaults and a test's settings. */

@@ -3,9 +3,9 @@
  * the key and argument layout the engine will use.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { fenceKey, lockKey, waitKey } from '../../lib/core/keys';
-import { acquireLayout as engineLayout } from '../../lib/core/kinds/mutex';
-import type { LuaScript } from '../../lib/core/scripts/lua';
+import { fenceKey, lockKey, waitKey } from '../../lib/core/base/keys';
+import { acquireLayout as engineLayout } from '../../lib/core/redis/kinds/mutex';
+import type { LuaScript } from '../../lib/core/redis/scripts/lua';
 
 export const PREFIX = 'kinds:';
 export const FENCE_TTL = 60_000;
@@ -37,7 +37,7 @@ export interface AcquireCall {
 
 /**
  * KEYS and the first six ARGV of an acquire script, as the engine lays them out
- * (kinds/mutex.ts `acquireLayout`: lock keys, fencing counters when fencing, writer-waiting flags
+ * (redis/kinds/mutex.ts `acquireLayout`: lock keys, fencing counters when fencing, writer-waiting flags
  * when `wait`, the boot marker when given).
  */
 export function acquireLayout(

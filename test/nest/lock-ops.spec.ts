@@ -8,7 +8,7 @@ import { Injectable, Module } from '@nestjs/common';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
-import { InvalidConfigurationError, InvalidLockDataError } from '../../lib/core/errors';
+import { InvalidConfigurationError, InvalidLockDataError } from '../../lib/core/base/errors';
 import { Locked } from '../../lib/decorators/locked.decorator';
 import { RedlockModule } from '../../lib/redlock.module';
 import { RedlockService } from '../../lib/redlock.service';

@@ -7,7 +7,7 @@ import { Controller, Get, Injectable, Module, Param, Post } from '@nestjs/common
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { InvalidConfigurationError, KindMismatchError } from '../../lib/core/errors';
+import { InvalidConfigurationError, KindMismatchError } from '../../lib/core/base/errors';
 import { Locked } from '../../lib/decorators/locked.decorator';
 import { normalizeOptions } from '../../lib/options';
 import { RedlockModule } from '../../lib/redlock.module';

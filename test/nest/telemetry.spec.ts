@@ -19,7 +19,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import Redis from 'ioredis';
-import { InvalidConfigurationError } from '../../lib/core/errors';
+import { InvalidConfigurationError } from '../../lib/core/base/errors';
 import { Redlock } from '../../lib/core/redlock';
 import { Locked } from '../../lib/decorators/locked.decorator';
 import type { RedlockModuleOptions } from '../../lib/interfaces/redlock-module-options.interface';

@@ -4,7 +4,7 @@
  * heap trend (medians of the first and last third and a least-squares slope), key counts per
  * master (trend over the run and what is left at the end), warnings.
  */
-import type { RedlockFootprint } from '../../lib/core/types';
+import type { RedlockFootprint } from '../../lib/core/base/types';
 
 /**
  * Keys on one master (−1 while it is down): DBSIZE, and the keys by kind — `marks`: poll marks

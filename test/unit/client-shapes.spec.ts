@@ -1,15 +1,15 @@
 /**
  * Which client instances the engine takes and which it refuses with a reason
- * (lib/core/connection/adapt.ts), from real instances of every library, never connected.
+ * (lib/core/redis/connection/adapt.ts), from real instances of every library, never connected.
  */
 import IoRedis, { Cluster as IoCluster } from 'ioredis';
 import IoValkey, { Cluster as ValkeyCluster } from 'iovalkey';
 import { createClient, createClientPool, createCluster, createSentinel } from 'redis';
 import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
-import { clientShape, isRedlockClient, refusedShape } from '../../lib/core/connection/adapt';
-import { NodeRedisConnection } from '../../lib/core/connection/node-redis';
-import { RedisStore } from '../../lib/core/redis-store';
-import { InvalidConfigurationError } from '../../lib/core/errors';
+import { clientShape, isRedlockClient, refusedShape } from '../../lib/core/redis/connection/adapt';
+import { NodeRedisConnection } from '../../lib/core/redis/connection/node-redis';
+import { RedisStore } from '../../lib/core/redis/store';
+import { InvalidConfigurationError } from '../../lib/core/base/errors';
 
 const io = new IoRedis({ lazyConnect: true });
 const ioCluster = new IoCluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });

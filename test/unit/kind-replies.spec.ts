@@ -1,5 +1,5 @@
 /**
- * Decoders of the lock-kind script replies (lib/core/kinds/kind.ts): every shape the
+ * Decoders of the lock-kind script replies (lib/core/redis/kinds/kind.ts): every shape the
  * scripts produce is decoded, anything else is rejected with a ReplyFormatError naming the script.
  */
 import {
@@ -9,7 +9,7 @@ import {
   decodeKindRelease,
   markerAgeOf,
   ReplyFormatError,
-} from '../../lib/core/kinds/kind';
+} from '../../lib/core/redis/kinds/kind';
 
 describe('decodeKindAcquire', () => {
   it('decodes granted, held and mismatch replies', () => {

@@ -1,9 +1,9 @@
 /**
- * Quorum rules of the lock kinds (lib/core/kinds/quorum-rule.ts): the closed forms checked
+ * Quorum rules of the lock kinds (lib/core/quorum/kind-rules.ts): the closed forms checked
  * against the definition, and the semaphore rule checked against brute force: with q votes no
  * n + 1 holders fit under the per-master limit, with q − 1 they do (and we build them).
  */
-import { InvalidArgumentError } from '../../lib/core/errors';
+import { InvalidArgumentError } from '../../lib/core/base/errors';
 import {
   canGrantWith,
   isGrantable,
@@ -12,7 +12,7 @@ import {
   semaphoreFaultTolerance,
   semaphoreQuorum,
   sharedQuorums,
-} from '../../lib/core/kinds/quorum-rule';
+} from '../../lib/core/quorum/kind-rules';
 
 /** Smallest q with (n + 1)·q > n·N, by counting up (the definition, no formula). */
 function smallestQuorumByDefinition(N: number, n: number): number {

@@ -9,8 +9,8 @@ import {
   MAX_RESOURCE_LENGTH,
   Redlock,
 } from '../../lib';
-import { normalizeResources } from '../../lib/core/validate';
-import { keySlot } from '../../lib/core/keys';
+import { normalizeResources } from '../../lib/core/base/validate';
+import { keySlot } from '../../lib/core/base/keys';
 
 function lazyClients(n: number): Redis[] {
   return Array.from({ length: n }, (_, i) => new Redis({ port: 1 + i, lazyConnect: true }));

@@ -2,21 +2,21 @@
  * The fair mode's acquire (`fairness: 'across-processes'`, README.md here): the plain acquire
  * with poll marks, the order of waiting engines, parks and installs, and local take-overs.
  */
-import { MARKER_LUA, NOW_LUA } from '../scripts/kind-lua';
-import { FENCE_COUNTERS_LUA } from '../scripts/fencing';
-import { ENGINE_ID_LENGTH } from '../token';
-import { script } from '../scripts/lua';
-import { writerGrantedLua } from '../kinds/writer-flag';
-import { refusedLua } from '../kinds/mutex-among-kinds';
+import { MARKER_LUA, NOW_LUA } from '../redis/scripts/kind-lua';
+import { FENCE_COUNTERS_LUA } from '../redis/scripts/fencing';
+import { ENGINE_ID_LENGTH } from '../base/token';
+import { script } from '../redis/scripts/lua';
+import { writerGrantedLua } from '../redis/kinds/writer-flag';
+import { refusedLua } from '../redis/kinds/mutex-among-kinds';
 import { HEAD_INSTALL_LUA, parkLua } from './install-scripts';
 
 /** Lua: 1 when the boot marker is the last key (ARGV[4] ~= '0'), else 0. */
 const MARKER_SLOT = `(ARGV[4] ~= '0' and 1 or 0)`;
 
-/** Lua: the engine id that starts a token (token.ts). */
+/** Lua: the engine id that starts a token (base/token.ts). */
 const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_ID_LENGTH})`;
 
-/** Lua, the fair refused path's part: poll marks, the order and the park (kinds/mutex-among-kinds.ts `refusedLua`). */
+/** Lua, the fair refused path's part: poll marks, the order and the park (redis/kinds/mutex-among-kinds.ts `refusedLua`). */
 const POLL_MARKS_LUA = `
     -- Poll marks (KEYS[w0 + n + i], when given): this plain lock will be back within waitTtl
     -- ms for a key that a plain lock of another engine holds (the engine id starts each token).
@@ -51,14 +51,14 @@ const POLL_MARKS_LUA = `
  *
  * KEYS[1..n]    lock keys
  * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
- * then n writer-waiting flags (only when ARGV[7] > 0; see keys.ts `waitKey`)
+ * then n writer-waiting flags (only when ARGV[7] > 0; see base/keys.ts `waitKey`)
  * then n poll marks (only with the flags, and optional; fair/fair-keys.ts `pollKey`)
  * then the order key (only with the poll marks, n = 1, and optional; fair/fair-keys.ts
  *       `orderKey`: ordered yields, see RELEASE_SCRIPT), then the park key (only with the order
  *       key and ARGV[11]; fair/fair-keys.ts `parkKey`)
  * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
  * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
- *       known to be old: see bootMarkerAge in scripts/lua.ts), n, fencing key ttl, [waitTtl, [prev,
+ *       known to be old: see bootMarkerAge in redis/scripts/lua.ts), n, fencing key ttl, [waitTtl, [prev,
  *       [defer, [waitSince, [park token, park life, alive prefix]]]]] (`prev` '' when absent;
  *       `waitSince`, wall ms, with the order key; the park: a refusal by another engine's plain
  *       lock parks this engine's next token for the hand-over across processes, installable for
@@ -100,7 +100,7 @@ const POLL_MARKS_LUA = `
  * `age` is how long ago (ms, server clock) this master's boot marker was born, -1 when not checked,
  * -2 when the marker still holds the known old value passed in ARGV[4].
  * A missing marker means the data set is younger than any lock we may have taken: the marker is
- * born now, so the master reports age 0 and stays in quarantine (see lib/core/masters/node.ts).
+ * born now, so the master reports age 0 and stays in quarantine (see lib/core/redis/masters/node.ts).
  * The keys are set even on a master in quarantine: it must know about locks taken from now on.
  *
  * Fencing counters start, when missing, from the server time in whole seconds × 10^6, so they

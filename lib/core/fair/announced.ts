@@ -4,17 +4,17 @@
  * `handOff`): attempt at once, after a delay, or stand by. The rules' constants and reasons:
  * fair/streak.ts. Efficiency and fairness only: the masters decide who holds a lock.
  */
-import { monotonicNow } from '../clock';
+import { monotonicNow } from '../base/clock';
 import { installHeard } from './installed';
-import { countHeard } from '../policy/lines';
+import { countHeard } from '../waiting/lines';
 import type { Line } from './queue-lines';
 import type { FairAnnounced as Announced, Reserved } from './fair-announcements';
 import { COLLISION_SPREAD_MS, STAND_BY_MS, YIELD_MS, raceDelay } from './streak';
-import type { Timeline } from '../clock';
+import type { Timeline } from '../base/clock';
 
 /**
  * One master's announcement for `line`'s resource (what the release watch of the queue hears,
- * masters/handoff.ts; `heard` as an `AnnouncementListener` gets it), applied to the line: counted,
+ * redis/masters/handoff.ts; `heard` as an `AnnouncementListener` gets it), applied to the line: counted,
  * and the head woken through `hooks.handOff` (fair/fair-queue.ts `handOff`) when it should
  * attempt; `hooks.owns` tells whether a token is this engine's (`LockStore.ownsToken`).
  */

@@ -1,11 +1,11 @@
 /**
  * Release announcements as the fair mode hears them: besides a release (`token`) and a clean-up
- * (`~token`, masters/handoff.ts `announcementOf`), a yield (`^token`, yield-announce.ts
+ * (`~token`, redis/masters/handoff.ts `announcementOf`), a yield (`^token`, yield-announce.ts
  * `YIELD_PREFIX`), which may name the engine it reserved the key for (`^token:engine`) and the
  * parked token it installed there (`^token:engine:installed:fence:age`, install-scripts.ts).
  */
-import type { Announced } from '../announcements';
-import { announcementOf } from '../masters/handoff';
+import type { Announced } from '../base/announcements';
+import { announcementOf } from '../redis/masters/handoff';
 import { RESERVED_SEP, YIELD_PREFIX } from './yield-announce';
 
 /**

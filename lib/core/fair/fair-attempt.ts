@@ -1,16 +1,16 @@
 /**
- * What the fair mode adds to one attempt on the masters (redis-attempt.ts `AttemptParts`):
+ * What the fair mode adds to one attempt on the masters (redis/attempt.ts `AttemptParts`):
  * poll marks, the order of ordered yields and the park of the hand-over across processes, a
  * local take-over (README.md here), and what the granting masters said of them.
  */
-import type { AcquireAnswer, AcquireInput, GroupReply, LockKind } from '../kinds/kind';
+import type { AcquireAnswer, AcquireInput, GroupReply, LockKind } from '../redis/kinds/kind';
 import { orderKey, parkKey, pollKey } from './fair-keys';
 import type { AttemptOutcome, Grant } from '../store';
 import type { FairAttemptRequest } from './fair-store';
 import type { Tally } from '../quorum/round';
-import type { AttemptParts } from '../redis-attempt';
+import type { AttemptParts } from '../redis/attempt';
 import type { FairContext } from './fair-context';
-import { withFields } from '../fields';
+import { withFields } from '../base/fields';
 import type { FairAcquireAnswer, FairAcquireInput } from './fair-mutex';
 import { aliveArg } from './install-order';
 

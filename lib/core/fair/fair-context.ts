@@ -1,5 +1,5 @@
 /** What the fair mode's masters side needs of its store (fair-redis-store.ts). */
-import type { RedisContext } from '../redis-context';
+import type { RedisContext } from '../redis/context';
 
 /** What an attempt asks of the installs (installs.ts `Installs`). */
 export interface ParkedTokens {

@@ -1,9 +1,9 @@
 /**
  * Keys and channels of the fair mode (README.md here), each in the same Cluster slot as its
- * resource's lock key: built like the writer-waiting flag (keys.ts `namespacedKey`, whose list of
- * namespaces the key prefix check reads), so the hash-tag rule lives in keys.ts only.
+ * resource's lock key: built like the writer-waiting flag (base/keys.ts `namespacedKey`, whose list of
+ * namespaces the key prefix check reads), so the hash-tag rule lives in base/keys.ts only.
  */
-import { namespacedKey } from '../keys';
+import { namespacedKey } from '../base/keys';
 
 /**
  * Redis key of the poll mark of a resource (same Cluster slot as its lock key): a plain lock

@@ -1,7 +1,7 @@
 /**
  * The plain lock (the mutex) with the hand-over across processes (`fairness:
  * 'across-processes'`, README.md here): the same keys, quorum, extension and replies as
- * kinds/mutex.ts, plus poll marks, the order of waiting engines, parks, local take-overs
+ * redis/kinds/mutex.ts, plus poll marks, the order of waiting engines, parks, local take-overs
  * (FAIR_ACQUIRE_SCRIPT) and releases announced as yields or passes (FAIR_RELEASE_SCRIPT).
  */
 import type {
@@ -11,10 +11,10 @@ import type {
   GroupReply,
   LockKind,
   ScriptCall,
-} from '../kinds/kind';
-import { announceFlag } from '../kinds/kind';
-import { MUTEX, acquireLayout } from '../kinds/mutex';
-import { withFields } from '../fields';
+} from '../redis/kinds/kind';
+import { announceFlag } from '../redis/kinds/kind';
+import { MUTEX, acquireLayout } from '../redis/kinds/mutex';
+import { withFields } from '../base/fields';
 import { FAIR_ACQUIRE_SCRIPT } from './acquire-script';
 import { FAIR_RELEASE_SCRIPT } from './release-script';
 
@@ -118,7 +118,7 @@ export interface YieldOrder {
     readonly alive: string;
     /**
      * The token whose yield or pass installed the releasing lock (FairGrant.installedBy; '' none):
-     * a master whose key still holds it has not run that release yet (scripts/release.ts).
+     * a master whose key still holds it has not run that release yet (redis/scripts/release.ts).
      */
     readonly after: string;
   };
@@ -132,7 +132,7 @@ function fairAnnounceFlag(announce: FairAnnounce): string {
 }
 
 /**
- * The mutex of the fair mode. Its quorum and its proof are the mutex's (kinds/mutex.ts): the
+ * The mutex of the fair mode. Its quorum and its proof are the mutex's (redis/kinds/mutex.ts): the
  * fair parts only refuse, reserve, or install a token on a master where the key is free, one
  * `SET` as the plain acquire's, counted by the same quorum round.
  */

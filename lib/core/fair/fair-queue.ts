@@ -1,7 +1,7 @@
-import { Timeline, monotonicNow } from '../clock';
-import type { NodeVote } from '../errors';
-import type { Lock } from '../lock';
-import { onAbort } from '../wake';
+import { Timeline, monotonicNow } from '../base/clock';
+import type { NodeVote } from '../base/errors';
+import type { Lock } from '../lock/lock';
+import { onAbort } from '../base/wake';
 import { announcedDelay, heardOn } from './announced';
 import { decline, newHandover } from './handover';
 import { installed, unused } from './installed';
@@ -19,12 +19,12 @@ import {
   sleepOn,
   unlink,
   watchAll,
-} from '../policy/lines';
+} from '../waiting/lines';
 import { defers, newLine, newTicket, othersWaited, waitingSince } from './queue-lines';
 import type { Line, Ticket } from './queue-lines';
 import type { GrantNews } from './queue-lines';
-import type { AttemptResult } from '../policy/attempt-result';
-import type { LockContendedError, LockErrorDetail } from '../errors';
+import type { AttemptResult } from '../waiting/attempt-result';
+import type { LockContendedError, LockErrorDetail } from '../base/errors';
 import type { ReleaseResult } from '../quorum/protocol';
 import type { AttemptOutcome, Grant, ReleaseWatch } from '../store';
 import type {
@@ -33,8 +33,8 @@ import type {
   Reserved,
 } from './fair-announcements';
 import type { FairAttemptRequest, FairGrant, FairLockStore, FairRefusal } from './fair-store';
-import { withFields } from '../fields';
-import type { AttemptHints, WaitingPolicy } from '../policy/waiting';
+import { withFields } from '../base/fields';
+import type { AttemptHints, WaitingPolicy } from '../waiting/waiting';
 import { mustYield } from './streak';
 
 /**

@@ -1,19 +1,19 @@
 /**
  * The Redis store of the fair mode (`fairness: 'across-processes'`, README.md here): the plain
- * store (redis-store.ts) with the masters' side of the hand-over across processes — the fair
+ * store (redis/store.ts) with the masters' side of the hand-over across processes — the fair
  * mutex's scripts (fair-mutex.ts), poll marks, the order and parks on each attempt
  * (fair-attempt.ts), yields and passes on release (install-order.ts), this engine's parked
  * tokens and their installs (installs.ts), and the alive channel the masters check before
  * installing a token for this engine.
  */
-import type { LockKind } from '../kinds/kind';
+import type { LockKind } from '../redis/kinds/kind';
 import { aliveChannel, orderKey, parkKey, pollKey } from './fair-keys';
-import type { LockKindSpec } from '../kind-spec';
+import type { LockKindSpec } from '../base/kind-spec';
 import type { ReleaseResult } from '../quorum/protocol';
-import type { AttemptParts } from '../redis-attempt';
-import { attemptOnMasters } from '../redis-attempt';
-import { RedisStore } from '../redis-store';
-import type { RedlockClient, ResolvedSettings } from '../settings';
+import type { AttemptParts } from '../redis/attempt';
+import { attemptOnMasters } from '../redis/attempt';
+import { RedisStore } from '../redis/store';
+import type { RedlockClient, ResolvedSettings } from '../base/settings';
 import type { AnnouncementListener, Grant, ReleaseWatch } from '../store';
 import { fairSeenAs, readFair } from './fair-announcements';
 import type { FairAnnouncementListener, FairMessage } from './fair-announcements';
@@ -136,7 +136,7 @@ export class FairRedisStore extends RedisStore implements FairContext {
     this.installs.onResult(handler);
   }
 
-  /** Whether `token` belongs to a lock of this engine (its engine id starts it: token.ts). */
+  /** Whether `token` belongs to a lock of this engine (its engine id starts it: base/token.ts). */
   ownsToken(token: string): boolean {
     return token.startsWith(this.engineId);
   }

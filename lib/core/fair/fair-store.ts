@@ -3,7 +3,7 @@
  * store beyond the plain seam (lib/core/store.ts). The fair Redis store (fair-redis-store.ts)
  * and the testing module's in-memory store provide it; a plain store ignores these fields.
  */
-import type { NodeVote } from '../errors';
+import type { NodeVote } from '../base/errors';
 import type { ReleaseResult } from '../quorum/protocol';
 import type { AttemptOutcome, AttemptRequest, Grant, LockStore, ReleaseWatch } from '../store';
 import type { FairAnnouncementListener } from './fair-announcements';
@@ -43,7 +43,7 @@ export interface FairGrant extends Grant {
    * fair/installs.ts): that release's token, announced by the most masters. Its own yield or
    * pass sends it along: a master whose key still holds that token has not run that release yet
    * — commands of two processes may reach a descheduled master in either order — and names
-   * nobody (scripts/release.ts). A local hand-over's grant carries on its releasing holder's
+   * nobody (redis/scripts/release.ts). A local hand-over's grant carries on its releasing holder's
    * (`FairAttemptRequest.installedBy`): the pass that ends the streak is that same release's
    * follower on a master that has not run it. Absent for other grants, and from stores that do
    * not tell.
@@ -119,7 +119,7 @@ export interface FairLockStore extends LockStore {
     resource: string,
     onRelease: FairAnnouncementListener,
   ): Promise<ReleaseWatch | undefined>;
-  /** Whether `token` belongs to a lock of this engine (its engine id starts it: token.ts). */
+  /** Whether `token` belongs to a lock of this engine (its engine id starts it: base/token.ts). */
   ownsToken?(token: string): boolean;
   /**
    * Takes this engine's poll mark of `resource` down on every master where it still starts with

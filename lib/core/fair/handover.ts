@@ -1,6 +1,6 @@
-import type { NodeVote } from '../errors';
+import type { NodeVote } from '../base/errors';
 import type { ReleaseResult } from '../quorum/protocol';
-import type { AttemptResult } from '../policy/attempt-result';
+import type { AttemptResult } from '../waiting/attempt-result';
 import type { Grant } from '../store';
 import type { FairGrant, FairLockStore } from './fair-store';
 
@@ -36,14 +36,14 @@ export interface Handover {
    * The releasing holder's `FairGrant.installedBy` (a lock installed by another engine's yield or
    * pass, or handed over from one): the taker's grant carries it on, so that the pass that ends
    * this engine's streak still names nobody on a master that has not run that yield or pass yet
-   * (scripts/release.ts ARGV[14]).
+   * (redis/scripts/release.ts ARGV[14]).
    */
   readonly installedBy: string | undefined;
   /** Settled once: by the taker's attempt, or `undefined` when it made none. */
   readonly done: Promise<AttemptResult | undefined>;
   /** Settles {@link done} (later calls are ignored). */
   settle(result: AttemptResult | undefined): void;
-  /** The rest of the holder's release (policy/waiting.ts `LocalHandover`). */
+  /** The rest of the holder's release (waiting/waiting.ts `LocalHandover`). */
   finish(grant: Grant): Promise<ReleaseResult>;
 }
 

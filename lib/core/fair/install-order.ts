@@ -2,10 +2,10 @@
  * What a yield, a pass or an attempt sends for the hand-over across processes
  * (lib/core/fair/README.md; the installs themselves: fair/installs.ts).
  */
-import { monotonicNow } from '../clock';
+import { monotonicNow } from '../base/clock';
 import type { FairAnnounce, YieldOrder } from './fair-mutex';
 import { aliveChannel, orderKey, parkKey } from './fair-keys';
-import type { RedisContext } from '../redis-context';
+import type { RedisContext } from '../redis/context';
 import type { FairContext } from './fair-context';
 
 /**
@@ -28,7 +28,7 @@ export const RESERVE_MS = 25;
 /**
  * What the release of `resources` sends for ordered yields: a yield or a pass of one resource
  * also reserves it for the engine that waited longest, or installs a parked token
- * (kinds/mutex.ts); only a yield's engine joins the order and parks its next token (`ttl`, the
+ * (redis/kinds/mutex.ts); only a yield's engine joins the order and parks its next token (`ttl`, the
  * yielding lock's). `undefined` for any other release.
  */
 export function yieldOrder(

@@ -3,10 +3,10 @@
  * fair mode's scripts (acquire-script.ts, release-script.ts): parking an engine's next token for a
  * resource, and installing the parked token of the engine a yield names.
  */
-import { NOW_LUA, num } from '../scripts/kind-lua';
+import { NOW_LUA, num } from '../redis/scripts/kind-lua';
 import { RESERVED_SEP, YIELD_PREFIX } from './yield-announce';
-import { fenceIncrLua } from '../scripts/fencing';
-import { bootMarkerAge } from '../scripts/lua';
+import { fenceIncrLua } from '../redis/scripts/fencing';
+import { bootMarkerAge } from '../redis/scripts/lua';
 
 /**
  * Lua statement: parks token `token` with ttl `ttl` for engine `me` in the hash `hash`,

@@ -4,8 +4,8 @@
  * awaited, a master that does not answer keeps what it has until it expires.
  */
 import { parkKey } from './fair-keys';
-import type { RedisContext } from '../redis-context';
-import { RELEASE_SCRIPT } from '../scripts/release';
+import type { RedisContext } from '../redis/context';
+import { RELEASE_SCRIPT } from '../redis/scripts/release';
 import { UNPARK_SCRIPT } from './unpark-script';
 
 /**

@@ -23,15 +23,15 @@
  * taken off the park where it is still parked: fair/install-undo.ts `unpark`); a grant with no local
  * waiter to take it (fair/installed.ts) like any lock.
  */
-import { withFields } from '../fields';
-import { monotonicNow } from '../clock';
-import type { NodeVote } from '../errors';
+import { withFields } from '../base/fields';
+import { monotonicNow } from '../base/clock';
+import type { NodeVote } from '../base/errors';
 import type { Grant } from '../store';
 import { fencingTokensOf, validUntil, validityAfter } from '../quorum/protocol';
 import type { FairContext } from './fair-context';
 import type { FairGrant } from './fair-store';
-import { raiseFences } from '../redis-attempt';
-import { newToken } from '../token';
+import { raiseFences } from '../redis/attempt';
+import { newToken } from '../base/token';
 import { releaseKeyOn, unpark } from './install-undo';
 import { isOut } from './install-park';
 import type { Held, Installed, Park } from './install-park';
@@ -124,7 +124,7 @@ export class Installs {
   }
 
   /**
-   * This engine's attempt that carried the parked `token` was granted (redis-attempt.ts): the
+   * This engine's attempt that carried the parked `token` was granted (redis/attempt.ts): the
    * token is not needed any more. Taken off the park where it is still parked (the masters that
    * refused the attempt: there another engine's attempt that finds the key free would install it
    * for this engine, which still heads the order), failed where it was installed already (the
@@ -161,7 +161,7 @@ export class Installs {
     }
   }
 
-  /** Master `node` announced the install of `token` at `key` (masters/handoff.ts). */
+  /** Master `node` announced the install of `token` at `key` (redis/masters/handoff.ts). */
   heard(key: string, node: number, token: string, fence: number, age: number): void {
     if (this.closed) return;
     const p = this.byToken.get(token);

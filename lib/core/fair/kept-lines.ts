@@ -7,12 +7,12 @@
  * (fair/streak.ts) started from zero — the process never yielded to the others.
  * Efficiency and fairness only: the masters decide who holds a lock.
  */
-import { monotonicNow } from '../clock';
-import type { Lock } from '../lock';
-import { holderUntil } from '../policy/lines';
+import { monotonicNow } from '../base/clock';
+import type { Lock } from '../lock/lock';
+import { holderUntil } from '../waiting/lines';
 import type { Line } from './queue-lines';
 import type { FairLockStore } from './fair-store';
-import type { Timeline } from '../clock';
+import type { Timeline } from '../base/clock';
 
 /**
  * How long (ms) the queue of a resource that other engines wait for is kept, with its release

@@ -1,13 +1,13 @@
 /**
- * The fair queue's records (fair/fair-queue.ts): the records of policy/lines.ts with what the
+ * The fair queue's records (fair/fair-queue.ts): the records of waiting/lines.ts with what the
  * hand-over across processes keeps of them (streaks, yields, deferrals, the masters' order,
  * installs) — with their constructors and the questions asked of them without the queue's
  * state: whether it defers, since when it waits, whether others waited.
  */
 import type { Handover } from './handover';
-import { newBaseLine } from '../policy/lines';
-import type { Line as BaseLine, Slot as BaseSlot, Ticket as BaseTicket } from '../policy/lines';
-import { withFields } from '../fields';
+import { newBaseLine } from '../waiting/lines';
+import type { Line as BaseLine, Slot as BaseSlot, Ticket as BaseTicket } from '../waiting/lines';
+import { withFields } from '../base/fields';
 import type { Grant } from '../store';
 
 /** An acquire's place in the fair queue. */

@@ -1,11 +1,11 @@
 /** The fair mode's release: yields and passes (README.md here). */
-import { NOW_LUA, num } from '../scripts/kind-lua';
-import { ENGINE_ID_LENGTH } from '../token';
+import { NOW_LUA, num } from '../redis/scripts/kind-lua';
+import { ENGINE_ID_LENGTH } from '../base/token';
 import { RESERVED_SEP, publishLua } from './yield-announce';
 import { INSTALL_LUA, parkLua } from './install-scripts';
-import { script } from '../scripts/lua';
+import { script } from '../redis/scripts/lua';
 
-/** Lua: the engine id that starts a token (token.ts). */
+/** Lua: the engine id that starts a token (base/token.ts). */
 const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_ID_LENGTH})`;
 
 /**

@@ -1,6 +1,6 @@
 /** The poll marks' take-down script (the marks: fair/acquire-script.ts FAIR_ACQUIRE_SCRIPT, fair/fair-keys.ts). */
-import { ENGINE_ID_LENGTH } from '../token';
-import { script } from '../scripts/lua';
+import { ENGINE_ID_LENGTH } from '../base/token';
+import { script } from '../redis/scripts/lua';
 
 /**
  * Takes an engine's poll mark down (store.ts `unmarkPolling`): deletes the mark when it

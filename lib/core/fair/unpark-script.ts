@@ -1,5 +1,5 @@
 /** Taking a parked token that must not be installed any more off (lib/core/fair/install-undo.ts). */
-import { script } from '../scripts/lua';
+import { script } from '../redis/scripts/lua';
 
 /**
  * Unpark: takes engine ARGV[1]'s entry off the park hash KEYS[1] when it still holds the token

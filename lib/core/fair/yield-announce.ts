@@ -1,9 +1,9 @@
 /**
- * The fair mode's announcement forms, beside the plain ones (scripts/announce.ts: a release is the
+ * The fair mode's announcement forms, beside the plain ones (redis/scripts/announce.ts: a release is the
  * token, a clean-up `~token`): a yield `^token`, which may name the engine it reserved the key for
  * and the parked token it installed (fair-announcements.ts reads them).
  */
-import { CLEANUP_PREFIX } from '../scripts/announce';
+import { CLEANUP_PREFIX } from '../redis/scripts/announce';
 
 /**
  * Prefix of a yield announcement (`^token`, publish flag '3'): a holder let the waiters of other
@@ -17,7 +17,7 @@ export const RESERVED_SEP = ':';
 
 /**
  * Lua statement: publishes the token ARGV[1] on the channel `key` as the publish flag ARGV[2]
- * says (fair-mutex.ts; kinds/kind.ts `announceFlag`): '1' a release, '2' a clean-up, '3' a yield (followed by
+ * says (fair-mutex.ts; redis/kinds/kind.ts `announceFlag`): '1' a release, '2' a clean-up, '3' a yield (followed by
  * the Lua string expression `yieldSuffix`, when given), '4' a pass: as a yield when
  * `yieldSuffix` names an engine (not ''), else as a release; else nothing.
  */

@@ -4,7 +4,7 @@
  * waits for ({@link InflightAttempts}), and the bounded loop of attempts in the waiting policy's
  * order ({@link acquireLoop}; docs/REDLOCK.md, "N masters", last paragraph).
  */
-import { monotonicNow } from '../clock';
+import { monotonicNow } from '../base/clock';
 import {
   KindMismatchError,
   LockAbortedError,
@@ -12,20 +12,20 @@ import {
   NoQuorumError,
   ShuttingDownError,
   WaitTimeoutError,
-} from '../errors';
-import type { LockErrorDetail } from '../errors';
-import { withFields } from '../fields';
-import { MUTEX_SPEC } from '../kind-spec';
-import { grantState, lockState, mintLock, scheduleExpiry } from '../lock';
-import type { HeldLocks, Lock, LockOwner, LockState } from '../lock';
-import type { CheckedAcquire } from '../validate';
-import type { ResolvedSettings } from '../settings';
+} from '../base/errors';
+import type { LockErrorDetail } from '../base/errors';
+import { withFields } from '../base/fields';
+import { MUTEX_SPEC } from '../base/kind-spec';
+import { grantState, lockState, mintLock, scheduleExpiry } from '../lock/lock';
+import type { HeldLocks, Lock, LockOwner, LockState } from '../lock/lock';
+import type { CheckedAcquire } from '../base/validate';
+import type { ResolvedSettings } from '../base/settings';
 import type { AttemptOutcome, Grant, LockStore } from '../store';
-import type { AttemptResult } from './attempt-result';
+import type { AttemptResult } from '../waiting/attempt-result';
 import type { Observers } from './observers';
 import { releaseLock } from './release';
 import type { ReleaseContext } from './release';
-import type { AttemptHints, WaitingPolicy } from './waiting';
+import type { AttemptHints, WaitingPolicy } from '../waiting/waiting';
 
 /** What an attempt needs from the engine. */
 export interface AttemptContext {
@@ -38,7 +38,7 @@ export interface AttemptContext {
 }
 
 /**
- * One attempt on the store (the request as the waiting policy's `hints` make it: policy/waiting.ts
+ * One attempt on the store (the request as the waiting policy's `hints` make it: waiting/waiting.ts
  * `AttemptHints`): a tracked lock, or the typed reason it was not granted. Another kind
  * of lock at a resource rejects with {@link KindMismatchError} once the attempt's clean-up is
  * done: an error the acquire loop does not retry.
@@ -229,7 +229,7 @@ export function refuseLate(
 /** What the acquire loop needs from the engine (`W`: the waiting policy's ticket). */
 export interface LoopContext<W = unknown> {
   readonly store: LockStore;
-  /** The engine's waiting policy (policy/waiting.ts): order, admission, wake-ups. */
+  /** The engine's waiting policy (waiting/waiting.ts): order, admission, wake-ups. */
   readonly queue: WaitingPolicy<W>;
   /** Aborted when the engine drains: refuses new attempts, wakes waiting ones. */
   readonly draining: AbortSignal;

@@ -1,10 +1,10 @@
-import { monotonicNow } from '../clock';
-import { withFields } from '../fields';
-import { ExtensionLimitError, LockLostError, NoQuorumError } from '../errors';
-import type { LockErrorDetail, NodeVote } from '../errors';
-import { applyExtension, expire } from '../lock';
-import type { Lock, LockState } from '../lock';
-import type { ResolvedSettings } from '../settings';
+import { monotonicNow } from '../base/clock';
+import { withFields } from '../base/fields';
+import { ExtensionLimitError, LockLostError, NoQuorumError } from '../base/errors';
+import type { LockErrorDetail, NodeVote } from '../base/errors';
+import { applyExtension, expire } from '../lock/lock';
+import type { Lock, LockState } from '../lock/lock';
+import type { ResolvedSettings } from '../base/settings';
 import type { Observers } from './observers';
 import type { Grant, LockStore } from '../store';
 

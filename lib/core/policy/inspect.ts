@@ -1,12 +1,12 @@
-import { monotonicNow } from '../clock';
-import { NoQuorumError } from '../errors';
-import type { ResourceInspection } from '../types';
-import { MAX_RESOURCE_LENGTH, argError, checkResourceName } from '../validate';
+import { monotonicNow } from '../base/clock';
+import { NoQuorumError } from '../base/errors';
+import type { ResourceInspection } from '../base/types';
+import { MAX_RESOURCE_LENGTH, argError, checkResourceName } from '../base/validate';
 import type { LockStore } from '../store';
 
 /**
  * `inspect(resource)`: one read-only round on the store (see quorum/agreement.ts for what is
- * agreed, redis-inspect.ts for the masters). Not an attempt: no event, no retry. Throws
+ * agreed, redis/inspect.ts for the masters). Not an attempt: no event, no retry. Throws
  * `InvalidArgumentError` for a bad resource (before any Redis call), {@link NoQuorumError}
  * when fewer than a quorum of usable masters answered.
  */

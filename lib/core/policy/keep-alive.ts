@@ -1,9 +1,8 @@
-import { monotonicNow } from '../clock';
-import { NoQuorumError } from '../errors';
-import { expire } from '../lock';
-import type { Lock, LockState } from '../lock';
-import { errorMessage } from '../masters/node';
-import { effectiveThreshold } from '../validate';
+import { monotonicNow } from '../base/clock';
+import { NoQuorumError, errorMessage } from '../base/errors';
+import { expire } from '../lock/lock';
+import type { Lock, LockState } from '../lock/lock';
+import { effectiveThreshold } from '../base/validate';
 
 /** What keep-alive needs from the engine. */
 export interface KeepAliveContext {

@@ -1,7 +1,7 @@
-import { monotonicNow } from '../clock';
-import { LockOperationError, RedlockError } from '../errors';
-import type { RedlockEvent, RedlockObserver } from '../events';
-import type { RedlockLogger } from '../settings';
+import { monotonicNow } from '../base/clock';
+import { LockOperationError, RedlockError } from '../base/errors';
+import type { RedlockEvent, RedlockObserver } from '../lock/events';
+import type { RedlockLogger } from '../base/settings';
 
 /**
  * The engine's observers (metrics, logs, tracing): costs nothing while nobody observes

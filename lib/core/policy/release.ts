@@ -1,11 +1,11 @@
-import { monotonicNow } from '../clock';
-import { expire, markReleased } from '../lock';
-import type { HeldLocks, Lock, LockState, ReleaseResult } from '../lock';
-import type { ResolvedSettings } from '../settings';
-import type { ReleaseOptions } from '../types';
-import { argError, checkInteger, checkNames, checkObject } from '../validate';
+import { monotonicNow } from '../base/clock';
+import { expire, markReleased } from '../lock/lock';
+import type { HeldLocks, Lock, LockState, ReleaseResult } from '../lock/lock';
+import type { ResolvedSettings } from '../base/settings';
+import type { ReleaseOptions } from '../base/types';
+import { argError, checkInteger, checkNames, checkObject } from '../base/validate';
 import type { Observers } from './observers';
-import type { LocalHandover } from './waiting';
+import type { LocalHandover } from '../waiting/waiting';
 import type { Grant, LockStore } from '../store';
 
 /** What a release needs from the engine. */
@@ -15,11 +15,11 @@ export interface ReleaseContext {
   readonly observers: Observers;
   readonly held: HeldLocks;
   /**
-   * The waiting policy's local hand-over of `lock` (policy/waiting.ts `WaitingPolicy.handover`),
+   * The waiting policy's local hand-over of `lock` (waiting/waiting.ts `WaitingPolicy.handover`),
    * when a local waiter may take it.
    */
   readonly handover?: (lock: Lock, grant: Grant) => LocalHandover | undefined;
-  /** The waiting policy's own release (policy/waiting.ts `WaitingPolicy.release`). */
+  /** The waiting policy's own release (waiting/waiting.ts `WaitingPolicy.release`). */
   readonly release?: (lock: Lock, grant: Grant) => Promise<ReleaseResult>;
 }
 

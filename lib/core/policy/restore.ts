@@ -1,10 +1,10 @@
-import { monotonicNow } from '../clock';
-import { expire, mintLock } from '../lock';
-import type { Lock, LockState } from '../lock';
-import { SHARED_SPEC } from '../kind-spec';
-import type { LockKindSpec } from '../kind-spec';
-import { checkSerializedLock } from '../portable';
-import { driftFor } from '../clock';
+import { monotonicNow } from '../base/clock';
+import { expire, mintLock } from '../lock/lock';
+import type { Lock, LockState } from '../lock/lock';
+import { SHARED_SPEC } from '../base/kind-spec';
+import type { LockKindSpec } from '../base/kind-spec';
+import { checkSerializedLock } from '../lock/portable';
+import { driftFor } from '../base/clock';
 import { reportLoss, track } from './acquire';
 import type { AttemptContext } from './acquire';
 import type { Grant } from '../store';

@@ -1,9 +1,9 @@
-import { withFields } from '../fields';
-import { InvalidArgumentError } from '../errors';
-import type { Lock, ReleaseResult } from '../lock';
-import type { ResolvedSettings } from '../settings';
-import type { LockedRoutine } from '../lock';
-import type { AcquireOptions, UsingOptions } from '../types';
+import { withFields } from '../base/fields';
+import { InvalidArgumentError } from '../base/errors';
+import type { Lock, ReleaseResult } from '../lock/lock';
+import type { ResolvedSettings } from '../base/settings';
+import type { LockedRoutine } from '../lock/lock';
+import type { AcquireOptions, UsingOptions } from '../base/types';
 import { takeLockAtLeastFor } from './release';
 import {
   USING_OPTION_NAMES,
@@ -14,7 +14,7 @@ import {
   checkNames,
   checkObject,
   describe,
-} from '../validate';
+} from '../base/validate';
 
 /** What `using()` needs from the engine. */
 export interface UsingEngine {

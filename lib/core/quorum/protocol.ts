@@ -1,5 +1,5 @@
-import { driftFor } from '../clock';
-import type { NodeOutcome, NodeVote } from '../errors';
+import { driftFor } from '../base/clock';
+import type { NodeOutcome, NodeVote } from '../base/errors';
 
 /**
  * The steps of the Redlock protocol (docs/REDLOCK.md, "N masters"; step numbers are its own), as
@@ -88,7 +88,7 @@ export type ExtendVerdict =
 
 /**
  * "Extension". `blocked`: masters that cannot count before the lock's next successful extension
- * (another holder's key, or ours put back by a repair — see repair.ts); `end` the monotonic time
+ * (another holder's key, or ours put back by a repair — see redis/repair.ts); `end` the monotonic time
  * the round ended, `deadline` the lock's current validity deadline, `validity` what the new ttl
  * leaves (step 2).
  */
@@ -135,9 +135,9 @@ export function releaseSummary(votes: readonly NodeVote[], ok: number): ReleaseR
 
 /*
  * Fencing tokens over a quorum (why fencing: docs/REDLOCK.md, "Clocks" — a paused holder can
- * outlive its validity; the counters themselves: lib/core/scripts/fencing.ts): every acquire
+ * outlive its validity; the counters themselves: lib/core/redis/scripts/fencing.ts): every acquire
  * increments, on the masters it reaches, the counter that serves each of its resources — one
- * counter per Cluster slot, shared by the resources of that slot (lib/core/keys.ts `fenceKey`);
+ * counter per Cluster slot, shared by the resources of that slot (lib/core/base/keys.ts `fenceKey`);
  * counters only grow (sharing one with other resources adds increments, never takes one away).
  * A grant's token must be larger than every token granted before it began, and be held (a
  * counter at or above it) by a quorum of masters, so that every later grant meets one of them.

@@ -1,7 +1,7 @@
-import { afterPendingIo, monotonicNow } from '../clock';
-import { withFields } from '../fields';
-import type { NodeOutcome, NodeVote } from '../errors';
-import type { Timeline } from '../clock';
+import { afterPendingIo, monotonicNow } from '../base/clock';
+import { withFields } from '../base/fields';
+import type { NodeOutcome, NodeVote } from '../base/errors';
+import type { Timeline } from '../base/clock';
 
 /**
  * One voting round of the Redlock algorithm (docs/REDLOCK.md, "N masters", step 2):
@@ -127,7 +127,7 @@ export function runRound<M extends Voter, T>(spec: RoundSpec<M, T>): Promise<Tal
       }
       finish();
     };
-    // Replies already in the sockets are read first (clock.ts, afterPendingIo).
+    // Replies already in the sockets are read first (base/clock.ts, afterPendingIo).
     const expired = (): void => afterPendingIo(timedOut);
     const timeout = Math.max(1, spec.timeout);
     const { deadlines } = spec;

@@ -1,5 +1,5 @@
 /**
- * A pass that reaches a master before the pass it follows (scripts/release.ts ARGV[14],
+ * A pass that reaches a master before the pass it follows (redis/scripts/release.ts ARGV[14],
  * Grant.installedBy; lib/core/fair/README.md, "A pass read before the pass it follows"),
  * against a real redis-server master: engine X's lock was installed by engine F's pass on the
  * other masters; on this one, which was descheduled, F's pass is still on its way when X's own
@@ -9,11 +9,11 @@
  * on. F's pass then names here the engine that X's pass named elsewhere.
  */
 import { describe, expect, it } from '@jest/globals';
-import { lockKey } from '../../../lib/core/keys';
+import { lockKey } from '../../../lib/core/base/keys';
 import { FAIR_MUTEX } from '../../../lib/core/fair/fair-mutex';
 import { orderKey, parkKey } from '../../../lib/core/fair/fair-keys';
 import type { YieldOrder } from '../../../lib/core/fair/fair-mutex';
-import { newEngineId, newToken } from '../../../lib/core/token';
+import { newEngineId, newToken } from '../../../lib/core/base/token';
 import { FAIR_DEFAULTS, useMasters } from '../../harness/engines';
 import { RedisMasters } from '../../harness/redis-masters';
 import { uniqueResource } from '../../harness/util';

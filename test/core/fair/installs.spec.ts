@@ -9,14 +9,14 @@
  * parks is deleted where it was set; an engine whose queue ended deletes its installed token.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { monotonicNow } from '../../../lib/core/clock';
+import { monotonicNow } from '../../../lib/core/base/clock';
 import { orderKey, parkKey } from '../../../lib/core/fair/fair-keys';
 import type { ReleaseWatch } from '../../../lib/core/store';
 import type { FairAttemptRequest, FairGrant } from '../../../lib/core/fair/fair-store';
 import { Redlock } from '../../../lib/core/redlock';
 import { PARK_LIFE_MS } from '../../../lib/core/fair/installs';
 import type { FairRedisStore } from '../../../lib/core/fair/fair-redis-store';
-import type { RedlockSettings } from '../../../lib/core/settings';
+import type { RedlockSettings } from '../../../lib/core/base/settings';
 import { FAIR_DEFAULTS, enginesOver, useMasters } from '../../harness/engines';
 import type { EngineSet } from '../../harness/engines';
 import { sleep, uniqueResource, waitUntil } from '../../harness/util';
@@ -163,7 +163,7 @@ describe('hand-over across processes', () => {
       const grant = got[0] as FairGrant;
       expect(grant.token).toBe(token);
       // Installed by a's yield on every master: its release sends a's token along
-      // (scripts/release.ts ARGV[14]; test/core/fair/behind-pass.spec.ts).
+      // (redis/scripts/release.ts ARGV[14]; test/core/fair/behind-pass.spec.ts).
       expect(grant.installedBy).toBe(held.token);
       expect(grant.resources).toEqual([r]);
       expect(grant.ttl).toBe(TTL);

@@ -8,11 +8,11 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { LockAbortedError } from '../../../lib/core/errors';
-import { lockKey } from '../../../lib/core/keys';
-import type { Lock, ReleaseResult } from '../../../lib/core/lock';
+import { LockAbortedError } from '../../../lib/core/base/errors';
+import { lockKey } from '../../../lib/core/base/keys';
+import type { Lock, ReleaseResult } from '../../../lib/core/lock/lock';
 import type { Redlock } from '../../../lib/core/redlock';
-import type { AcquireOptions } from '../../../lib/core/types';
+import type { AcquireOptions } from '../../../lib/core/base/types';
 import { FAIR_ACQUIRE_SCRIPT } from '../../../lib/core/fair/acquire-script';
 import { FAIR_DEFAULTS, useMasters } from '../../harness/engines';
 import { acquireLayout, key, run } from '../../harness/kind-scripts';

@@ -8,7 +8,7 @@
  * reservation that nobody used expires; a plain release reserves nothing.
  */
 import { describe, expect, it } from '@jest/globals';
-import { waitKey } from '../../../lib/core/keys';
+import { waitKey } from '../../../lib/core/base/keys';
 import { orderKey, parkKey, pollKey } from '../../../lib/core/fair/fair-keys';
 import type { FairAttemptRequest, FairGrant } from '../../../lib/core/fair/fair-store';
 import { RESERVE_MS } from '../../../lib/core/fair/streak';
@@ -25,7 +25,7 @@ const suite = useMasters(3, FAIR_DEFAULTS);
 /**
  * Three engines' stores over the suite's masters (their connections checked), each with its
  * subscriber connections up, as a waiting engine's are: a yield that installs skips an engine of
- * the order whose alive channel has no subscriber (scripts/release.ts).
+ * the order whose alive channel has no subscriber (redis/scripts/release.ts).
  */
 async function stores(): Promise<EngineSet> {
   const set = await enginesOver(suite.clients, 3);

@@ -1,5 +1,5 @@
 /**
- * Passes and kept queues (lib/core/fair/fair-queue.ts `announceAs`, `keep`; scripts/release.ts;
+ * Passes and kept queues (lib/core/fair/fair-queue.ts `announceAs`, `keep`; redis/scripts/release.ts;
  * lib/core/fair/README.md "Passes"), against real redis-server masters: a plain lock
  * released while other engines wait goes to the engine that waited longest (its parked token
  * installed, or the key reserved for it), without the releasing engine joining the order, and
@@ -10,7 +10,7 @@
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { aliveChannel, orderKey, parkKey } from '../../../lib/core/fair/fair-keys';
-import type { Lock } from '../../../lib/core/lock';
+import type { Lock } from '../../../lib/core/lock/lock';
 import { MAX_INSTALL_STREAK } from '../../../lib/core/fair/streak';
 import type {
   FairAnnounced as Announced,
@@ -19,7 +19,7 @@ import type {
 import type { FairAttemptRequest, FairGrant } from '../../../lib/core/fair/fair-store';
 import { Redlock } from '../../../lib/core/redlock';
 import type { FairRedisStore } from '../../../lib/core/fair/fair-redis-store';
-import type { RedlockSettings } from '../../../lib/core/settings';
+import type { RedlockSettings } from '../../../lib/core/base/settings';
 import { FAIR_DEFAULTS, enginesOver, fairStoreWith, useMasters } from '../../harness/engines';
 import { sleep, uniqueResource, waitUntil } from '../../harness/util';
 

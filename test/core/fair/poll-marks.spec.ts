@@ -7,13 +7,13 @@
  * announcements is in fair-queue.spec ("a polling engine is not starved").
  */
 import { describe, expect, it } from '@jest/globals';
-import { waitKey } from '../../../lib/core/keys';
+import { waitKey } from '../../../lib/core/base/keys';
 import { pollKey } from '../../../lib/core/fair/fair-keys';
 import type { Line } from '../../../lib/core/fair/queue-lines';
 import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK, mustYield } from '../../../lib/core/fair/streak';
 import { Redlock } from '../../../lib/core/redlock';
 import type { FairRedisStore } from '../../../lib/core/fair/fair-redis-store';
-import { ENGINE_ID_LENGTH } from '../../../lib/core/token';
+import { ENGINE_ID_LENGTH } from '../../../lib/core/base/token';
 import { FAIR_DEFAULTS, observedStore, fairStoreWith, useMasters } from '../../harness/engines';
 import { uniqueResource, waitUntil } from '../../harness/util';
 import type { FairAttemptRequest, FairGrant } from '../../../lib/core/fair/fair-store';

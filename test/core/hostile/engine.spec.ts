@@ -11,13 +11,13 @@ import {
   InvalidConfigurationError,
   LockContendedError,
   WaitTimeoutError,
-} from '../../../lib/core/errors';
-import type { RedlockEvent } from '../../../lib/core/events';
-import { fencedRead, fencedWrite } from '../../../lib/core/fencing';
-import { Lock } from '../../../lib/core/lock';
+} from '../../../lib/core/base/errors';
+import type { RedlockEvent } from '../../../lib/core/lock/events';
+import { fencedRead, fencedWrite } from '../../../lib/core/redis/fenced-write';
+import { Lock } from '../../../lib/core/lock/lock';
 import { Redlock } from '../../../lib/core/redlock';
-import type { RedlockSettings } from '../../../lib/core/settings';
-import { MAX_TIMER_MS } from '../../../lib/core/clock';
+import type { RedlockSettings } from '../../../lib/core/base/settings';
+import { MAX_TIMER_MS } from '../../../lib/core/base/clock';
 import { RedisMasters } from '../../harness/redis-masters';
 import { sleep, uniqueResource, keyspaceOf, newKeys } from '../../harness/util';
 

@@ -1,13 +1,13 @@
 /**
- * A script call's follow-up (scripts/call.ts `ScriptCall.followUp`, masters/dispatch.ts): the
+ * A script call's follow-up (redis/scripts/call.ts `ScriptCall.followUp`, redis/masters/dispatch.ts): the
  * plain lock's acquire asks the same master again among the kinds. The second call is sent only
  * while the caller still wants it: after an attempt failed (its clean-up on the wire) or its lock
  * ended, a late write would leave an orphan key. Pure routing: a stub master.
  */
-import { Dispatch } from '../../../lib/core/masters/dispatch';
-import type { MasterNode } from '../../../lib/core/masters/node';
-import type { ScriptCall } from '../../../lib/core/scripts/call';
-import type { LuaScript } from '../../../lib/core/scripts/lua';
+import { Dispatch } from '../../../lib/core/redis/masters/dispatch';
+import type { MasterNode } from '../../../lib/core/redis/masters/node';
+import type { ScriptCall } from '../../../lib/core/redis/scripts/call';
+import type { LuaScript } from '../../../lib/core/redis/scripts/lua';
 
 const script = (name: string): LuaScript => ({ name, source: '', sha: name });
 

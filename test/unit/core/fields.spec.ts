@@ -1,12 +1,12 @@
 /**
- * `withFields` (lib/core/fields.ts), the library's stand-in for `{ ...base, ...fields }` on the
+ * `withFields` (lib/core/base/fields.ts), the library's stand-in for `{ ...base, ...fields }` on the
  * per-lock path, and the lint rule (eslint.config.mjs) that keeps the slow literal — a spread
  * first and more after it — out of that code.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { withFields } from '../../../lib/core/fields';
+import { withFields } from '../../../lib/core/base/fields';
 import { REPO_ROOT } from '../../harness/paths';
 
 describe('withFields', () => {

@@ -1,13 +1,13 @@
 /**
- * The default waiting policy (policy/fifo-queue.ts) and an engine that hands a resource to its
+ * The default waiting policy (waiting/fifo-queue.ts) and an engine that hands a resource to its
  * own next holder: a head refused by two holders of that engine in a row polls (the
  * algorithm's random delay), without watching the resource's announcements, until a refusal
  * names another engine's holder. Pure logic: a fake store that only announces
  * (test/unit/fair/announce-bus.ts).
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { FifoQueue } from '../../../lib/core/policy/fifo-queue';
-import { newEngineId, newToken } from '../../../lib/core/token';
+import { FifoQueue } from '../../../lib/core/waiting/fifo-queue';
+import { newEngineId, newToken } from '../../../lib/core/base/token';
 import { bus } from '../fair/announce-bus';
 
 const queues: FifoQueue[] = [];

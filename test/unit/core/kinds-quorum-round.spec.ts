@@ -3,10 +3,10 @@
  * every pattern of grant / refuse / mismatch-free timeout / error over 1–5 masters, for the
  * semaphore's quorum floor(N·n/(n+1)) + 1 and the shared lock's (the configured, a majority).
  */
-import { SHARED, semaphoreKind } from '../../../lib/core/kinds/holders';
-import { lockKindFor } from '../../../lib/core/redis-store';
-import { MUTEX } from '../../../lib/core/kinds/mutex';
-import { majorityQuorum, semaphoreQuorum } from '../../../lib/core/kinds/quorum-rule';
+import { SHARED, semaphoreKind } from '../../../lib/core/redis/kinds/holders';
+import { lockKindFor } from '../../../lib/core/redis/store';
+import { MUTEX } from '../../../lib/core/redis/kinds/mutex';
+import { majorityQuorum, semaphoreQuorum } from '../../../lib/core/quorum/kind-rules';
 import { acquireVerdict } from '../../../lib/core/quorum/protocol';
 import { runRound } from '../../../lib/core/quorum/round';
 import type { Voter } from '../../../lib/core/quorum/round';

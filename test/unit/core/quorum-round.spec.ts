@@ -2,10 +2,10 @@
  * The quorum round and the protocol's decisions without Redis (pure logic): every pattern of
  * grant / refuse / timeout / error over 1–5 masters, for the mutex kind's quorum (a majority).
  */
-import type { NodeOutcome } from '../../../lib/core/errors';
-import { MUTEX } from '../../../lib/core/kinds/mutex';
-import { ReplyFormatError } from '../../../lib/core/kinds/kind';
-import type { AcquireAnswer } from '../../../lib/core/kinds/kind';
+import type { NodeOutcome } from '../../../lib/core/base/errors';
+import { MUTEX } from '../../../lib/core/redis/kinds/mutex';
+import { ReplyFormatError } from '../../../lib/core/redis/kinds/kind';
+import type { AcquireAnswer } from '../../../lib/core/redis/kinds/kind';
 import { FAIR_MUTEX } from '../../../lib/core/fair/fair-mutex';
 import type { FairAcquireAnswer } from '../../../lib/core/fair/fair-mutex';
 import {
@@ -16,7 +16,7 @@ import {
   validUntil,
   validityAfter,
 } from '../../../lib/core/quorum/protocol';
-import { Timeline, driftFor } from '../../../lib/core/clock';
+import { Timeline, driftFor } from '../../../lib/core/base/clock';
 import { runRound } from '../../../lib/core/quorum/round';
 import type { Voter } from '../../../lib/core/quorum/round';
 
@@ -60,7 +60,7 @@ async function round(
 
 describe('one voting round, every pattern on 1–5 masters (majority quorum)', () => {
   // The round's timeout on its own setTimeout, and on a store's shared timeline (kept armed
-  // between rounds: clock.ts `Timeline`) — the same verdicts either way.
+  // between rounds: base/clock.ts `Timeline`) — the same verdicts either way.
   const shared = new Timeline(true);
   for (let n = 1; n <= 5; n++) {
     const quorum = MUTEX.quorum(n, Math.floor(n / 2) + 1);

@@ -1,10 +1,10 @@
 /**
- * The Timeline (lib/core/clock.ts): many deadlines, one timer. With `keepArmed` (the
+ * The Timeline (lib/core/base/clock.ts): many deadlines, one timer. With `keepArmed` (the
  * voting rounds' timeouts of a store), the timer survives an empty heap, unref'd, so short
  * deadlines set and cancelled one after another cost no `setTimeout` each.
  */
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
-import { Timeline, monotonicNow } from '../../../lib/core/clock';
+import { Timeline, monotonicNow } from '../../../lib/core/base/clock';
 
 const timeouts = (): number =>
   process.getActiveResourcesInfo().filter((t) => t === 'Timeout').length;

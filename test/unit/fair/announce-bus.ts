@@ -29,7 +29,7 @@ export function bus(foreignTokens = false): {
       stop: () => listeners.delete(on),
     });
   };
-  // The fair queue watches with watchFairReleases, the default one (policy/fifo-queue.ts)
+  // The fair queue watches with watchFairReleases, the default one (waiting/fifo-queue.ts)
   // with watchReleases (its listeners take the first three arguments).
   const store = {
     quorum: 2,
@@ -48,7 +48,7 @@ export function bus(foreignTokens = false): {
 
 /**
  * Jest's fake clock for each test of the calling file, with the engine's monotonic clock
- * (lib/core/clock.ts reads perf_hooks) made to follow it; the queues pushed on the returned list
+ * (lib/core/base/clock.ts reads perf_hooks) made to follow it; the queues pushed on the returned list
  * are closed after each test.
  */
 export function fakeClockQueues(): FairQueue[] {

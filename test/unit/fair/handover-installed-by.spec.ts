@@ -3,7 +3,7 @@
  * the attempt that takes a lock over from a holder installed by another engine's yield or pass
  * asks the store to keep that installer's token on its grant, so that the pass ending this
  * engine's streak is still that release's follower on a master that has not run it
- * (scripts/release.ts ARGV[14]; on real masters: test/core/fair/installs.spec.ts). The engine's
+ * (redis/scripts/release.ts ARGV[14]; on real masters: test/core/fair/installs.spec.ts). The engine's
  * policy over the in-memory store (pure logic: what the store is asked).
  */
 import { afterEach, describe, expect, it } from '@jest/globals';

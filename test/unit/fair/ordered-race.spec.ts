@@ -9,7 +9,7 @@
  * check, a busy core, once in two full runs).
  */
 import { describe, expect, it, jest } from '@jest/globals';
-import { monotonicNow } from '../../../lib/core/clock';
+import { monotonicNow } from '../../../lib/core/base/clock';
 import {
   COLLISION_SPREAD_MS,
   RACE_LEVELS,

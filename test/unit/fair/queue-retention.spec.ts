@@ -2,7 +2,7 @@
  * Nothing a finished wait leaves behind keeps other waiters' memory alive (item 10:
  * long-running processes stay flat). Found by the 10-minute soak: with one AbortSignal shared
  * by every acquire (an application's shutdown signal, say), the heap grew by about 4 MB a
- * minute. The signal's one abort listener (lib/core/wake.ts) was made in the scope of the first
+ * minute. The signal's one abort listener (lib/core/base/wake.ts) was made in the scope of the first
  * waiter's call and kept its wake-up closure, that closure kept the waiter's queue entry, and
  * every entry that left the queue kept a link to the one queued after it
  * (lib/core/fair/fair-queue.ts): one chain of every entry ever queued behind it.
@@ -12,7 +12,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { FairQueue } from '../../../lib/core/fair/fair-queue';
 import type { LockStore } from '../../../lib/core/store';
-import { onAbort } from '../../../lib/core/wake';
+import { onAbort } from '../../../lib/core/base/wake';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;

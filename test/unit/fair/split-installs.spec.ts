@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { Installs } from '../../../lib/core/fair/installs';
 import type { Grant } from '../../../lib/core/store';
 import type { FairContext } from '../../../lib/core/fair/fair-context';
-import type { LuaScript } from '../../../lib/core/scripts/lua';
+import type { LuaScript } from '../../../lib/core/redis/scripts/lua';
 
 const KEY = 'lock:{r}';
 const X = 'xxxxxxxxxxxx' + 'x'.repeat(22);

@@ -3,10 +3,10 @@
  * different accepted prefixes must never share a Redis key, whatever the kind of key (lock,
  * fencing counter, writer-waiting flag, the fair mode's keys, boot marker, run id) and whatever
  * the resource. A prefix `P + "fence:"` would make its lock keys the fencing counters of `P`,
- * `P + "wait:"` its writer-waiting flags (and so on for each namespace of keys.ts
+ * `P + "wait:"` its writer-waiting flags (and so on for each namespace of base/keys.ts
  * `RESOURCE_KEY_INFIXES`); they are refused with a typed error.
  */
-import { InvalidConfigurationError } from '../../../lib/core/errors';
+import { InvalidConfigurationError } from '../../../lib/core/base/errors';
 import { orderKey, parkKey, pollKey } from '../../../lib/core/fair/fair-keys';
 import {
   RESOURCE_KEY_INFIXES,
@@ -15,9 +15,9 @@ import {
   markerKey,
   markerRunKey,
   waitKey,
-} from '../../../lib/core/keys';
-import { resolveSettings } from '../../../lib/core/settings';
-import { KEY_PREFIX_SEPARATORS, checkKeyPrefix } from '../../../lib/core/validate';
+} from '../../../lib/core/base/keys';
+import { resolveSettings } from '../../../lib/core/base/settings';
+import { KEY_PREFIX_SEPARATORS, checkKeyPrefix } from '../../../lib/core/base/validate';
 
 const make = (field: string, problem: string): Error =>
   new InvalidConfigurationError(field, problem);
@@ -112,7 +112,7 @@ describe('key prefixes', () => {
       add(markerRunKey(marker), `run(${p})`);
       for (const r of RESOURCES) {
         add(lockKey(p, r), `lock(${p}, ${r})`);
-        // One counter per Cluster slot, shared by the prefix's resources of that slot (keys.ts).
+        // One counter per Cluster slot, shared by the prefix's resources of that slot (base/keys.ts).
         add(fenceKey(p, r), `fence(${p})`);
         add(waitKey(p, r), `wait(${p}, ${r})`);
         add(pollKey(p, r), `poll(${p}, ${r})`);

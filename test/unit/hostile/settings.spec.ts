@@ -7,13 +7,13 @@
  */
 import 'reflect-metadata';
 import Redis from 'ioredis';
-import { InvalidArgumentError, InvalidConfigurationError } from '../../../lib/core/errors';
-import { Lock } from '../../../lib/core/lock';
+import { InvalidArgumentError, InvalidConfigurationError } from '../../../lib/core/base/errors';
+import { Lock } from '../../../lib/core/lock/lock';
 import { Redlock } from '../../../lib/core/redlock';
-import type { RedlockSettings } from '../../../lib/core/settings';
-import { SETTING_NAMES, resolveSettings } from '../../../lib/core/settings';
-import { MAX_TIMER_MS } from '../../../lib/core/clock';
-import { minTtl } from '../../../lib/core/validate';
+import type { RedlockSettings } from '../../../lib/core/base/settings';
+import { SETTING_NAMES, resolveSettings } from '../../../lib/core/base/settings';
+import { MAX_TIMER_MS } from '../../../lib/core/base/clock';
+import { minTtl } from '../../../lib/core/base/validate';
 import { Locked } from '../../../lib/decorators/locked.decorator';
 import { normalizeOptions } from '../../../lib/options';
 import type { RedlockModuleOptions } from '../../../lib/interfaces/redlock-module-options.interface';

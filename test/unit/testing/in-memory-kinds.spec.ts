@@ -1,4 +1,8 @@
-import { KindMismatchError, LockContendedError, LockLostError } from '../../../lib/core/errors';
+import {
+  KindMismatchError,
+  LockContendedError,
+  LockLostError,
+} from '../../../lib/core/base/errors';
 import { InMemoryRedlock } from '../../../lib/testing/in-memory-redlock';
 
 /**

@@ -1,0 +1,350 @@
+/**
+ * The mutex — the plain lock — in one file: its scripts (acquire, extend, extend-with-repair; the
+ * release is redis/scripts/release.ts RELEASE_SCRIPT, compare-and-delete, shared with the fair mode), the
+ * {@link LockKind} that sends them, and how their replies read.
+ */
+import { FENCE_COUNTERS_LUA } from '../scripts/fencing';
+import { KEEP_SCRIPT } from '../scripts/keep';
+import { MARKER_LUA } from '../scripts/kind-lua';
+import { bootMarkerAge, script } from '../scripts/lua';
+import { RELEASE_SCRIPT } from '../scripts/release';
+import { writerGrantedLua } from './writer-flag';
+import { ACQUIRE_AMONG_KINDS_SCRIPT } from './mutex-among-kinds';
+import type {
+  AcquireAnswer,
+  AcquireInput,
+  ExtendAnswer,
+  GroupReply,
+  LockKind,
+  ScriptCall,
+} from './kind';
+import { ReplyFormatError, announceFlag, decodeKindAcquire, markerAgeOf } from './kind';
+import { withFields } from '../../base/fields';
+
+/**
+ * Acquire (the plain lock, docs/REDLOCK.md "N masters" step 2): all-or-nothing
+ * `SET key token NX PX ttl` over several keys on one master.
+ *
+ * KEYS[1..n]    lock keys
+ * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
+ * then n writer-waiting flags (only when ARGV[7] == '1'; see base/keys.ts `waitKey`)
+ * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
+ * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
+ *       known to be old: see bootMarkerAge in redis/scripts/lua.ts), n, fencing key ttl, [clear] (`clear` '1':
+ *       a retry, whose grant takes the writer-waiting flags down where one is up:
+ *       redis/kinds/writer-flag.ts)
+ *
+ * Returns {1, age} on success, followed by one fencing counter per key when fencing is on;
+ * {0, age, pttl, holder} when a plain lock holds a key (the first held key's ttl and token);
+ * {-3, age} when a key holds something else than a string (another kind of lock, or something
+ * foreign) — nothing is written, and the store asks again with
+ * redis/kinds/mutex-among-kinds.ts ACQUIRE_AMONG_KINDS_SCRIPT, which decides among the kinds.
+ * `age` is how long ago (ms, server clock) this master's boot marker was born, -1 when not
+ * checked, -2 when the marker still holds the known old value passed in ARGV[4]. A missing
+ * marker means the data set is younger than any lock we may have taken: the marker is born now,
+ * so the master reports age 0 and stays in quarantine (see lib/core/redis/masters/node.ts). The keys
+ * are set even on a master in quarantine: it must know about locks taken from now on.
+ *
+ * Fencing counters start, when missing, from the server time in whole seconds × 10^6, so they
+ * keep growing even after a counter key expired or a master lost its data (as long as fewer
+ * than a million locks per second were handed out for one resource). Masters whose clocks agree
+ * to the second start a new resource at the same value, so the first lock needs no write-back.
+ * The counter's TTL is set when it starts and not refreshed: one that expires restarts from
+ * the clock, which is past every token it handed out.
+ */
+export const ACQUIRE_SCRIPT = script(
+  'acquire',
+  `
+local n = tonumber(ARGV[5])${MARKER_LUA}local held = nil
+if n == 1 then
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then held = 1 end
+end
+for i = 1, n do
+  if n > 1 or held then
+    local t = redis.call('TYPE', KEYS[i])['ok']
+    if t ~= 'string' and t ~= 'none' then return {-3, age} end
+    if t == 'string' then held = held or i end
+  end
+end
+if held then
+  return {0, age, redis.call('PTTL', KEYS[held]), redis.call('GET', KEYS[held])}
+end
+if n > 1 then
+  for i = 1, n do
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  end
+end
+if ARGV[7] == '1' then${writerGrantedLua('true')}
+end
+local res = {1, age}
+${FENCE_COUNTERS_LUA}
+return res
+`,
+);
+
+/**
+ * Extend: all-or-nothing compare-and-pexpire. Never re-creates a missing key (used when the
+ * `repairOnExtend` setting is off; see EXTEND_REPAIR_SCRIPT otherwise).
+ * KEYS: lock keys. ARGV: token, ttl. Returns 1 when every key was ours and got the new TTL;
+ * 0 also for a key of another kind (GET through `redis.pcall`, as in RELEASE_SCRIPT).
+ */
+export const EXTEND_SCRIPT = script(
+  'extend',
+  `
+for i = 1, #KEYS do
+  if redis.pcall('GET', KEYS[i]) ~= ARGV[1] then
+    return 0
+  end
+end
+for i = 1, #KEYS do
+  redis.call('PEXPIRE', KEYS[i], ARGV[2])
+end
+return 1
+`,
+);
+
+/**
+ * Extend with repair (the `repairOnExtend` setting; safety argument in redis/repair.ts): for each key,
+ * compare-and-pexpire when it holds our token, `SET NX PX` with our token when it is missing.
+ * All-or-nothing against other holders: when any key holds another token, nothing is changed.
+ * Fencing counters are not touched: a repair puts back the same token, it is not a new holder.
+ *
+ * KEYS[1..n] lock keys, KEYS[n+1] boot marker (only when ARGV[3] ~= '0').
+ * ARGV: token, ttl, marker (as ACQUIRE_SCRIPT's ARGV[4]), n.
+ * Returns {status, age}: status 1 = every key was ours (kept), 2 = at least one missing key was
+ * put back and the others were ours (repaired), 0 = some key holds another token (untouched).
+ * `age` is the boot marker's age as in the acquire script (a missing marker is born now, so a
+ * master that lost its data set is in quarantine), -1 when not checked, -2 when known old. A key
+ * of another kind (a zset of readers or semaphore holders) is another holder's: {0, age}, never
+ * an error.
+ */
+export const EXTEND_REPAIR_SCRIPT = script(
+  'extend-repair',
+  `
+local n = tonumber(ARGV[4])
+local age = -1
+if ARGV[3] ~= '0' then${bootMarkerAge('KEYS[n + 1]', 'ARGV[3]')}
+end
+local missing = false
+for i = 1, n do
+  local v = redis.pcall('GET', KEYS[i])
+  if v == false then
+    missing = true
+  elseif v ~= ARGV[1] then
+    return {0, age}
+  end
+end
+for i = 1, n do
+  if not redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[i], ARGV[2])
+  end
+end
+if missing then
+  return {2, age}
+end
+return {1, age}
+`,
+);
+
+/**
+ * The mutex: one holder at a time, one string key per resource (`SET key token NX PX ttl`).
+ *
+ * Quorum: the configured one, a majority by default. Proof: two holders at once would each have
+ * been granted by a majority of the N masters; two majorities share at least one master, and one
+ * master never holds two tokens under one key within the key's ttl (docs/REDLOCK.md, "Safety
+ * argument, in short").
+ */
+export const MUTEX: LockKind = {
+  name: 'mutex',
+  limit: undefined,
+  repairs: true,
+
+  quorum: (_masters, configured) => configured,
+
+  acquire(input: AcquireInput): ScriptCall {
+    // The writer-waiting flags go along only when this plain lock will retry (waitTtl > 0):
+    // KEYS[w0 + i] in the acquire scripts.
+    const waitKeys = input.waitTtl ? input.waitKeys : undefined;
+    // The flags go to the plain script only for a retry, whose grant takes them down.
+    const clear = waitKeys && input.clearFlags ? waitKeys : undefined;
+    const { keys, args } = acquireLayout(input, clear, []);
+    if (clear) args.push('1');
+    const birthArg = input.marker ? 3 : undefined;
+    // `{-3, age}`: a key holds something else than a plain lock; asked again among the kinds.
+    const followUp = (reply: unknown, sent: ScriptCall): ScriptCall | undefined =>
+      Array.isArray(reply) && reply[0] === -3 ? amongKinds(input, waitKeys, sent) : undefined;
+    return { script: ACQUIRE_SCRIPT, keys, args, birthArg, followUp };
+  },
+
+  readAcquire(groups: readonly GroupReply[], resources: readonly string[]): AcquireAnswer {
+    if (groups.length === 1 && groups[0].resources === resources) {
+      // The hot path: a standalone master, one reply for every resource.
+      const v = checked(groups[0].value);
+      const age = markerAgeOf(v[1]);
+      if (v[0] === -1) return mismatchAnswer(v, age);
+      if (v[0] === 0) {
+        const ttl = typeof v[2] === 'number' && v[2] >= 0 ? v[2] : undefined;
+        const holder = typeof v[3] === 'string' ? v[3] : undefined;
+        return { granted: false, markerAge: age, holderTtl: ttl, counters: undefined, holder };
+      }
+      let counters: number[] | undefined;
+      if (v.length === resources.length + 2) {
+        counters = v.slice(2).map(Number);
+        if (!counters.every(Number.isFinite)) counters = undefined;
+      }
+      return { granted: true, markerAge: age, holderTtl: undefined, counters };
+    }
+    let granted = true;
+    let markerAge: number | undefined;
+    let holderTtl: number | undefined;
+    // The plain lock that refused, named only when every refused group names the same one
+    // (undefined: no group refused; null: not one plain lock).
+    let holder: string | null | undefined;
+    let mismatch: AcquireAnswer['mismatch'];
+    const counted = new Map<string, number>();
+    for (const group of groups) {
+      const v = checked(group.value);
+      const age = markerAgeOf(v[1]);
+      if (age !== undefined && (markerAge === undefined || age < markerAge)) markerAge = age;
+      if (v[0] === -1) {
+        mismatch ??= mismatchAnswer(v, undefined).mismatch;
+        granted = false;
+        holder = null;
+      } else if (v[0] === 0) {
+        if (granted && typeof v[2] === 'number' && v[2] >= 0) holderTtl = v[2];
+        granted = false;
+        const h = typeof v[3] === 'string' ? v[3] : null;
+        holder = holder === undefined || holder === h ? h : null;
+      } else {
+        if (v.length === group.resources.length + 2) {
+          group.resources.forEach((r, i) => counted.set(r, Number(v[2 + i])));
+        }
+      }
+    }
+    let counters: number[] | undefined;
+    if (granted && counted.size > 0) {
+      counters = resources.map((r) => counted.get(r) ?? NaN);
+      if (!counters.every(Number.isFinite)) counters = undefined;
+    }
+    const answer = {
+      granted,
+      markerAge,
+      holderTtl: granted ? undefined : holderTtl,
+      counters,
+    };
+    if (mismatch) return withFields(answer, { mismatch });
+    return typeof holder === 'string' ? withFields(answer, { holder }) : answer;
+  },
+
+  extend(token, ttl, keys, repair): ScriptCall {
+    if (!repair) return { script: EXTEND_SCRIPT, keys, args: [token, String(ttl)] };
+    const { marker } = repair;
+    return {
+      script: EXTEND_REPAIR_SCRIPT,
+      keys: marker ? [...keys, marker] : keys,
+      args: [token, String(ttl), marker ? (repair.markerBirth ?? '1') : '0', String(keys.length)],
+    };
+  },
+
+  readExtend(groups: readonly GroupReply[], repair: boolean): ExtendAnswer {
+    if (!repair) {
+      const kept = groups.every((g) => g.value === 1);
+      return { status: kept ? 'kept' : 'held', markerAge: undefined };
+    }
+    let markerAge: number | undefined;
+    let status: ExtendAnswer['status'] = 'kept';
+    for (const { value: v } of groups) {
+      if (!Array.isArray(v)) throw new ReplyFormatError('extend-repair', v);
+      const code = Number(v[0]);
+      const age = typeof v[1] === 'number' ? markerAgeOf(v[1]) : undefined;
+      if (age !== undefined && (markerAge === undefined || age < markerAge)) markerAge = age;
+      if (code !== 1 && code !== 2) status = 'held';
+      else if (code === 2 && status === 'kept') status = 'repaired';
+    }
+    return { status, markerAge };
+  },
+
+  release(token, keys, announce, keepFor): ScriptCall {
+    // lockAtLeastFor (redis/scripts/keep.ts): compare-and-pexpire to the remainder, no announcement.
+    if (keepFor !== undefined && keepFor > 0) {
+      return { script: KEEP_SCRIPT, keys, args: [token, String(keepFor)] };
+    }
+    return { script: RELEASE_SCRIPT, keys, args: [token, announceFlag(announce)] };
+  },
+
+  readRelease(groups: readonly GroupReply[]): boolean {
+    return !groups.every((g) => g.value === 0);
+  },
+};
+
+/**
+ * The keys and first six arguments of every kind's acquire script: lock keys, fencing counters,
+ * the writer-waiting flags, then `more` keys (the fair script's), the boot marker last; token,
+ * ttl, fencing flag, marker (the value known to be old when there is one, compared without a
+ * clock read: redis/scripts/kind-lua.ts), n, the counters' ttl.
+ */
+export function acquireLayout(
+  input: AcquireInput,
+  waitKeys: readonly string[] | undefined,
+  more: readonly string[],
+): { keys: readonly string[]; args: string[] } {
+  const { keys, fenceKeys, marker } = input;
+  let all: readonly string[] = keys;
+  if (fenceKeys || marker || waitKeys) {
+    const list = fenceKeys ? [...keys, ...fenceKeys] : [...keys];
+    if (waitKeys) list.push(...waitKeys, ...more);
+    if (marker) list.push(marker);
+    all = list;
+  }
+  const args = [
+    input.token,
+    String(input.ttl),
+    fenceKeys ? '1' : '0',
+    marker ? (input.markerBirth ?? '1') : '0',
+    String(keys.length),
+    String(input.fenceTtl),
+  ];
+  return { keys: all, args };
+}
+
+/**
+ * The call of ACQUIRE_AMONG_KINDS_SCRIPT (mutex-among-kinds.ts) after `sent` met another kind:
+ * the plain layout, with the writer-waiting flags when this plain lock will retry, and the boot
+ * marker argument `sent` had on that master (the marker value it is known to hold, if any: a
+ * full check would make the engine forget it, redis/masters/node.ts `knownBirth`).
+ */
+function amongKinds(
+  input: AcquireInput,
+  waitKeys: readonly string[] | undefined,
+  sent: ScriptCall,
+): ScriptCall {
+  const { keys, args } = acquireLayout(input, waitKeys, []);
+  args[3] = sent.args[3];
+  if (waitKeys) args.push(String(input.waitTtl), input.clearFlags ? '1' : '0');
+  return { script: ACQUIRE_AMONG_KINDS_SCRIPT, keys, args };
+}
+
+/**
+ * An acquire reply `{1|0|-1, age, ...}`, or a {@link ReplyFormatError}. `{-3, age}` (another type
+ * at a key, when the call among the kinds was not sent: redis/masters/dispatch.ts) reads as a refusal
+ * that names no holder and no ttl.
+ */
+function checked(v: unknown): [-1 | 0 | 1, number, ...unknown[]] {
+  if (!Array.isArray(v) || typeof v[1] !== 'number') throw new ReplyFormatError('acquire', v);
+  if (v[0] === -3 && v.length === 2) return [0, v[1]];
+  if (v[0] !== 0 && v[0] !== 1 && v[0] !== -1) throw new ReplyFormatError('acquire', v);
+  return v as [-1 | 0 | 1, number, ...unknown[]];
+}
+
+/** The answer to a `{-1, age, keyTtl, kind, limit}` reply (decoded completely, or an error). */
+function mismatchAnswer(v: unknown[], age: number | undefined): AcquireAnswer {
+  const d = decodeKindAcquire(v, 0);
+  if (d.status !== 'mismatch') throw new ReplyFormatError('acquire', v);
+  return {
+    granted: false,
+    markerAge: age,
+    holderTtl: d.holderTtl,
+    counters: undefined,
+    mismatch: d.found,
+  };
+}

@@ -1,0 +1,102 @@
+import type { GroupReply, ScriptCall } from '../scripts/call';
+import type { MasterNode } from './node';
+import { slotGroups } from './slots';
+
+/**
+ * Per-master sending, in one place: the readiness gate of the restart quarantine
+ * ({@link afterCheck}), Cluster slot groups ({@link grouped}) and the script call itself (EVALSHA
+ * with the one EVAL fallback of redis/scripts/lua.ts, through {@link MasterNode.evalScript}).
+ */
+export class Dispatch {
+  constructor(private readonly keyOf: (resource: string) => string) {}
+
+  /**
+   * Runs the script call `build(keys, resources)` once per group of keys that may share a script
+   * on this master: one group on a standalone master, one per hash slot on a Cluster. Resolves
+   * with the group replies. `wanted` guards the EVAL fallback (see redis/scripts/lua.ts).
+   */
+  grouped(
+    node: MasterNode,
+    resources: readonly string[],
+    keys: readonly string[],
+    build: (keys: readonly string[], resources: readonly string[]) => ScriptCall,
+    wanted?: () => boolean,
+  ): Promise<GroupReply[]> {
+    return this.read(node, resources, keys, build, (groups) => groups, wanted);
+  }
+
+  /** {@link grouped}, with the group replies read by `read` in the same continuation. */
+  read<T>(
+    node: MasterNode,
+    resources: readonly string[],
+    keys: readonly string[],
+    build: (keys: readonly string[], resources: readonly string[]) => ScriptCall,
+    read: (groups: GroupReply[]) => T,
+    wanted?: () => boolean,
+  ): Promise<T> {
+    if (!node.cluster) {
+      // The hot path: one call, one continuation (a follow-up, when asked for, adds its own).
+      const call = build(keys, resources);
+      return node.evalScript(call.script, call.keys, call.args, wanted).then((value) => {
+        const next = nextCall(call, value, wanted);
+        if (!next) return read([{ resources, value }]);
+        return sendFollowed(node, next, wanted).then((v) => read([{ resources, value: v }]));
+      });
+    }
+    return Promise.all(
+      slotGroups(resources, this.keyOf).map((group) => {
+        const call = build(
+          group.map((r) => this.keyOf(r)),
+          group,
+        );
+        return sendFollowed(node, call, wanted).then((value): GroupReply => ({
+          resources: group,
+          value,
+        }));
+      }),
+    ).then(read);
+  }
+
+  /**
+   * Sends `task` once the master was checked after its last reconnect (writes that may take a
+   * key: acquire, repairing extension), also when the round was decided meanwhile: every master
+   * that can take the key must get it (a lock left on a bare majority is lost at the next single
+   * failure; a master in quarantine gets it too, its vote just does not count). It is dropped
+   * only when `wanted()` says the caller moved on (the attempt failed or its lock ended): its
+   * clean-up or release may already be on the wire, and a SET sent after it would be an orphan
+   * key. Sent while still wanted, it goes out on the connection before any such clean-up, which
+   * then removes it. Rejects at once when the master cannot be reached (see
+   * {@link MasterNode.ready}).
+   */
+  afterCheck<T>(node: MasterNode, wanted: () => boolean, task: () => Promise<T>): Promise<T> {
+    const pending = node.ready();
+    if (!pending) return task();
+    return pending.then(() => (wanted() ? task() : Promise.reject(new Error('not sent'))));
+  }
+}
+
+/**
+ * The call that `call`'s reply `value` asks to send next on the same master — only while
+ * `wanted` (a write sent after the caller moved on, its clean-up or release already on the wire,
+ * would leave an orphan key).
+ */
+function nextCall(
+  call: ScriptCall,
+  value: unknown,
+  wanted: (() => boolean) | undefined,
+): ScriptCall | undefined {
+  const next = call.followUp?.(value, call);
+  return next && (!wanted || wanted()) ? next : undefined;
+}
+
+/** Sends `call` on `node`, then each call its reply asks for ({@link nextCall}); the last reply. */
+function sendFollowed(
+  node: MasterNode,
+  call: ScriptCall,
+  wanted: (() => boolean) | undefined,
+): Promise<unknown> {
+  return node.evalScript(call.script, call.keys, call.args, wanted).then((value) => {
+    const next = nextCall(call, value, wanted);
+    return next ? sendFollowed(node, next, wanted) : value;
+  });
+}

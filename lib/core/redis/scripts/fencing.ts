@@ -1,0 +1,64 @@
+/** Fencing-counter scripts. */
+import { script } from './lua';
+
+/**
+ * Lua statements: increments the fencing counter at `key` into a new local `v`. A new (or
+ * expired, or lost) counter starts from the server time in whole seconds × 10^6 — `clock`, the
+ * master's TIME when the script read it already, else read now — with the TTL `ttl` (see
+ * ACQUIRE_SCRIPT). Shared by the acquire scripts and the installs (fair/install-scripts.ts).
+ */
+export function fenceIncrLua(key: string, ttl: string, clock = "redis.call('TIME')"): string {
+  return `local v = redis.call('INCR', ${key})
+if v == 1 then
+  v = tonumber((${clock})[1]) * 1000000 + 1
+  redis.call('SET', ${key}, string.format('%.0f', v), 'PX', ${ttl})
+end`;
+}
+
+/**
+ * Lua shared by every acquire script with fencing: when ARGV[3] == '1', increments the counters at
+ * KEYS[n+1..2n] ({@link fenceIncrLua}, TTL ARGV[6]) and appends them to the table `res`.
+ */
+export const FENCE_COUNTERS_LUA = `
+if ARGV[3] == '1' then
+  for i = 1, n do
+    local fk = KEYS[n + i]
+    ${fenceIncrLua('fk', 'ARGV[6]')}
+    res[#res + 1] = v
+  end
+end
+`;
+
+/**
+ * Raise fencing counters to at least the given values (set-if-greater), refreshing their TTL.
+ * KEYS: fencing counter keys. ARGV[1]: counter ttl, ARGV[2..]: values. Returns 1.
+ */
+export const FENCE_RAISE_SCRIPT = script(
+  'fence-raise',
+  `
+for i = 1, #KEYS do
+  local v = tonumber(ARGV[i + 1])
+  local cur = tonumber(redis.call('GET', KEYS[i]))
+  if (not cur) or cur < v then
+    redis.call('SET', KEYS[i], ARGV[i + 1], 'PX', ARGV[1])
+  end
+end
+return 1
+`,
+);
+
+/**
+ * The write of {@link fencedWrite} (lib/core/redis/fenced-write.ts): store a value only under a newer fencing
+ * token than the last accepted one. KEYS[1]: the hash. ARGV: token, value. Returns 1 when written.
+ */
+export const FENCED_WRITE_SCRIPT = script(
+  'fenced-write',
+  `
+local cur = tonumber(redis.call('HGET', KEYS[1], 'fencingToken'))
+if cur and cur >= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'fencingToken', ARGV[1], 'value', ARGV[2])
+return 1
+`,
+);

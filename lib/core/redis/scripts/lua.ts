@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import type { Connection } from '../connection/connection';
+
+/** A Lua script, called by SHA1 (EVALSHA) with a fallback to EVAL on NOSCRIPT. */
+export interface LuaScript {
+  readonly name: string;
+  readonly source: string;
+  readonly sha: string;
+}
+
+/** Every script defined with {@link script}, in definition order (loaded on connect). */
+const defined: LuaScript[] = [];
+
+/** Names a Lua source and computes its SHA1 once; the script is loaded on every master's connect. */
+export function script(name: string, source: string): LuaScript {
+  const s = { name, source, sha: createHash('sha1').update(source).digest('hex') };
+  defined.push(s);
+  return s;
+}
+
+/** The scripts {@link loadScripts} loads: every script the engine defines. */
+export function definedScripts(): readonly LuaScript[] {
+  return defined;
+}
+
+/**
+ * Loads every script the engine defines on a standalone master (SCRIPT LOAD, pipelined; nothing
+ * runs), right after it (re)connects (redis/masters/node.ts): the first call of each script on a fresh,
+ * restarted or flushed master then finds it, instead of answering NOSCRIPT and sending the source
+ * again one round-trip later. Besides that round-trip, the fallback lets commands written
+ * meanwhile on the same connection run first: the EVAL of a release answered NOSCRIPT ran after
+ * a read sent once the other masters had confirmed the release, which saw the released key
+ * still there (flake check, protocols.spec). Never rejects: a master whose ACL forbids SCRIPT,
+ * or one that goes away meanwhile, falls back to EVAL on NOSCRIPT as before.
+ */
+export function loadScripts(client: Connection): Promise<void> {
+  return Promise.all(defined.map((s) => client.scriptLoad(s.source).catch(() => undefined))).then(
+    () => undefined,
+  );
+}
+
+/**
+ * The one EVALSHA → EVAL fallback: runs `s` by its SHA1 and, when the server does not know it
+ * (NOSCRIPT: a restarted or flushed master), sends the source. The EVAL goes out after whatever
+ * was sent meanwhile; when `stillWanted()` says the caller has moved on (a release of the same
+ * token may already be on the wire), it is not sent at all — a late acquire must never land
+ * after its own release. The script is then loaded without running it (SCRIPT LOAD, standalone
+ * masters; a Cluster would pick any node), so that the next call does not pay the NOSCRIPT
+ * round-trip again: an acquire decided by the other masters before a restarted one answered
+ * used to leave it without the script for every later call.
+ *
+ * `beforeFallback` runs right before the EVAL or SCRIPT LOAD is sent (the caller's write
+ * coalescing, redis/masters/node.ts: the fallbacks of many calls answered NOSCRIPT together leave in
+ * one write too).
+ */
+export function evalScript(
+  client: Connection,
+  s: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | Buffer)[],
+  stillWanted?: () => boolean,
+  beforeFallback?: () => void,
+): Promise<unknown> {
+  return client.evalsha(s.sha, keys, args).catch((err: unknown) => {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+    if (stillWanted && !stillWanted()) {
+      if (!client.cluster) {
+        beforeFallback?.();
+        client.scriptLoad(s.source).catch(() => undefined);
+      }
+      throw err;
+    }
+    beforeFallback?.();
+    return client.eval(s.source, keys, args);
+  });
+}
+
+/**
+ * Lua shared by the scripts that check a master's boot marker (restart quarantine, see
+ * lib/core/redis/masters/node.ts): sets `age` to how long ago (ms, server clock) the master's data set
+ * was born, reading the marker at `markerKey` (a Lua expression); a missing marker is born now
+ * (age 0), so a master that lost its data set is in quarantine. Inlined rather than a Lua
+ * function: a function definition would be re-created on every call of the script.
+ *
+ * With `knownBirth` (a Lua expression naming an argument), the caller may pass the marker value it
+ * already knows to be older than the quarantine (`MasterNode.knownBirth`): when the marker still
+ * holds exactly that value, `age` is -2 ("known old") without reading the clock — one GET instead
+ * of TIME + GET per call. Any other value (a flushed master re-seeded by another engine, a
+ * restart) takes the full path. Callers that pass '1' (not known) always take the full path: a
+ * marker is a time in ms, never '1'.
+ */
+export function bootMarkerAge(markerKey: string, knownBirth?: string): string {
+  const ageOf = (raw: string): string => `
+  local t = redis.call('TIME')
+  local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local birth = tonumber(${raw})
+  if not birth then
+    birth = nowMs
+    redis.call('SET', ${markerKey}, birth)
+  end
+  age = nowMs - birth`;
+  if (knownBirth === undefined) return ageOf(`redis.call('GET', ${markerKey})`);
+  return `
+  local known = redis.call('GET', ${markerKey})
+  if known and known == ${knownBirth} then
+    age = -2
+  else${ageOf('known')}
+  end`;
+}
