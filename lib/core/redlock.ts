@@ -5,31 +5,22 @@ import { lockKey } from './base/keys';
 import { HeldLocks, expire, lockState, ownedState } from './lock/lock';
 import type { Lock, LockedRoutine, ReleaseResult } from './lock/lock';
 import { withFields } from './base/fields';
-import {
-  InflightAttempts,
-  acquireLoop,
-  attemptOnStore,
-  createLock,
-  refuseLate,
-  tryOnce,
-} from './policy/acquire';
-import type { AttemptContext, LoopContext } from './policy/acquire';
+import { acquireLoop, tryOnce } from './policy/acquire';
+import { InflightAttempts } from './policy/context';
+import type { EngineContext } from './policy/context';
 import { FifoQueue } from './waiting/fifo-queue';
-import { FairQueue } from './fair/fair-queue';
-import type { WaitingPolicy } from './waiting/waiting';
+import type { EngineMode } from './waiting/waiting';
+import { fairMode } from './fair';
 import { extendLock } from './policy/extension';
 import { inspectResource } from './policy/inspect';
 import { restoreLock } from './policy/restore';
 import { checkReleaseOptions, releaseLock, takeLockAtLeastFor } from './policy/release';
-import type { ReleaseContext } from './policy/release';
-import type { ExtensionContext } from './policy/extension';
 import { keepAlive } from './policy/keep-alive';
 import { runUsing } from './policy/using';
 import { Observers } from './policy/observers';
 import { isStoreFactory } from './store';
-import type { Grant, LockStore, StoreFactory } from './store';
+import type { StoreFactory } from './store';
 import { RedisStore } from './redis/store';
-import { FairRedisStore } from './fair/fair-redis-store';
 import { resolveSettings } from './base/settings';
 import type { RedlockClient, RedlockSettings, ResolvedSettings } from './base/settings';
 import type {
@@ -48,6 +39,12 @@ import {
   checkTtl,
 } from './base/validate';
 
+/** The default mode: the plain Redis store and the FIFO per resource inside the process. */
+const PLAIN_MODE: EngineMode = {
+  store: (clients, settings) => new RedisStore(clients, settings),
+  queue: (store, draining) => new FifoQueue(store, draining),
+};
+
 /**
  * The Redlock algorithm on N independent Redis masters (docs/REDLOCK.md).
  *
@@ -55,35 +52,22 @@ import {
  * docs/clients.md). The engine never closes them; {@link close} only drops what the engine
  * itself created (subscriber connections, listeners).
  *
- * This class is the policy — validation, retries, keep-alive, events and the life of each lock —
- * over a store (lib/core/store.ts): the Redis store runs the quorum protocol on the
- * masters (lib/core/redis/store.ts, lib/core/quorum/).
+ * This class is the facade: the settings, the engine's life (drain, close) and the public
+ * methods, each a call of an operation (lib/core/policy/) over one engine context
+ * (policy/context.ts) — its store (lib/core/store.ts: the masters, lib/core/redis/), its waiting
+ * policy, observers, held locks and attempts in flight. The `fairness` setting picks the mode
+ * (the plain one below, or lib/core/fair).
  */
 export class Redlock {
   /** The validated settings in force. */
   readonly settings: ResolvedSettings;
   /** Votes needed for a decision. */
   readonly quorum: number;
-  private readonly store: LockStore;
-  private readonly held = new HeldLocks();
-  private readonly observers: Observers;
-  /** What the acquire loop (policy/acquire.ts) needs. */
-  private readonly loop: LoopContext;
-  /** What turning grants into locks (policy/acquire.ts) needs. */
-  private readonly grants: AttemptContext;
-  /** What the extension policy (policy/extension.ts) needs. */
-  private readonly policy: ExtensionContext;
-  /** What a release (policy/release.ts) needs. */
-  private readonly releasing: ReleaseContext;
+  /** What the engine is made of, as its operations (policy/) see it. */
+  private readonly ctx: EngineContext;
   private closed = false;
-  private readonly inflight = new InflightAttempts();
   /** Aborted by {@link drain}: refuses new acquisitions and wakes the waiting ones. */
   private readonly draining = new AbortController();
-  /**
-   * Order and wake-ups of this engine's waiting acquires (waiting/waiting.ts): waiting/fifo-queue.ts
-   * by default, fair/fair-queue.ts with `fairness: 'across-processes'`.
-   */
-  private readonly queue: WaitingPolicy<unknown>;
 
   /**
    * @param clients one client per independent master: an ioredis or iovalkey Redis / Cluster,
@@ -95,68 +79,32 @@ export class Redlock {
   /** @internal An engine over another store (the testing module's in-memory one). */
   constructor(store: StoreFactory, settings?: RedlockSettings);
   constructor(source: readonly RedlockClient[] | StoreFactory, settings: RedlockSettings = {}) {
-    if (isStoreFactory(source)) {
-      this.settings = resolveSettings(settings, source.masters);
-      this.store = source.open(this.settings);
-    } else {
-      RedisStore.checkClients(source);
-      this.settings = resolveSettings(settings, source.length);
-      this.store =
-        this.settings.fairness === 'across-processes'
-          ? new FairRedisStore(source, this.settings)
-          : new RedisStore(source, this.settings);
-    }
+    const isFactory = isStoreFactory(source);
+    if (!isFactory) RedisStore.checkClients(source);
+    this.settings = resolveSettings(settings, isFactory ? source.masters : source.length);
     this.quorum = this.settings.quorum;
-    this.observers = new Observers(this.settings.logger, (err) => this.store.describe(err));
-    this.grants = {
+    const mode = this.settings.fairness === 'across-processes' ? fairMode : PLAIN_MODE;
+    const store = isFactory ? source.open(this.settings) : mode.store(source, this.settings);
+    this.ctx = {
       owner: this,
-      store: this.store,
       settings: this.settings,
-      observers: this.observers,
-      held: this.held,
-    };
-    this.policy = {
-      store: this.store,
-      settings: this.settings,
-      observers: this.observers,
-    };
-    if (this.settings.fairness === 'across-processes') {
-      const fair = new FairQueue(this.store, this.draining.signal);
-      this.queue = fair;
-      this.releasing = withFields(this.policy, {
-        held: this.held,
-        handover: (lock: Lock, grant: Grant) => fair.handover(lock, grant),
-        release: (lock: Lock, grant: Grant) => fair.release(lock, grant),
-      });
-    } else {
-      this.queue = new FifoQueue(this.store, this.draining.signal);
-      this.releasing = withFields(this.policy, { held: this.held });
-    }
-    this.loop = {
-      store: this.store,
-      queue: this.queue,
+      store,
+      queue: mode.queue(store, this.draining.signal),
+      observers: new Observers(this.settings.logger, (err) => store.describe(err)),
+      held: new HeldLocks(),
+      inflight: new InflightAttempts(),
       draining: this.draining.signal,
-      requestTimeout: this.settings.requestTimeout,
-      granted: (lock, started, lockAtLeastFor) => this.granted(lock, started, lockAtLeastFor),
-      failed: (resources, err, started) => this.observers.failed(resources, err, started),
-      adopt: (grant, n) => createLock(this.grants, grant, n),
-      attempt: (req, n, at, hints) =>
-        this.inflight.track(
-          attemptOnStore(this.grants, req, n, at, hints).then((r) =>
-            r.lock && this.isDraining ? refuseLate(this.releasing, r.lock, req, n, at) : r,
-          ),
-        ),
     };
   }
 
   /** Number of masters. */
   get masterCount(): number {
-    return this.store.masterNames.length;
+    return this.ctx.store.masterNames.length;
   }
 
   /** Redacted addresses of the masters, in order. */
   get masterNames(): readonly string[] {
-    return this.store.masterNames;
+    return this.ctx.store.masterNames;
   }
 
   /**
@@ -165,7 +113,7 @@ export class Redlock {
    * signal).
    */
   get heldLocks(): readonly Lock[] {
-    return this.held.list();
+    return this.ctx.held.list();
   }
 
   /**
@@ -173,7 +121,8 @@ export class Redlock {
    * process they follow the current load and return to zero when it stops.
    */
   get footprint(): RedlockFootprint {
-    return { heldLocks: this.held.size, ...this.store.footprint, queuedAcquires: this.queue.size };
+    const { held, store, queue } = this.ctx;
+    return { heldLocks: held.size, ...store.footprint, queuedAcquires: queue.size };
   }
 
   /**
@@ -183,7 +132,7 @@ export class Redlock {
   observe(observer: RedlockObserver): () => void {
     if (typeof observer !== 'function')
       throw new InvalidArgumentError('observer', 'must be a function');
-    return this.observers.add(observer);
+    return this.ctx.observers.add(observer);
   }
 
   /**
@@ -206,7 +155,7 @@ export class Redlock {
     try {
       const { rest, lockAtLeastFor } = takeLockAtLeastFor(options, this.settings);
       const req = checkOpenAcquire(resources, rest, this.settings, this.draining.signal);
-      return acquireLoop(this.loop, req, monotonicNow(), lockAtLeastFor);
+      return acquireLoop(this.ctx, req, monotonicNow(), lockAtLeastFor);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -236,9 +185,7 @@ export class Redlock {
         writerWait: 0, // one attempt: a plain lock refused by readers raises no writer-waiting flag
       },
     );
-    const started = monotonicNow();
-    const lock = await tryOnce(this.loop, this.observers, req, started);
-    return lock && this.granted(lock, started, lockAtLeastFor);
+    return tryOnce(this.ctx, req, monotonicNow(), lockAtLeastFor);
   }
 
   /**
@@ -257,7 +204,7 @@ export class Redlock {
   async release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult> {
     const s = ownedState(lock, this);
     const { lockAtLeastFor } = checkReleaseOptions(options, this.settings);
-    return releaseLock(this.releasing, lock, s, false, lockAtLeastFor ?? s.lockAtLeastFor);
+    return releaseLock(this.ctx, lock, s, false, lockAtLeastFor ?? s.lockAtLeastFor);
   }
 
   /**
@@ -272,7 +219,7 @@ export class Redlock {
   async extend(lock: Lock, ttl?: number): Promise<Lock> {
     const s = ownedState(lock, this);
     const newTtl = ttl === undefined ? s.ttl : checkTtl('ttl', ttl, this.settings, argError);
-    return extendLock(this.policy, lock, s, newTtl);
+    return extendLock(this.ctx, lock, s, newTtl);
   }
 
   /**
@@ -285,9 +232,7 @@ export class Redlock {
    * that is not a valid serialized lock is an {@link InvalidLockDataError}.
    */
   restore(data: unknown): Lock {
-    const lock = restoreLock(this.grants, data);
-    lockState(lock).onEnd ??= () => this.queue.ended(lock); // wakes local waiters, as granted()
-    return lock;
+    return restoreLock(this.ctx, data);
   }
 
   /**
@@ -301,7 +246,7 @@ export class Redlock {
     routine: LockedRoutine<T>,
     options: UsingOptions = {},
   ): Promise<T> {
-    return runUsing(this, resources, routine, options, (err) => this.store.describe(err));
+    return runUsing(this, resources, routine, options, (err) => this.ctx.store.describe(err));
   }
 
   /**
@@ -323,7 +268,7 @@ export class Redlock {
    * latency, restart quarantine; and whether a quorum is available. Names are redacted.
    */
   async health(): Promise<RedlockHealth> {
-    const masters = await this.store.health();
+    const masters = await this.ctx.store.health();
     const usable = masters.filter((m) => m.reachable && !m.quarantined).length;
     const draining = this.isDraining;
     return {
@@ -344,7 +289,7 @@ export class Redlock {
    * quorum of masters outside quarantine answered.
    */
   inspect(resource: string): Promise<ResourceInspection> {
-    return inspectResource(this.store, resource);
+    return inspectResource(this.ctx.store, resource);
   }
 
   /** Whether a quorum of masters agrees that `resource` is held: `(await inspect(r)).locked`. */
@@ -378,8 +323,9 @@ export class Redlock {
     if (this.closed) return;
     this.closed = true;
     // Grants still on the wire are refused and released by refuseLate: wait for them first.
-    await this.inflight.settled();
-    const locks = this.held.list();
+    const { inflight, held, queue, store } = this.ctx;
+    await inflight.settled();
+    const locks = held.list();
     // A lock released by shutdown stops protecting its holder, who may still be running (a
     // `using()` routine, a locked call past the shutdown timeout): its signal aborts first —
     // before any key is deleted and another process can take the resource.
@@ -389,30 +335,10 @@ export class Redlock {
     }
     // Wait for every master's answer (not just a majority): the caller closes the clients next.
     await Promise.all(
-      locks.map((l) => releaseLock(this.releasing, l, lockState(l), true).catch(() => undefined)),
+      locks.map((l) => releaseLock(this.ctx, l, lockState(l), true).catch(() => undefined)),
     );
-    this.held.stop();
-    this.queue.close();
-    await this.store.close();
-  }
-
-  // ---------------------------------------------------------------------------------------------
-
-  private granted(lock: Lock, started: number, lockAtLeastFor?: number): Lock {
-    const s = lockState(lock);
-    if (lockAtLeastFor !== undefined) s.lockAtLeastFor = lockAtLeastFor;
-    // Its release (or loss) wakes the next local waiter of its resources at once.
-    s.onEnd ??= () => this.queue.ended(lock);
-    if (this.observers.active) {
-      this.observers.emit({
-        type: 'acquired',
-        resources: lock.resources,
-        lock,
-        attempts: lock.attempts,
-        waitTime: monotonicNow() - started,
-        votes: lock.votes,
-      });
-    }
-    return lock;
+    held.stop();
+    queue.close();
+    await store.close();
   }
 }

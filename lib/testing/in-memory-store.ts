@@ -23,7 +23,7 @@ import type { MasterHealth } from '../core/base/types';
 import { MUTEX_SPEC } from '../core/base/kind-spec';
 import { admission, pruneSlot } from './in-memory-kinds';
 import type { Admission, Holding, Slot } from './in-memory-kinds';
-import type { FairAttemptRequest } from '../core/fair/fair-store';
+import type { FairAttemptRequest } from '../core/fair';
 
 /** Who holds a resource in an in-memory engine. */
 export type InMemoryHolder =

@@ -1,8 +1,9 @@
 /**
  * The acquire, from the engine's facade down to the store: one attempt turned into a lock or a
- * typed error ({@link attemptOnStore}, {@link tryOnce}), the attempts in flight that `close()`
- * waits for ({@link InflightAttempts}), and the bounded loop of attempts in the waiting policy's
- * order ({@link acquireLoop}; docs/REDLOCK.md, "N masters", last paragraph).
+ * typed error ({@link attempt}, {@link tryOnce}; tracked until it settled, so that `close()`
+ * waits for it), the grant handed to the caller ({@link granted}), and the bounded loop of
+ * attempts in the waiting policy's order ({@link acquireLoop}; docs/REDLOCK.md, "N masters",
+ * last paragraph).
  */
 import { monotonicNow } from '../base/clock';
 import {
@@ -17,25 +18,13 @@ import type { LockErrorDetail } from '../base/errors';
 import { withFields } from '../base/fields';
 import { MUTEX_SPEC } from '../base/kind-spec';
 import { grantState, lockState, mintLock, scheduleExpiry } from '../lock/lock';
-import type { HeldLocks, Lock, LockOwner, LockState } from '../lock/lock';
+import type { Lock, LockState } from '../lock/lock';
 import type { CheckedAcquire } from '../base/validate';
-import type { ResolvedSettings } from '../base/settings';
-import type { AttemptOutcome, Grant, LockStore } from '../store';
+import type { AttemptOutcome, Grant } from '../store';
 import type { AttemptResult } from '../waiting/attempt-result';
-import type { Observers } from './observers';
+import type { EngineContext } from './context';
 import { releaseLock } from './release';
-import type { ReleaseContext } from './release';
 import type { AttemptHints, WaitingPolicy } from '../waiting/waiting';
-
-/** What an attempt needs from the engine. */
-export interface AttemptContext {
-  /** The engine the locks belong to (the only one that may release or extend them). */
-  readonly owner: LockOwner;
-  readonly store: LockStore;
-  readonly settings: ResolvedSettings;
-  readonly observers: Observers;
-  readonly held: HeldLocks;
-}
 
 /**
  * One attempt on the store (the request as the waiting policy's `hints` make it: waiting/waiting.ts
@@ -44,7 +33,7 @@ export interface AttemptContext {
  * done: an error the acquire loop does not retry.
  */
 export function attemptOnStore(
-  ctx: AttemptContext,
+  ctx: EngineContext,
   req: CheckedAcquire,
   attemptNo: number,
   startedAt: number,
@@ -66,7 +55,7 @@ export function attemptOnStore(
 }
 
 function resultOf(
-  ctx: AttemptContext,
+  ctx: EngineContext,
   outcome: AttemptOutcome,
   req: CheckedAcquire,
   attemptNo: number,
@@ -104,7 +93,7 @@ function resultOf(
 }
 
 /** Wraps a grant in a lock the engine tracks (held locks, 'lost' events). */
-export function createLock(ctx: AttemptContext, grant: Grant, attempts: number): Lock {
+export function createLock(ctx: EngineContext, grant: Grant, attempts: number): Lock {
   const state = grantState(grant, ctx.settings.driftFactor);
   const lock = mintLock(ctx.owner, {
     resources: grant.resources,
@@ -123,7 +112,7 @@ export function createLock(ctx: AttemptContext, grant: Grant, attempts: number):
  * and reported `lost` when it is lost — when it happens while someone observes, not only when
  * the holder next touches the lock.
  */
-export function track(ctx: AttemptContext, lock: Lock, state: LockState): void {
+export function track(ctx: EngineContext, lock: Lock, state: LockState): void {
   reportLoss(ctx, lock, state);
   ctx.held.add(lock);
   if (ctx.observers.active) {
@@ -133,7 +122,7 @@ export function track(ctx: AttemptContext, lock: Lock, state: LockState): void {
 }
 
 /** Reports the loss of `lock` to the observers (a `lost` event) when it happens. */
-export function reportLoss(ctx: AttemptContext, lock: Lock, state: LockState): void {
+export function reportLoss(ctx: EngineContext, lock: Lock, state: LockState): void {
   const { observers } = ctx;
   state.onLost = (reason) => {
     if (observers.active) {
@@ -149,26 +138,73 @@ export function reportLoss(ctx: AttemptContext, lock: Lock, state: LockState): v
 }
 
 /**
- * `tryAcquire`: one attempt (through the engine's tracked `attempt`, so that `close()` waits for
- * it), no queue, no retry: the lock, `null` when another holder has it, or the typed error.
+ * One attempt of the engine, tracked until it and its clean-up settled (`close()` waits for it);
+ * a grant that arrives while the engine drains is refused and released ({@link refuseLate}).
+ * `hints`: what the waiting policy adds to it (fair mode: `WaitingPolicy.beforeAttempt`).
+ */
+export function attempt(
+  ctx: EngineContext,
+  req: CheckedAcquire,
+  attemptNo: number,
+  startedAt: number,
+  hints?: AttemptHints,
+): Promise<AttemptResult> {
+  return ctx.inflight.track(
+    attemptOnStore(ctx, req, attemptNo, startedAt, hints).then((r) =>
+      r.lock && ctx.draining.aborted ? refuseLate(ctx, r.lock, req, attemptNo, startedAt) : r,
+    ),
+  );
+}
+
+/**
+ * Hands a grant to its caller: its `lockAtLeastFor`, the wake-up of the next local waiter when
+ * it ends, and the `acquired` event.
+ */
+export function granted(
+  ctx: EngineContext,
+  lock: Lock,
+  started: number,
+  lockAtLeastFor: number | undefined,
+): Lock {
+  const s = lockState(lock);
+  if (lockAtLeastFor !== undefined) s.lockAtLeastFor = lockAtLeastFor;
+  // Its release (or loss) wakes the next local waiter of its resources at once.
+  s.onEnd ??= () => ctx.queue.ended(lock);
+  if (ctx.observers.active) {
+    ctx.observers.emit({
+      type: 'acquired',
+      resources: lock.resources,
+      lock,
+      attempts: lock.attempts,
+      waitTime: monotonicNow() - started,
+      votes: lock.votes,
+    });
+  }
+  return lock;
+}
+
+/**
+ * `tryAcquire`: one attempt (tracked: {@link attempt}), no queue, no retry: the lock (handed to
+ * the caller: {@link granted}), `null` when another holder has it, or the typed error.
  */
 export async function tryOnce(
-  loop: Pick<LoopContext, 'attempt'>,
-  observers: Observers,
+  ctx: EngineContext,
   req: CheckedAcquire,
   started: number,
+  lockAtLeastFor: number | undefined,
 ): Promise<Lock | null> {
+  const { observers } = ctx;
   if (req.signal?.aborted) {
     throw new LockAbortedError(
       { resources: req.resources, votes: [], attempts: 0, elapsed: 0 },
       { cause: req.signal.reason },
     );
   }
-  const result = await loop.attempt(req, 1, started).catch((err: unknown) => {
+  const result = await attempt(ctx, req, 1, started).catch((err: unknown) => {
     observers.failed(req.resources, err, started); // a kind mismatch
     throw err;
   });
-  if (result.lock) return result.lock;
+  if (result.lock) return granted(ctx, result.lock, started, lockAtLeastFor);
   await result.cleanup;
   observers.failed(req.resources, result.error, started);
   if (result.error instanceof LockContendedError) return null;
@@ -176,38 +212,12 @@ export async function tryOnce(
 }
 
 /**
- * Attempts on the wire, and the clean-up they started (an acquire in flight during
- * `close()`). The engine's `close()` waits for them, so that no grant arrives — and no key is
- * written — after it resolved; a grant that arrives while the engine drains is refused and
- * released by the engine (see `Redlock.refuseLate`).
- */
-export class InflightAttempts {
-  private readonly pending = new Set<Promise<unknown>>();
-
-  /** Tracks `attempt` until it and its clean-up settled; returns it unchanged. */
-  track(attempt: Promise<AttemptResult>): Promise<AttemptResult> {
-    const settled: Promise<unknown> = attempt.then(
-      (r) => r.cleanup,
-      () => undefined,
-    );
-    this.pending.add(settled);
-    void settled.finally(() => this.pending.delete(settled));
-    return attempt;
-  }
-
-  /** Resolves once no attempt is in flight (also those started while waiting). */
-  async settled(): Promise<void> {
-    while (this.pending.size > 0) await Promise.all([...this.pending]);
-  }
-}
-
-/**
  * A grant that arrived after the engine began to drain: never handed out (the caller gets
  * {@link ShuttingDownError}); its keys are deleted on every master at once (no lockAtLeastFor:
  * nobody ever held it).
  */
-export function refuseLate(
-  ctx: ReleaseContext,
+function refuseLate(
+  ctx: EngineContext,
   lock: Lock,
   req: CheckedAcquire,
   attempts: number,
@@ -224,33 +234,6 @@ export function refuseLate(
     elapsed: monotonicNow() - startedAt,
   });
   return { error, cleanup };
-}
-
-/** What the acquire loop needs from the engine (`W`: the waiting policy's ticket). */
-export interface LoopContext<W = unknown> {
-  readonly store: LockStore;
-  /** The engine's waiting policy (waiting/waiting.ts): order, admission, wake-ups. */
-  readonly queue: WaitingPolicy<W>;
-  /** Aborted when the engine drains: refuses new attempts, wakes waiting ones. */
-  readonly draining: AbortSignal;
-  /** The per-master request timeout (bounds one attempt; part of the retry budget). */
-  readonly requestTimeout: number;
-  /** A lock of a grant the waiting policy handed the waiter (`WaitingPolicy.takeGranted`). */
-  adopt(grant: Grant, attemptNo: number): Lock;
-  /** Turns a grant into the caller's lock (`lockAtLeastFor`, the `acquired` event). */
-  granted(lock: Lock, started: number, lockAtLeastFor: number | undefined): Lock;
-  /** Reports an acquire that ends without a lock (the `failed` event). */
-  failed(resources: readonly string[], err: unknown, started: number): void;
-  /**
-   * One attempt (the store's round, turned into a lock or an error); `hints`: what the waiting
-   * policy adds to it (fair mode: `WaitingPolicy.beforeAttempt`).
-   */
-  attempt(
-    req: CheckedAcquire,
-    attemptNo: number,
-    startedAt: number,
-    hints?: AttemptHints,
-  ): Promise<AttemptResult>;
 }
 
 /**
@@ -276,13 +259,13 @@ export function retryBudget(req: CheckedAcquire, requestTimeout: number): number
  * `tryAcquire`. A failed attempt's clean-up is awaited before its error is surfaced.
  */
 export async function acquireLoop<W>(
-  ctx: LoopContext<W>,
+  ctx: EngineContext<W>,
   req: CheckedAcquire,
   start: number,
   lockAtLeastFor: number | undefined,
 ): Promise<Lock> {
   const deadline = req.waitTimeout === undefined ? Infinity : start + req.waitTimeout;
-  const until = Math.min(deadline, start + retryBudget(req, ctx.requestTimeout));
+  const until = Math.min(deadline, start + retryBudget(req, ctx.settings.requestTimeout));
   const { queue } = ctx;
   const ticket: W | undefined =
     req.retryCount > 0 && req.waitTimeout !== 0
@@ -300,9 +283,9 @@ export async function acquireLoop<W>(
         ticket !== undefined &&
         queue.takeGranted?.(ticket, !req.signal?.aborted && !ctx.draining.aborted);
       if (ticket !== undefined && handed) {
-        const lock = ctx.adopt(handed, ++attempts);
+        const lock = createLock(ctx, handed, ++attempts);
         queue.granted(ticket, lock, undefined);
-        return ctx.granted(lock, start, lockAtLeastFor);
+        return granted(ctx, lock, start, lockAtLeastFor);
       }
       if (req.signal?.aborted) {
         await last?.cleanup;
@@ -328,7 +311,7 @@ export async function acquireLoop<W>(
       const hints = ticket !== undefined ? queue.beforeAttempt?.(ticket) : undefined;
       let result: AttemptResult | undefined;
       try {
-        result = await ctx.attempt(req, attempts, start, hints);
+        result = await attempt(ctx, req, attempts, start, hints);
       } finally {
         hints?.settle?.(result);
       }
@@ -337,7 +320,7 @@ export async function acquireLoop<W>(
         flagged = true;
       if (last.lock) {
         if (ticket !== undefined) queue.granted(ticket, last.lock, last);
-        return ctx.granted(last.lock, start, lockAtLeastFor);
+        return granted(ctx, last.lock, start, lockAtLeastFor);
       }
       if (last.error instanceof ShuttingDownError) {
         await last.cleanup; // granted while the engine drained: released, never handed out
@@ -376,7 +359,7 @@ export async function acquireLoop<W>(
   } catch (err) {
     // Its writer flags end (none can be up when every refusal named one plain holder).
     if (flagged && req.writerWait > 0) ctx.store.writerGaveUp?.(req.resources);
-    ctx.failed(req.resources, err, start);
+    ctx.observers.failed(req.resources, err, start);
     throw err;
   } finally {
     if (ticket !== undefined) queue.leave(ticket);

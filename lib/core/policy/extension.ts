@@ -4,16 +4,8 @@ import { ExtensionLimitError, LockLostError, NoQuorumError } from '../base/error
 import type { LockErrorDetail, NodeVote } from '../base/errors';
 import { applyExtension, expire } from '../lock/lock';
 import type { Lock, LockState } from '../lock/lock';
-import type { ResolvedSettings } from '../base/settings';
-import type { Observers } from './observers';
-import type { Grant, LockStore } from '../store';
-
-/** What an extension needs from the engine. */
-export interface ExtensionContext {
-  readonly store: LockStore;
-  readonly settings: ResolvedSettings;
-  readonly observers: Observers;
-}
+import type { EngineContext } from './context';
+import type { Grant } from '../store';
 
 /**
  * Extends `lock` to `ttl` ms (docs/REDLOCK.md, "Extension"): refused once released, past
@@ -22,7 +14,7 @@ export interface ExtensionContext {
  * keeps its old validity when too few masters answered in time ({@link NoQuorumError}).
  */
 export async function extendLock(
-  ctx: ExtensionContext,
+  ctx: EngineContext,
   lock: Lock,
   s: LockState,
   ttl: number,

@@ -1,27 +1,11 @@
 import { monotonicNow } from '../base/clock';
 import { expire, markReleased } from '../lock/lock';
-import type { HeldLocks, Lock, LockState, ReleaseResult } from '../lock/lock';
+import type { Lock, LockState, ReleaseResult } from '../lock/lock';
 import type { ResolvedSettings } from '../base/settings';
 import type { ReleaseOptions } from '../base/types';
 import { argError, checkInteger, checkNames, checkObject } from '../base/validate';
-import type { Observers } from './observers';
-import type { LocalHandover } from '../waiting/waiting';
-import type { Grant, LockStore } from '../store';
-
-/** What a release needs from the engine. */
-export interface ReleaseContext {
-  readonly store: LockStore;
-  readonly settings: ResolvedSettings;
-  readonly observers: Observers;
-  readonly held: HeldLocks;
-  /**
-   * The waiting policy's local hand-over of `lock` (waiting/waiting.ts `WaitingPolicy.handover`),
-   * when a local waiter may take it.
-   */
-  readonly handover?: (lock: Lock, grant: Grant) => LocalHandover | undefined;
-  /** The waiting policy's own release (waiting/waiting.ts `WaitingPolicy.release`). */
-  readonly release?: (lock: Lock, grant: Grant) => Promise<ReleaseResult>;
-}
+import type { EngineContext } from './context';
+import type { Grant } from '../store';
 
 const RELEASE_OPTION_NAMES = Object.freeze(['lockAtLeastFor'] as const);
 
@@ -85,10 +69,11 @@ export function checkReleaseOptions(
  * compare-and-delete, announced to waiters — or, while the lock's `lockAtLeastFor` has not
  * passed since the grant, compare-and-pexpire of its keys to the remainder, not announced (the
  * resource stays locked until then; keys no longer ours are untouched). A plain lock that the
- * next local waiter may take is handed over to it instead (fair/handover.ts).
+ * next local waiter may take is handed over to it instead, where the waiting policy does that
+ * (`WaitingPolicy.handover`; fair mode: fair/handover.ts).
  */
 export async function releaseLock(
-  ctx: ReleaseContext,
+  ctx: EngineContext,
   lock: Lock,
   s: LockState,
   waitAll: boolean,
@@ -106,7 +91,7 @@ export async function releaseLock(
   // A valid lock released for good may go straight to the next local waiter (one round).
   const handover =
     !s.released && !s.lostReason && keepFor === undefined && !waitAll && !grant.kind
-      ? ctx.handover?.(lock, grant)
+      ? ctx.queue.handover?.(lock, grant)
       : undefined;
   if (handover) s.onEnd = undefined; // the queue woke its taker already
   markReleased(s);
@@ -120,8 +105,8 @@ export async function releaseLock(
     // waiting policy may send it its own way (fair mode: a yield or a pass); kept keys are a
     // plain compare-and-pexpire.
     result =
-      keepFor === undefined && ctx.release
-        ? await ctx.release(lock, grant)
+      keepFor === undefined && ctx.queue.release
+        ? await ctx.queue.release(lock, grant)
         : await ctx.store.release(grant, true, keepFor);
   }
   if (ctx.observers.active) {

@@ -6,7 +6,7 @@ import type { LockKindSpec } from '../base/kind-spec';
 import { checkSerializedLock } from '../lock/portable';
 import { driftFor } from '../base/clock';
 import { reportLoss, track } from './acquire';
-import type { AttemptContext } from './acquire';
+import type { EngineContext } from './context';
 import type { Grant } from '../store';
 
 /**
@@ -21,7 +21,7 @@ import type { Grant } from '../store';
  * `LockLostError` before any Redis call (also with `repairOnExtend`: nothing is re-created),
  * `release` only deletes what is still ours.
  */
-export function restoreLock(ctx: AttemptContext, data: unknown): Lock {
+export function restoreLock(ctx: EngineContext, data: unknown): Lock {
   const d = checkSerializedLock(data, ctx.settings);
   const mono = monotonicNow();
   const wall = Date.now();
@@ -70,8 +70,9 @@ export function restoreLock(ctx: AttemptContext, data: unknown): Lock {
   if (validUntil <= mono) {
     reportLoss(ctx, lock, state);
     expire(lock, state, 'its validity had ended when it was restored');
-    return lock;
+  } else {
+    track(ctx, lock, state);
   }
-  track(ctx, lock, state);
+  state.onEnd ??= () => ctx.queue.ended(lock); // wakes local waiters, as a grant's end does
   return lock;
 }

@@ -2,7 +2,8 @@ import type { LockContendedError, LockErrorDetail, NodeVote } from '../base/erro
 import type { Lock } from '../lock/lock';
 import type { AttemptResult } from './attempt-result';
 import type { ReleaseResult } from '../quorum/protocol';
-import type { AttemptOutcome, AttemptRequest, Grant } from '../store';
+import type { AttemptOutcome, AttemptRequest, Grant, LockStore } from '../store';
+import type { RedlockClient, ResolvedSettings } from '../base/settings';
 
 /**
  * The waiting seam: what the acquire loop (policy/acquire.ts) asks around each attempt of
@@ -109,4 +110,17 @@ export interface LocalHandover {
    * take-over did not land (everywhere when the taker made no attempt or was refused).
    */
   finish(grant: Grant): Promise<ReleaseResult>;
+}
+
+/**
+ * A mode of the engine (the `fairness` setting): the store it keeps locks in on the masters, and
+ * the waiting policy over a store. The default mode is the facade's (lib/core/redlock.ts: the
+ * plain Redis store and waiting/fifo-queue.ts); the fair mode is `fairMode` (lib/core/fair).
+ * An engine over another store (the testing module's) takes only the mode's waiting policy.
+ */
+export interface EngineMode {
+  /** The store over `clients`, one per master. */
+  store(clients: readonly RedlockClient[], settings: ResolvedSettings): LockStore;
+  /** The waiting policy over `store`; `draining` aborts when the engine drains. */
+  queue(store: LockStore, draining: AbortSignal): WaitingPolicy<unknown>;
 }

@@ -65,7 +65,9 @@ describe('InMemoryRedlock', () => {
     const a = await first;
     await new Promise((r) => setImmediate(r)); // the waiter sleeps behind the local holder
     // No separate release: the waiter's attempt takes the lock over.
-    const store = (engine as unknown as { store: { release: (...a: unknown[]) => unknown } }).store;
+    const { store } = (
+      engine as unknown as { ctx: { store: { release: (...a: unknown[]) => unknown } } }
+    ).ctx;
     const release = store.release.bind(store);
     let releases = 0;
     store.release = (...args) => (releases++, release(...args));
