@@ -269,8 +269,11 @@ export class Lock {
 
   /**
    * Aborts (with a {@link LockLostError} as reason) when the validity window ends — at the local
-   * deadline, even if the event loop was busy when it passed (reading `remainingValidity` or
-   * `signal` re-checks) — or when the engine learns the lock was lost, or when the engine is
+   * deadline, even if the event loop was busy when it passed: the signal's `aborted`, `reason`
+   * and `throwIfAborted()` re-check the monotonic clock whenever they are read, so a signal kept
+   * since before a long synchronous block (or a process pause) reads aborted right after it, as
+   * do `remainingValidity` and `isValid` — or when the engine learns the lock was lost, or when
+   * the engine is
    * closed (shutdown) while the lock is held: then it aborts before the keys are deleted. Not
    * aborted by the holder's own `release()`.
    */
@@ -280,7 +283,10 @@ export class Lock {
       s.controller = new AbortController();
       // Found lost before anyone listened: the new signal starts aborted.
       if (s.lostReason) s.controller.abort(s.lostReason);
-      else scheduleExpiry(this, s);
+      else {
+        truthful(s.controller.signal, this, s);
+        scheduleExpiry(this, s);
+      }
     } else if (!s.controller.signal.aborted && !s.released && s.validUntil <= monotonicNow()) {
       expire(this, s, 'validity ended');
     }
@@ -354,6 +360,50 @@ export function ownedState(lock: Lock, owner: LockOwner): LockState {
     );
   }
   return state;
+}
+
+const ABORTED = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')?.get;
+const REASON = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'reason')?.get;
+const THROW_IF_ABORTED = AbortSignal.prototype.throwIfAborted;
+
+/**
+ * Makes `signal` tell the truth when it is read: a holder whose event loop was blocked (a long
+ * synchronous step, a GC pause, SIGSTOP) past the validity deadline runs on before the expiry
+ * timer can fire, and would otherwise read `aborted === false` on a signal it kept. Its
+ * `aborted`, `reason` and `throwIfAborted()` first compare the deadline with the monotonic clock
+ * and expire the lock when it has passed (the abort event fires then, as at the timer). Listeners
+ * and `AbortSignal.any` still hear of the end at the timer or at the first such read.
+ */
+function truthful(signal: AbortSignal, lock: Lock, s: LockState): void {
+  if (!ABORTED || !REASON) return; // (every supported Node has both)
+  const check = (): void => {
+    if (!s.lostReason && !s.released && s.validUntil <= monotonicNow()) {
+      expire(lock, s, 'validity ended');
+    }
+  };
+  Object.defineProperties(signal, {
+    aborted: {
+      configurable: true,
+      get(this: AbortSignal): boolean {
+        check();
+        return ABORTED.call(this) as boolean;
+      },
+    },
+    reason: {
+      configurable: true,
+      get(this: AbortSignal): unknown {
+        check();
+        return REASON.call(this);
+      },
+    },
+    throwIfAborted: {
+      configurable: true,
+      value(this: AbortSignal): void {
+        check();
+        THROW_IF_ABORTED.call(this);
+      },
+    },
+  });
 }
 
 /** (Re)arms the expiry timer of a lock whose signal is in use or that observers watch. */
