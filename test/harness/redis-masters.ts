@@ -56,14 +56,17 @@ export function watchdogMode(): WatchdogMode {
 const SH_WATCHDOG =
   '{ read -r line <&3 || kill -9 $$; } </dev/null >/dev/null 2>&1 & exec "$@" 3<&-';
 
-function spawnServer(args: string[]): ChildProcess {
+function spawnServer(args: string[], extraEnv?: Readonly<Record<string, string>>): ChildProcess {
+  const env = extraEnv ? { ...process.env, ...extraEnv } : undefined;
   if (watchdogMode() === 'pdeathsig') {
     return spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', REDIS_SERVER, ...args], {
       stdio: ['ignore', 'ignore', 'pipe'],
+      env,
     });
   }
   const proc = spawn('/bin/sh', ['-c', SH_WATCHDOG, 'sh', REDIS_SERVER, ...args], {
     stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+    env,
   });
   const lifeline = proc.stdio[3] as Socket | null;
   if (lifeline) {
@@ -81,6 +84,13 @@ export interface MastersOptions {
   appendFsyncAlways?: boolean;
   /** Extra `redis-server` arguments, e.g. `['--requirepass', 's3cret']`. */
   extraArgs?: string[];
+  /**
+   * Extra environment variables of the server process, over this process's own (e.g. the
+   * LD_PRELOAD of the wall-clock shim, test/harness/faults/clock-shift.ts). An option because
+   * jest gives each test file a copy of `process.env`: setting a variable there does not reach
+   * the processes that node:child_process spawns.
+   */
+  env?: Readonly<Record<string, string>>;
 }
 
 /** Asks the OS for a free TCP port on loopback. */
@@ -247,7 +257,7 @@ export class RedisMaster {
         : ['--appendonly', 'no']),
       ...(this.options.extraArgs ?? []),
     ];
-    const proc = spawnServer(args);
+    const proc = spawnServer(args, this.options.env);
     this.proc = proc;
     live.add(proc);
     recordServer(proc.pid, this.port);
