@@ -2,19 +2,16 @@
  * The fair mode's acquire (`fairness: 'across-processes'`, README.md here): the plain acquire
  * with poll marks, the order of waiting engines, parks and installs, and local take-overs.
  */
-import { MARKER_LUA, NOW_LUA } from '../redis/scripts/kind-lua';
+import { ACQUIRE_ARGV, MARKER_AGE_REPLY, MARKER_LUA, NOW_LUA } from '../redis/scripts/kind-lua';
 import { FENCE_COUNTERS_LUA } from '../redis/scripts/fencing';
 import { ENGINE_ID_LENGTH } from '../base/token';
 import { script } from '../redis/scripts/lua';
 import { writerGrantedLua } from '../redis/kinds/writer-flag';
 import { refusedLua } from '../redis/kinds/mutex-among-kinds';
-import { HEAD_INSTALL_LUA, parkLua } from './install-scripts';
+import { ENGINE_OF, HEAD_INSTALL_LUA, parkLua } from './install-scripts';
 
 /** Lua: 1 when the boot marker is the last key (ARGV[4] ~= '0'), else 0. */
 const MARKER_SLOT = `(ARGV[4] ~= '0' and 1 or 0)`;
-
-/** Lua: the engine id that starts a token (base/token.ts). */
-const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_ID_LENGTH})`;
 
 /** Lua, the fair refused path's part: poll marks, the order and the park (redis/kinds/mutex-among-kinds.ts `refusedLua`). */
 const POLL_MARKS_LUA = `
@@ -49,21 +46,12 @@ const POLL_MARKS_LUA = `
  *
  * Acquire: all-or-nothing `SET key token NX PX ttl` over several keys on one master.
  *
- * KEYS[1..n]    lock keys
- * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
- * then n writer-waiting flags (only when ARGV[7] > 0; see base/keys.ts `waitKey`)
- * then n poll marks (only with the flags, and optional; fair/fair-keys.ts `pollKey`)
- * then the order key (only with the poll marks, n = 1, and optional; fair/fair-keys.ts
- *       `orderKey`: ordered yields, see RELEASE_SCRIPT), then the park key (only with the order
- *       key and ARGV[11]; fair/fair-keys.ts `parkKey`)
- * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
- * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
- *       known to be old: see bootMarkerAge in redis/scripts/lua.ts), n, fencing key ttl, [waitTtl, [prev,
- *       [defer, [waitSince, [park token, park life, alive prefix]]]]] (`prev` '' when absent;
- *       `waitSince`, wall ms, with the order key; the park: a refusal by another engine's plain
- *       lock parks this engine's next token for the hand-over across processes, installable for
- *       `park life` ms — lib/core/fair/README.md; the alive channels' prefix, ''
- *       on a Cluster: see RELEASE_SCRIPT)
+ * KEYS, ARGV, reply: the layout below (docs/scripts.md; fair/fair-mutex.ts `fairAcquire` builds
+ * it). The keys: the writer-waiting flags (base/keys.ts `waitKey`), poll marks (fair/fair-keys.ts
+ * `pollKey`), the order (`orderKey`: ordered yields, see RELEASE_SCRIPT) and the park
+ * (`parkKey`). The park: a refusal by another engine's plain lock parks this engine's next
+ * token for the hand-over across processes, installable for `park life` ms
+ * (lib/core/fair/README.md); the alive channels' prefix, '' on a Cluster: see RELEASE_SCRIPT.
  *
  * Attempts install for the head (with the park key): a free key, not reserved for this engine,
  * while another engine heads the order with an installable parked token here (and is alive),
@@ -268,4 +256,39 @@ if prev then
 end
 return res
 `,
+  {
+    keys: [
+      { name: 'lock keys', count: 'n' },
+      { name: 'fencing counters', count: 'n', when: "ARGV[3] == '1'" },
+      { name: 'writer-waiting flags', count: 'n', when: 'ARGV[7] > 0' },
+      { name: 'poll marks', count: 'n', when: 'optional', withPrevious: true },
+      { name: 'order key', when: 'optional; read when n = 1 and ARGV[10]', withPrevious: true },
+      { name: 'park key', when: 'ARGV[11]', withPrevious: true },
+      { name: 'boot marker', last: true, when: "ARGV[4] ~= '0'" },
+    ],
+    argv: ACQUIRE_ARGV.concat([
+      {
+        name: "waitTtl (ms; '0' none): a retrying lock's flags and poll marks",
+        when: 'a retry or a local hand-over',
+      },
+      {
+        name: "prev: the local holder's token handed over ('' none)",
+        when: 'a local hand-over, defer or ordered yields',
+      },
+      { name: "defer: '1' yield to another engine's poll mark", when: 'defer or ordered yields' },
+      { name: 'waitSince (wall ms): since when this engine waits', when: 'ordered yields' },
+      { name: "park token: this engine's next token", when: 'the park key' },
+      { name: 'park life (ms): how long the parked token is installable', when: 'the park key' },
+      { name: "alive prefix: the alive channels' ('' on a Cluster)", when: 'the park key' },
+    ]),
+    reply:
+      '`{1, age, ...counters[, watchers, poll]}` granted, `{2, age, …}` granted while other ' +
+      'engines wait in the order (one fencing counter per key when fencing is on; with `prev`, ' +
+      "the most subscribers of the keys' release channels and the longest remaining poll mark " +
+      "of another engine, ms); `{0, age, pttl[, holder]}` refused (the first held key's ttl, and " +
+      "its token when a plain lock holds it; or a poll mark's or a reservation's remaining " +
+      'time); `{-1, age, pttl, kind, limit}` a key holds a semaphore or something foreign ' +
+      '(nothing written). ' +
+      MARKER_AGE_REPLY,
+  },
 );

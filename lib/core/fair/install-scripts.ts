@@ -7,6 +7,13 @@ import { NOW_LUA, num } from '../redis/scripts/kind-lua';
 import { RESERVED_SEP, YIELD_PREFIX } from './yield-announce';
 import { fenceIncrLua } from '../redis/scripts/fencing';
 import { bootMarkerAge } from '../redis/scripts/lua';
+import { ENGINE_ID_LENGTH } from '../base/token';
+
+/**
+ * Lua expression: the engine id that starts the token `token` (base/token.ts), for the fair
+ * scripts (acquire-script.ts, release-script.ts).
+ */
+export const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_ID_LENGTH})`;
 
 /**
  * Lua statement: parks token `token` with ttl `ttl` for engine `me` in the hash `hash`,

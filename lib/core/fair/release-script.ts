@@ -1,22 +1,17 @@
 /** The fair mode's release: yields and passes (README.md here). */
 import { NOW_LUA, num } from '../redis/scripts/kind-lua';
-import { ENGINE_ID_LENGTH } from '../base/token';
 import { RESERVED_SEP, publishLua } from './yield-announce';
-import { INSTALL_LUA, parkLua } from './install-scripts';
+import { ENGINE_OF, INSTALL_LUA, parkLua } from './install-scripts';
 import { script } from '../redis/scripts/lua';
-
-/** Lua: the engine id that starts a token (base/token.ts). */
-const ENGINE_OF = (token: string): string => `string.sub(${token}, 1, ${ENGINE_ID_LENGTH})`;
 
 /**
  * Release with the hand-over across processes (`fairness: 'across-processes'`,
  * lib/core/fair/README.md): {@link RELEASE_SCRIPT} with yields and passes.
  *
  * Release: compare-and-delete over several keys; publishes the token on each deleted key's
- * channel (the channel is named like the key) so that waiters can retry at once.
- * KEYS: lock keys. ARGV: token, publish flag ('0' no, '1' a release, '2' the clean-up of a
- * failed attempt: published as `~token`, '3' a yield to other processes' waiters: `^token`; see
- * yield-announce.ts). Returns the number of keys deleted.
+ * channel (the channel is named like the key) so that waiters can retry at once (a yield to
+ * other processes' waiters as `^token`: yield-announce.ts). KEYS, ARGV, reply: the layout below
+ * (docs/scripts.md; fair/fair-mutex.ts `releaseAs` builds it).
  * Ordered yields (fair/streak.ts `RESERVE_MS`): with ARGV[3] = n, the n lock keys are followed
  * by their order keys (fair/fair-keys.ts `orderKey`), and a yield ('3') of a key reserves it
  * for ARGV[4] ms for the engine that has waited longest in its order, other than the yielding
@@ -144,4 +139,40 @@ for i = 1, n do
 end
 return deleted
 `,
+  {
+    keys: [
+      { name: 'lock keys (n: ARGV[3], else #KEYS)', count: 'n' },
+      { name: 'order keys', count: 'n', when: 'ARGV[3]' },
+      { name: 'park keys', count: 'n', when: 'ARGV[7]', withPrevious: true },
+      { name: 'fencing counters', count: 'n', when: "ARGV[10] == '1'", withPrevious: true },
+      { name: 'boot marker', last: true, when: "ARGV[12] ~= '0'" },
+    ],
+    argv: [
+      { name: 'token' },
+      {
+        name:
+          "publish flag: '0' none, '1' a release, '2' a clean-up (`~token`), '3' a yield " +
+          "(`^token`), '4' a pass",
+      },
+      { name: 'n: the number of lock keys', when: 'ordered yields and passes (order keys)' },
+      { name: 'reserve (ms): how long a yield reserves the key', when: 'with ARGV[3]' },
+      {
+        name: "waitSince (wall ms; '' a pass): the yielding engine joins the order",
+        when: 'with ARGV[3]',
+      },
+      { name: 'keep (ms): how long the order lives at least', when: 'with ARGV[3]' },
+      { name: "park token: the yielding engine's next token ('' none)", when: 'the park keys' },
+      { name: 'park ttl (ms)', when: 'the park keys' },
+      { name: 'park life (ms)', when: 'the park keys' },
+      { name: "fencing flag: '1' an install increments the counters", when: 'the park keys' },
+      { name: 'fencing counter ttl (ms)', when: 'the park keys' },
+      { name: "marker flag: '1' an install reads the boot marker", when: 'the park keys' },
+      { name: "alive prefix: the alive channels' ('' not checked)", when: 'the park keys' },
+      {
+        name: "after: the token whose yield or pass installed this lock ('' none)",
+        when: 'the park keys',
+      },
+    ],
+    reply: 'the number of keys deleted',
+  },
 );

@@ -15,8 +15,7 @@ import { script } from '../redis/scripts/lua';
  * park (fair/fair-keys.ts `parkKey`), from which the engine's entry is taken off, and the lock
  * key: where it holds one of the tokens ARGV[2..] (tokens the engine parked, which a yield may
  * have installed unheard: lib/core/fair/README.md), it is deleted and the release
- * announced. ARGV: the engine id, then those tokens.
- * Returns 1 when the mark was deleted.
+ * announced. KEYS, ARGV, reply: the layout below (docs/scripts.md).
  */
 export const UNMARK_SCRIPT = script(
   'unmark',
@@ -41,4 +40,14 @@ if type(m) == 'string' and (string.sub(m, 1, ${ENGINE_ID_LENGTH}) == ARGV[1]
 end
 return 0
 `,
+  {
+    keys: [
+      { name: 'poll mark' },
+      { name: 'order key', when: 'optional' },
+      { name: 'park key', when: 'optional', withPrevious: true },
+      { name: 'lock key', when: 'optional', withPrevious: true },
+    ],
+    argv: [{ name: 'engine id' }, { name: 'tokens the engine parked', count: 'rest' }],
+    reply: '`1` the mark was deleted; else `0`',
+  },
 );

@@ -4,7 +4,8 @@ import { script } from '../redis/scripts/lua';
 /**
  * Unpark: takes engine ARGV[1]'s entry off the park hash KEYS[1] when it still holds the token
  * ARGV[2] (`<token> <ttl> <until>`, fair/install-scripts.ts `parkLua`); an entry of another token (the
- * engine parked a newer one since) is left alone. Returns 1 when the entry was taken off.
+ * engine parked a newer one since) is left alone. KEYS, ARGV, reply: the layout below
+ * (docs/scripts.md).
  */
 export const UNPARK_SCRIPT = script(
   'unpark',
@@ -16,4 +17,9 @@ if v and string.sub(v, 1, string.len(ARGV[2]) + 1) == ARGV[2] .. ' ' then
 end
 return 0
 `,
+  {
+    keys: [{ name: 'park hash' }],
+    argv: [{ name: 'engine id' }, { name: 'token' }],
+    reply: '`1` the entry was taken off; else `0`',
+  },
 );

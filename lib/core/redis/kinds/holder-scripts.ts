@@ -4,7 +4,15 @@
  * `expiry`, ...): redis/scripts/kind-lua.ts (inlined templates).
  */
 import { releaseAnnounceLua } from '../scripts/announce';
-import { CHECK_TOKEN_LUA, NOW_LUA, expiry, num, prune, script } from '../scripts/kind-lua';
+import {
+  CHECK_TOKEN_LUA,
+  NOW_LUA,
+  TOKEN_ERROR_REPLY,
+  expiry,
+  num,
+  prune,
+  script,
+} from '../scripts/kind-lua';
 
 /**
  * Extend: all-or-nothing compare-and-pexpire of one holder. Every key must be a holder zset in
@@ -12,7 +20,7 @@ import { CHECK_TOKEN_LUA, NOW_LUA, expiry, num, prune, script } from '../scripts
  * TTL the latest expiry. Never re-creates: a missing key, a missing or already expired member, or
  * a key of another type changes nothing and answers 0. A shorter ttl shortens the membership.
  *
- * KEYS: lock keys. ARGV: token, ttl. Returns 1 when every key was extended, else 0.
+ * KEYS, ARGV, reply: the layout below (docs/scripts.md).
  */
 export const HOLDERS_EXTEND_SCRIPT = script(
   'holders-extend',
@@ -29,6 +37,11 @@ for i = 1, #KEYS do
 end
 return 1
 `,
+  {
+    keys: [{ name: 'lock keys', count: 'rest' }],
+    argv: [{ name: 'token' }, { name: 'ttl (ms)' }],
+    reply: '`1` every key was extended; else `0`, nothing changed. ' + TOKEN_ERROR_REPLY,
+  },
 );
 
 /**
@@ -42,8 +55,7 @@ return 1
  * becomes now + keepFor and the key's TTL the latest member's; nothing is published. Expired
  * memberships and keys of other kinds are left alone, each key on its own.
  *
- * KEYS: lock keys. ARGV: token, publish flag (redis/scripts/announce.ts), [keepFor]. Returns the number of keys
- * where a live membership was removed (or kept for `keepFor`).
+ * KEYS, ARGV, reply: the layout below (docs/scripts.md).
  */
 export const HOLDERS_RELEASE_SCRIPT = script(
   'holders-release',
@@ -71,4 +83,15 @@ for i = 1, #KEYS do
 end
 return removed
 `,
+  {
+    keys: [{ name: 'lock keys', count: 'rest' }],
+    argv: [
+      { name: 'token' },
+      { name: "publish flag: '0' none, '1' a release, '2' a clean-up (`~token`)" },
+      { name: 'keepFor (ms): keep the live memberships this long instead', when: 'lockAtLeastFor' },
+    ],
+    reply:
+      'the number of keys where a live membership was removed (or kept for keepFor). ' +
+      TOKEN_ERROR_REPLY,
+  },
 );

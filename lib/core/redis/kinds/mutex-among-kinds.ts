@@ -7,7 +7,15 @@
  */
 import { FENCE_COUNTERS_LUA } from '../scripts/fencing';
 import { script } from '../scripts/lua';
-import { MARKER_LUA, NOW_LUA, kindOf, prune, pttl } from '../scripts/kind-lua';
+import {
+  ACQUIRE_ARGV,
+  MARKER_AGE_REPLY,
+  MARKER_LUA,
+  NOW_LUA,
+  kindOf,
+  prune,
+  pttl,
+} from '../scripts/kind-lua';
 import { writerGrantedLua } from './writer-flag';
 
 /**
@@ -88,17 +96,10 @@ end`;
  * `SET key token NX PX ttl` over the keys on one master, with the kinds refusal
  * ({@link refusedLua}).
  *
- * KEYS[1..n]    lock keys
- * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
- * then n writer-waiting flags (only when ARGV[7] > 0; see base/keys.ts `waitKey`)
- * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
- * ARGV: token, ttl, fencing flag, marker (as ACQUIRE_SCRIPT), n, fencing key ttl, waitTtl, clear
- *       (`clear` '1': a retry, whose grant takes the writer-waiting flags down where one is up:
- *       writer-flag.ts)
- *
- * Returns what ACQUIRE_SCRIPT returns, and `{-1, age, pttl, kind, limit}` when a key holds a
- * semaphore or something foreign; never `{-3, …}`. A plain lock is the writer (the exclusive side)
- * of a shared lock: refused by readers, it raises their writer-waiting flag.
+ * KEYS (the writer-waiting flags: base/keys.ts `waitKey`), ARGV (`clear` '1': a retry, whose
+ * grant takes the flags down where one is up: writer-flag.ts) and reply: the layout below
+ * (docs/scripts.md). A plain lock is the writer (the exclusive side) of a shared lock: refused by
+ * readers, it raises their writer-waiting flag.
  */
 export const ACQUIRE_AMONG_KINDS_SCRIPT = script(
   'acquire-among-kinds',
@@ -122,4 +123,28 @@ local res = {1, age}
 ${FENCE_COUNTERS_LUA}
 return res
 `,
+  {
+    keys: [
+      { name: 'lock keys', count: 'n' },
+      { name: 'fencing counters', count: 'n', when: "ARGV[3] == '1'" },
+      { name: 'writer-waiting flags', count: 'n', when: 'ARGV[7] > 0' },
+      { name: 'boot marker', last: true, when: "ARGV[4] ~= '0'" },
+    ],
+    argv: ACQUIRE_ARGV.concat([
+      {
+        name: "waitTtl (ms): how long a raised writer-waiting flag outlives the readers' key",
+        when: 'a retrying lock',
+      },
+      {
+        name: "clear: '1' a retry, whose grant takes the writer-waiting flags down",
+        when: 'a retrying lock',
+      },
+    ]),
+    reply:
+      '`{1, age, ...counters}` granted (one fencing counter per key when fencing is on); ' +
+      "`{0, age, pttl[, holder]}` held (the first held key's ttl, and its token when a plain lock " +
+      'holds it); `{-1, age, pttl, kind, limit}` a key holds a semaphore or something foreign ' +
+      '(nothing written); never `{-3, …}`. ' +
+      MARKER_AGE_REPLY,
+  },
 );

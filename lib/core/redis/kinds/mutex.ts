@@ -5,7 +5,7 @@
  */
 import { FENCE_COUNTERS_LUA } from '../scripts/fencing';
 import { KEEP_SCRIPT } from '../scripts/keep';
-import { MARKER_LUA } from '../scripts/kind-lua';
+import { ACQUIRE_ARGV, MARKER_AGE_REPLY, MARKER_LUA } from '../scripts/kind-lua';
 import { bootMarkerAge, script } from '../scripts/lua';
 import { RELEASE_SCRIPT } from '../scripts/release';
 import { writerGrantedLua } from './writer-flag';
@@ -23,22 +23,12 @@ import { withFields } from '../../base/fields';
 
 /**
  * Acquire (the plain lock, docs/REDLOCK.md "N masters" step 2): all-or-nothing
- * `SET key token NX PX ttl` over several keys on one master.
- *
- * KEYS[1..n]    lock keys
- * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
- * then n writer-waiting flags (only when ARGV[7] == '1'; see base/keys.ts `waitKey`)
- * KEYS[last]    boot marker (only when ARGV[4] ~= '0')
- * ARGV: token, ttl, fencing flag, marker ('0': not checked, '1': checked, else the marker value
- *       known to be old: see bootMarkerAge in redis/scripts/lua.ts), n, fencing key ttl, [clear] (`clear` '1':
- *       a retry, whose grant takes the writer-waiting flags down where one is up:
- *       redis/kinds/writer-flag.ts)
- *
- * Returns {1, age} on success, followed by one fencing counter per key when fencing is on;
- * {0, age, pttl, holder} when a plain lock holds a key (the first held key's ttl and token);
- * {-3, age} when a key holds something else than a string (another kind of lock, or something
- * foreign) — nothing is written, and the store asks again with
- * redis/kinds/mutex-among-kinds.ts ACQUIRE_AMONG_KINDS_SCRIPT, which decides among the kinds.
+ * `SET key token NX PX ttl` over several keys on one master. KEYS (the writer-waiting flags:
+ * base/keys.ts `waitKey`, taken down by a retry's grant: redis/kinds/writer-flag.ts), ARGV and
+ * reply: the layout below (listed in docs/scripts.md; {@link acquireLayout} builds the call).
+ * On `{-3, age}` (a key holds something else than a string: another kind of lock, or something
+ * foreign) nothing is written, and the store asks again with redis/kinds/mutex-among-kinds.ts
+ * ACQUIRE_AMONG_KINDS_SCRIPT, which decides among the kinds.
  * `age` is how long ago (ms, server clock) this master's boot marker was born, -1 when not
  * checked, -2 when the marker still holds the known old value passed in ARGV[4]. A missing
  * marker means the data set is younger than any lock we may have taken: the marker is born now,
@@ -80,13 +70,32 @@ local res = {1, age}
 ${FENCE_COUNTERS_LUA}
 return res
 `,
+  {
+    keys: [
+      { name: 'lock keys', count: 'n' },
+      { name: 'fencing counters', count: 'n', when: "ARGV[3] == '1'" },
+      { name: 'writer-waiting flags', count: 'n', when: "ARGV[7] == '1'" },
+      { name: 'boot marker', last: true, when: "ARGV[4] ~= '0'" },
+    ],
+    argv: ACQUIRE_ARGV.concat([
+      {
+        name: "clear: '1' a retry, whose grant takes the writer-waiting flags down",
+        when: 'a retry',
+      },
+    ]),
+    reply:
+      '`{1, age, ...counters}` granted (one fencing counter per key when fencing is on); ' +
+      "`{0, age, pttl, holder}` a plain lock holds a key (the first held key's ttl and token); " +
+      '`{-3, age}` a key holds another type (nothing written). ' +
+      MARKER_AGE_REPLY,
+  },
 );
 
 /**
  * Extend: all-or-nothing compare-and-pexpire. Never re-creates a missing key (used when the
- * `repairOnExtend` setting is off; see EXTEND_REPAIR_SCRIPT otherwise).
- * KEYS: lock keys. ARGV: token, ttl. Returns 1 when every key was ours and got the new TTL;
- * 0 also for a key of another kind (GET through `redis.pcall`, as in RELEASE_SCRIPT).
+ * `repairOnExtend` setting is off; see EXTEND_REPAIR_SCRIPT otherwise). KEYS, ARGV, reply: the
+ * layout below (docs/scripts.md); 0 also for a key of another kind (GET through `redis.pcall`, as
+ * in RELEASE_SCRIPT).
  */
 export const EXTEND_SCRIPT = script(
   'extend',
@@ -101,6 +110,11 @@ for i = 1, #KEYS do
 end
 return 1
 `,
+  {
+    keys: [{ name: 'lock keys', count: 'rest' }],
+    argv: [{ name: 'token' }, { name: 'ttl (ms)' }],
+    reply: '`1` every key was ours and got the new TTL; else `0`, nothing changed',
+  },
 );
 
 /**
@@ -109,14 +123,10 @@ return 1
  * All-or-nothing against other holders: when any key holds another token, nothing is changed.
  * Fencing counters are not touched: a repair puts back the same token, it is not a new holder.
  *
- * KEYS[1..n] lock keys, KEYS[n+1] boot marker (only when ARGV[3] ~= '0').
- * ARGV: token, ttl, marker (as ACQUIRE_SCRIPT's ARGV[4]), n.
- * Returns {status, age}: status 1 = every key was ours (kept), 2 = at least one missing key was
- * put back and the others were ours (repaired), 0 = some key holds another token (untouched).
- * `age` is the boot marker's age as in the acquire script (a missing marker is born now, so a
- * master that lost its data set is in quarantine), -1 when not checked, -2 when known old. A key
- * of another kind (a zset of readers or semaphore holders) is another holder's: {0, age}, never
- * an error.
+ * KEYS, ARGV, reply: the layout below (docs/scripts.md). `age` is the boot marker's age as in the
+ * acquire script (a missing marker is born now, so a master that lost its data set is in
+ * quarantine). A key of another kind (a zset of readers or semaphore holders) is another
+ * holder's: {0, age}, never an error.
  */
 export const EXTEND_REPAIR_SCRIPT = script(
   'extend-repair',
@@ -144,6 +154,23 @@ if missing then
 end
 return {1, age}
 `,
+  {
+    keys: [
+      { name: 'lock keys', count: 'n' },
+      { name: 'boot marker', when: "ARGV[3] ~= '0'" },
+    ],
+    argv: [
+      { name: 'token' },
+      { name: 'ttl (ms)' },
+      { name: "marker: as acquire's ARGV[4]" },
+      { name: 'n: the number of lock keys' },
+    ],
+    reply:
+      '`{status, age}`: status `1` every key was ours (kept), `2` at least one missing key was ' +
+      'put back and the others were ours (repaired), `0` some key holds another token ' +
+      '(untouched). ' +
+      MARKER_AGE_REPLY,
+  },
 );
 
 /**

@@ -4,7 +4,10 @@
  * majority is not enough for n > 1). Key layout and reply shapes: docs/lock-kinds.md.
  */
 import {
+  ACQUIRE_ARGV,
+  MARKER_AGE_REPLY,
   CHECK_TOKEN_LUA,
+  TOKEN_ERROR_REPLY,
   addHolder,
   FENCING_LUA,
   MARKER_LUA,
@@ -18,12 +21,8 @@ import {
 
 /**
  * Acquire: all-or-nothing over several resources, like ACQUIRE_SCRIPT (same keys, same first six
- * arguments, same reply shape, plus one status).
- *
- * KEYS[1..n]    lock keys
- * KEYS[n+1..2n] fencing counters (only when ARGV[3] == '1')
- * KEYS[last]    boot marker (only when ARGV[4] == '1')
- * ARGV: token, ttl, fencing flag, marker flag, n, fencing key ttl, limit
+ * arguments, same reply shape, plus one status). KEYS, ARGV, reply: the layout below
+ * (docs/scripts.md).
  *
  * Per key, expired holders are pruned first (server TIME), then:
  * - free, or a `#semaphore:<limit>` zset with fewer than `limit` live holders: admissible;
@@ -58,4 +57,20 @@ local res = {1, age}
 ${FENCING_LUA}
 return res
 `,
+  {
+    keys: [
+      { name: 'lock keys', count: 'n' },
+      { name: 'fencing counters', count: 'n', when: "ARGV[3] == '1'" },
+      { name: 'boot marker', last: true, when: "ARGV[4] ~= '0'" },
+    ],
+    argv: ACQUIRE_ARGV.concat([{ name: 'limit: the most live holders' }]),
+    reply:
+      '`{1, age, ...counters}` granted (one fencing counter per key when fencing is on); ' +
+      '`{0, age, ms}` the same semaphore is full (ms until its earliest holder expires); ' +
+      '`{-1, age, pttl, kind, limit}` another kind at a key (nothing written). ' +
+      MARKER_AGE_REPLY +
+      ' ' +
+      TOKEN_ERROR_REPLY +
+      ' An error reply when the limit is not a positive integer.',
+  },
 );

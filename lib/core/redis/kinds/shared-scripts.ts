@@ -17,7 +17,10 @@
  */
 import { ACQUIRE_AMONG_KINDS_SCRIPT } from './mutex-among-kinds';
 import {
+  ACQUIRE_ARGV,
+  MARKER_AGE_REPLY,
   CHECK_TOKEN_LUA,
+  TOKEN_ERROR_REPLY,
   addHolder,
   FENCING_LUA,
   MARKER_LUA,
@@ -34,11 +37,8 @@ local w0 = n
 if ARGV[3] == '1' then w0 = 2 * n end`;
 
 /**
- * Reader acquire: all-or-nothing over several resources.
- *
- * KEYS[1..n] lock keys, then n fencing counters (when ARGV[3] == '1'), then n writer-waiting
- * flags, then the boot marker (when ARGV[4] == '1') — see `acquireKeys(..., { wait: true })`.
- * ARGV: token, ttl, fencing flag, marker flag, n, fencing key ttl (as ACQUIRE_SCRIPT).
+ * Reader acquire: all-or-nothing over several resources. KEYS, ARGV, reply: the layout below
+ * (docs/scripts.md; redis/kinds/mutex.ts `acquireLayout` builds it, with the writer-waiting flags).
  *
  * Per key (expired readers pruned first):
  * - a writer holds it (a string): {0, age, its pttl};
@@ -73,6 +73,22 @@ local res = {1, age}
 ${FENCING_LUA}
 return res
 `,
+  {
+    keys: [
+      { name: 'lock keys', count: 'n' },
+      { name: 'fencing counters', count: 'n', when: "ARGV[3] == '1'" },
+      { name: 'writer-waiting flags', count: 'n' },
+      { name: 'boot marker', last: true, when: "ARGV[4] ~= '0'" },
+    ],
+    argv: ACQUIRE_ARGV,
+    reply:
+      '`{1, age, ...counters}` granted (one fencing counter per key when fencing is on); ' +
+      "`{0, age, pttl}` a writer holds a key (its pttl) or waits for it (the flag's pttl); " +
+      '`{-1, age, pttl, kind, limit}` another kind at a key (nothing written). ' +
+      MARKER_AGE_REPLY +
+      ' ' +
+      TOKEN_ERROR_REPLY,
+  },
 );
 
 /**
@@ -81,9 +97,8 @@ return res
  * with the mutex's script among the kinds (mutex-among-kinds.ts ACQUIRE_AMONG_KINDS_SCRIPT) when
  * a key holds another type; that script is the writer's acquire.
  *
- * KEYS as SHARED_ACQUIRE_SCRIPT (lock keys, fencing counters, writer-waiting flags, marker).
- * ARGV: token, ttl, fencing flag, marker flag, n, fencing key ttl, waitTtl (ms; '0' or absent =
- * never leave a writer-waiting flag; the flag keys may then be left out).
+ * KEYS, ARGV, reply: ACQUIRE_AMONG_KINDS_SCRIPT's layout (docs/scripts.md, `acquire-among-kinds`;
+ * without waitTtl, ARGV[7], it never leaves a writer-waiting flag and the flag keys are left out).
  *
  * Refused: a semaphore or a foreign type at any key gives {-1, age, pttl, found kind, found limit}
  * (nothing is written); otherwise, on every key held by live readers, the writer-waiting flag is

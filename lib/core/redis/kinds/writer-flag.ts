@@ -38,7 +38,7 @@ end`;
  * another engine raised is left alone; one this engine raised and another writer lengthened is
  * taken down too, and that writer raises it again at its next refusal by readers.
  *
- * KEYS: the flags. ARGV[1]: the engine id. Returns how many flags were deleted.
+ * KEYS, ARGV, reply: the layout below (docs/scripts.md).
  */
 export const WRITER_GAVE_UP_SCRIPT = script(
   'writer-gave-up',
@@ -53,4 +53,9 @@ for i = 1, #KEYS do
 end
 return deleted
 `,
+  {
+    keys: [{ name: 'writer-waiting flags', count: 'rest' }],
+    argv: [{ name: 'engine id' }],
+    reply: 'the number of flags deleted',
+  },
 );

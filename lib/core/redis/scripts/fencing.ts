@@ -31,7 +31,7 @@ end
 
 /**
  * Raise fencing counters to at least the given values (set-if-greater), refreshing their TTL.
- * KEYS: fencing counter keys. ARGV[1]: counter ttl, ARGV[2..]: values. Returns 1.
+ * KEYS, ARGV, reply: the layout below (docs/scripts.md).
  */
 export const FENCE_RAISE_SCRIPT = script(
   'fence-raise',
@@ -45,11 +45,19 @@ for i = 1, #KEYS do
 end
 return 1
 `,
+  {
+    keys: [{ name: 'fencing counters', count: 'rest' }],
+    argv: [
+      { name: "counter ttl (ms): the counters' new TTL" },
+      { name: 'values: one per counter, in the order of KEYS', count: 'rest' },
+    ],
+    reply: '`1`',
+  },
 );
 
 /**
  * The write of {@link fencedWrite} (lib/core/redis/fenced-write.ts): store a value only under a newer fencing
- * token than the last accepted one. KEYS[1]: the hash. ARGV: token, value. Returns 1 when written.
+ * token than the last accepted one. KEYS, ARGV, reply: the layout below (docs/scripts.md).
  */
 export const FENCED_WRITE_SCRIPT = script(
   'fenced-write',
@@ -61,4 +69,9 @@ end
 redis.call('HSET', KEYS[1], 'fencingToken', ARGV[1], 'value', ARGV[2])
 return 1
 `,
+  {
+    keys: [{ name: 'the hash (fields `fencingToken`, `value`)' }],
+    argv: [{ name: 'fencing token' }, { name: 'value' }],
+    reply: '`1` written; `0` refused: the hash holds an equal or newer fencing token',
+  },
 );

@@ -12,12 +12,7 @@ import { script } from './lua';
  * boot marker's age is appended, so that one call also tells whether the master is in restart
  * quarantine. The writer-waiting flag is not read (`waiting` is always 0).
  *
- * KEYS[1]: lock key; KEYS[2]: boot marker (only when ARGV[1] == '1').
- * Returns {kind, holders, ttl, limit, 0, markerAge}: kind 'none' | 'mutex' | 'shared' |
- * 'semaphore' | 'foreign:<redis type>'; holders live holders (a mutex counts 1); ttl ms until
- * the last live holder expires (0 when free, -1 for a key without expiry); limit the semaphore's
- * limit (else 0); markerAge the boot marker's age in ms (server clock), -1 when missing or not
- * asked.
+ * KEYS, ARGV, reply: the layout below (docs/scripts.md).
  */
 export const INSPECT_READ_SCRIPT = script(
   'inspect-read',
@@ -57,4 +52,14 @@ if ty == 'zset' then
 end
 return {'foreign:' .. ty, 0, redis.call('PTTL', KEYS[1]), 0, 0, age}
 `,
+  {
+    keys: [{ name: 'lock key' }, { name: 'boot marker', when: "ARGV[1] == '1'" }],
+    argv: [{ name: "marker flag: '1' read the boot marker" }],
+    reply:
+      "`{kind, holders, ttl, limit, 0, markerAge}`: kind `'none'`, `'mutex'`, `'shared'`, " +
+      "`'semaphore'` or `'foreign:<redis type>'`; holders, the live holders (a mutex counts 1); " +
+      'ttl, ms until the last live holder expires (0 when free, -1 for a key without expiry); ' +
+      "limit, the semaphore's limit (else 0); markerAge, the boot marker's age in ms (server " +
+      'clock), -1 when missing or not asked',
+  },
 );

@@ -7,7 +7,7 @@ import { script } from './lua';
  * engine's maxTtl) instead of being deleted; a key that is no longer ours is left alone. Nothing
  * is published: the resource stays locked, waiters have nothing to retry for.
  *
- * KEYS: lock keys. ARGV: token, ms. Returns the number of keys kept.
+ * KEYS, ARGV, reply: the layout below (docs/scripts.md).
  */
 export const KEEP_SCRIPT = script(
   'keep',
@@ -21,4 +21,9 @@ for i = 1, #KEYS do
 end
 return kept
 `,
+  {
+    keys: [{ name: 'lock keys', count: 'rest' }],
+    argv: [{ name: 'token' }, { name: 'ms: the TTL the kept keys get' }],
+    reply: 'the number of keys kept',
+  },
 );

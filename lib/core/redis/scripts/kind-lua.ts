@@ -1,6 +1,7 @@
 export { script } from './lua';
 import { FENCE_COUNTERS_LUA } from './fencing';
 import { bootMarkerAge } from './lua';
+import type { ScriptSlot } from './lua';
 
 /**
  * Lua building blocks of the lock kinds' scripts (semaphore, shared, holder sets). A resource is
@@ -88,6 +89,9 @@ if ARGV[1] == '' or string.sub(ARGV[1], 1, 1) == '#' then
   return redis.error_reply('ERR lock token must be non-empty and must not start with #')
 end`;
 
+/** The error reply of {@link CHECK_TOKEN_LUA}, as the layouts of the scripts that run it say it. */
+export const TOKEN_ERROR_REPLY = 'An error reply when the token is empty or starts with `#`.';
+
 /**
  * The boot marker and fencing parts of an acquire script: the same Lua as ACQUIRE_SCRIPT
  * (lib/core/redis/kinds/mutex.ts), with the same argument positions (ARGV[3] fencing flag, ARGV[4]
@@ -103,6 +107,28 @@ end
 `;
 
 export const FENCING_LUA = FENCE_COUNTERS_LUA;
+
+/**
+ * The first six ARGV of every acquire script, as their layouts list them (the positions
+ * MARKER_LUA and FENCING_LUA read; redis/kinds/mutex.ts `acquireLayout` builds them).
+ */
+export const ACQUIRE_ARGV: readonly ScriptSlot[] = [
+  { name: 'token' },
+  { name: 'ttl (ms)' },
+  { name: "fencing flag: '1' fencing on" },
+  {
+    name:
+      "marker: '0' not checked, '1' checked, else the marker value known to be old " +
+      '(bootMarkerAge, redis/scripts/lua.ts)',
+  },
+  { name: 'n: the number of lock keys' },
+  { name: "fencing counter ttl (ms): a new counter's TTL" },
+];
+
+/** The `age` of the acquire scripts' replies, as their layouts say it. */
+export const MARKER_AGE_REPLY =
+  "`age`: the boot marker's age in ms (server clock), `-1` not checked, `-2` the known old " +
+  'value passed in `ARGV[4]`.';
 
 /**
  * The granted path of a holder-set acquire (semaphore, shared): on each of the `n` lock keys, the

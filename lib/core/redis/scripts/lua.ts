@@ -6,14 +6,44 @@ export interface LuaScript {
   readonly name: string;
   readonly source: string;
   readonly sha: string;
+  /** What it takes and answers (every script defined with {@link script} has one). */
+  readonly layout?: ScriptLayout;
+}
+
+/**
+ * One entry of a script's KEYS or ARGV, as data beside the Lua: docs/scripts.md lists it
+ * (scripts/script-listing.ts), test/unit/script-listing.spec.ts holds it to the Lua's indices.
+ */
+export interface ScriptSlot {
+  /** What the entry holds. */
+  readonly name: string;
+  /** How many: one (default), `n` (one per lock key), or `rest` (every remaining one). */
+  readonly count?: 'n' | 'rest';
+  /** Present only then (a condition on the arguments); an absent entry shifts the later ones... */
+  readonly when?: string;
+  /** ...except those present only with it: this entry comes only with the one before it. */
+  readonly withPrevious?: boolean;
+  /** The last key, whatever comes before it (`KEYS[#KEYS]`). */
+  readonly last?: boolean;
+}
+
+/** A script's KEYS and ARGV, in order, and the shapes of its reply. */
+export interface ScriptLayout {
+  readonly keys: readonly ScriptSlot[];
+  readonly argv: readonly ScriptSlot[];
+  /** The reply's shapes (Markdown). */
+  readonly reply: string;
 }
 
 /** Every script defined with {@link script}, in definition order (loaded on connect). */
 const defined: LuaScript[] = [];
 
-/** Names a Lua source and computes its SHA1 once; the script is loaded on every master's connect. */
-export function script(name: string, source: string): LuaScript {
-  const s = { name, source, sha: createHash('sha1').update(source).digest('hex') };
+/**
+ * Names a Lua source and computes its SHA1 once; the script is loaded on every master's connect.
+ * `layout` (its KEYS, ARGV and reply) is data for docs/scripts.md: never sent.
+ */
+export function script(name: string, source: string, layout: ScriptLayout): LuaScript {
+  const s = { name, source, sha: createHash('sha1').update(source).digest('hex'), layout };
   defined.push(s);
   return s;
 }

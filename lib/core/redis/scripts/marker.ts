@@ -12,10 +12,7 @@ import { script } from './lua';
  * up to a second and push a master that just left quarantine back into it. A restored
  * snapshot brings back an old `run_id`, a flushed master has none: both are seeded again.
  *
- * KEYS[1]: marker, KEYS[2]: run id of the seeding process. ARGV[1]: uptime in ms, ARGV[2]: run id.
- * Returns {age, cause, marker}: the marker's age in ms (server clock); cause 0 = same process as at
- * the last seeding (untouched), 1 = there was no marker (new data set), 2 = another process; the
- * marker's stored value (MasterNode.knownBirth compares it).
+ * KEYS, ARGV, reply: the layout below (docs/scripts.md).
  */
 export const MARKER_SEED_SCRIPT = script(
   'marker-seed',
@@ -40,11 +37,19 @@ if ARGV[2] ~= '' then
 end
 return {nowMs - birth, cause, redis.call('GET', KEYS[1])}
 `,
+  {
+    keys: [{ name: 'boot marker' }, { name: 'run id of the seeding process' }],
+    argv: [{ name: 'uptime (ms)' }, { name: "run id (INFO's `run_id`; '' unknown)" }],
+    reply:
+      "`{age, cause, marker}`: the marker's age in ms (server clock); cause `0` the same process " +
+      'as at the last seeding (untouched), `1` there was no marker (new data set), `2` another ' +
+      "process; the marker's stored value (MasterNode.knownBirth compares it)",
+  },
 );
 
 /**
  * Age of the boot marker in ms (server clock), or -1 when it is missing. Read-only: used by
- * health checks. KEYS[1]: marker.
+ * health checks. KEYS, ARGV, reply: the layout below (docs/scripts.md).
  */
 export const MARKER_AGE_SCRIPT = script(
   'marker-age',
@@ -56,12 +61,17 @@ end
 local t = redis.call('TIME')
 return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - birth
 `,
+  {
+    keys: [{ name: 'boot marker' }],
+    argv: [],
+    reply: "the marker's age in ms (server clock); `-1` when it is missing",
+  },
 );
 
 /**
  * The boot marker's age in ms (server clock) and its stored value, or {-1, ''} when it is
  * missing. Read-only: a master re-reads it after its marker moved (MasterNode.markerMoved).
- * KEYS[1]: marker.
+ * KEYS, ARGV, reply: the layout below (docs/scripts.md).
  */
 export const MARKER_READ_SCRIPT = script(
   'marker-read',
@@ -74,4 +84,10 @@ end
 local t = redis.call('TIME')
 return {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - birth, raw}
 `,
+  {
+    keys: [{ name: 'boot marker' }],
+    argv: [],
+    reply:
+      "`{age, value}`: the marker's age in ms (server clock) and its stored value; `{-1, ''}` when it is missing",
+  },
 );

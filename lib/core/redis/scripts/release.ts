@@ -4,11 +4,11 @@ import { script } from './lua';
 
 /**
  * Release (docs/REDLOCK.md "N masters", step 5): compare-and-delete over several keys; each key
- * deleted is announced on its channel (named like the key) so that waiters can retry at once.
- * KEYS: lock keys. ARGV: token, publish flag ('0' no, '1' a release, '2' the clean-up of a failed
- * attempt: published as `~token`; redis/scripts/announce.ts). Returns the number of keys deleted. A key
- * held by readers or semaphore holders (a zset) is not ours: `redis.pcall` turns GET's WRONGTYPE
- * into an error table, which never equals the token — no extra command, no error.
+ * deleted is announced on its channel (named like the key) so that waiters can retry at once
+ * (the clean-up of a failed attempt as `~token`: redis/scripts/announce.ts). KEYS, ARGV, reply:
+ * the layout below (docs/scripts.md). A key held by readers or semaphore holders (a zset) is not
+ * ours: `redis.pcall` turns GET's WRONGTYPE into an error table, which never equals the token — no
+ * extra command, no error.
  */
 export const RELEASE_SCRIPT = script(
   'release',
@@ -23,4 +23,12 @@ for i = 1, #KEYS do
 end
 return deleted
 `,
+  {
+    keys: [{ name: 'lock keys', count: 'rest' }],
+    argv: [
+      { name: 'token' },
+      { name: "publish flag: '0' none, '1' a release, '2' a clean-up (`~token`)" },
+    ],
+    reply: 'the number of keys deleted',
+  },
 );
