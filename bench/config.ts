@@ -56,27 +56,6 @@ export function maxTtlFor(quick: boolean): number | undefined {
   return quick ? BENCH_SETTINGS.ttl : undefined;
 }
 
-/**
- * Our engine's settings in the probes (bench/few-callers.ts, bench/mp-trace.ts): the benchmark's
- * ttl, retries and drift, retry `retryDelay` ms with the jitter of its profile (10 ± 10, else
- * ± 100), and no restart quarantine (the probes' masters are fresh).
- */
-export function probeSettings(retryDelay: number): {
-  ttl: number;
-  retryCount: number;
-  retryDelay: number;
-  retryJitter: number;
-  driftFactor: number;
-  quarantine: false;
-} {
-  return {
-    ...BENCH_SETTINGS,
-    retryDelay,
-    retryJitter: retryDelay === FAST_RETRY.retryDelay ? FAST_RETRY.retryJitter : 100,
-    quarantine: false,
-  };
-}
-
 /** Quick mode: `--quick` or `BENCH_QUICK=1`. */
 export function quickFromEnv(): boolean {
   const v = process.env.BENCH_QUICK;

@@ -10,7 +10,7 @@
  * measured window alone is CPU-profiled (node:inspector, 50 µs sampling; not the start-up, the
  * TypeScript compilation, the restart-quarantine wait or the warm-up, which a whole-process
  * `node --cpu-prof` mixes in), written there, and summarized per operation
- * (bench/cpu-summary.ts); open the file in Chrome DevTools or speedscope for more.
+ * (bench/profile-summary.ts); open the file in Chrome DevTools or speedscope for more.
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
@@ -18,7 +18,7 @@ import { RedisMasters } from '../test/harness/redis-masters';
 import { SLOW_RETRY } from './config';
 import { CONTENDER_IDS, Contender, ContenderId, isUnavailable, makeContender } from './contenders';
 import { contended, parallel, sequential } from './scenarios';
-import { CpuProfile, formatSummary, summarizeProfile } from './cpu-summary';
+import { CpuProfile, formatSummary, summarizeProfile } from './profile-summary';
 
 /** Sends one inspector command. */
 function post<T>(s: Session, method: string, params: object = {}): Promise<T> {

@@ -4,7 +4,7 @@
  */
 import { BENCH_SETTINGS, RETRY_PROFILES, maxTtlFor } from './config';
 import { Column, Target, footprintTable, libraryTable, targetTable } from './report';
-import type { Options } from './run';
+import type { Options } from './options';
 import { targetsByScenario } from './targets';
 import { CRITICAL_MS, PARALLEL, TopologyReport } from './topology';
 

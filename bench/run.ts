@@ -20,29 +20,10 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_SETTINGS, RETRY_PROFILES, SLOW_RETRY, quickFromEnv } from './config';
 import { HttpResult, runHttp } from './http';
-import { SCENARIOS, ScenarioId, TopologyReport, runTopology } from './topology';
+import { Options, SCENARIOS, ScenarioId } from './options';
+import { TopologyReport, runTopology } from './topology';
 import { targetsOf } from './targets';
 import { describeRun, renderTopology } from './render';
-
-/** Run options. */
-export interface Options {
-  rounds: number;
-  quick: boolean;
-  only: Set<ScenarioId>;
-  masters: number[];
-  /** Window per library per round, ms. */
-  seqMs: number;
-  parMs: number;
-  contMs: number;
-  multiMs: number;
-  waitersMs: number;
-  waiters: number;
-  waiterRounds: number;
-  costOps: number;
-  httpSeconds: number;
-  /** How long callers still waiting after a contended window get before they are abandoned. */
-  graceMs: number;
-}
 
 function parseArgs(argv: string[]): Options {
   let quick = quickFromEnv();

@@ -19,22 +19,11 @@ import {
 import { Footprint, costOf, footprint } from './cost';
 import { ProcessPool } from './multiproc';
 import { oursNest } from './nest-contender';
+import type { Options } from './options';
 import type { Metrics, Row, ScenarioSummary } from './report';
-import type { Options } from './run';
 import { parallel, sequential } from './scenarios';
 import { fmt, median } from './stats';
 import { manyWaiters } from './waiters';
-
-export const SCENARIOS = [
-  'uncontended',
-  'parallel',
-  'contended',
-  'multiproc',
-  'waiters',
-  'cost',
-  'http',
-] as const;
-export type ScenarioId = (typeof SCENARIOS)[number];
 
 export const PARALLEL = 64;
 export const WORKERS = 16;
@@ -293,7 +282,8 @@ export async function runTopology(
     await RedisMasters.ready(clients);
     // Each worker makes an unmeasured run of a library before its first measured one
     // (ProcessPool.run), also after a worker was replaced. 3 s: on 2 busy cores a library is
-    // not at its pace after 300 ms (bench/warm-probe.ts, bench/README.md "Scenarios").
+    // not at its pace after 300 ms (the warm-probe probe, in git history: bench/README.md
+    // "Scenarios" and "Probes").
     const warmMs = opts.quick ? 120 : 3000;
     const single = opts.only.has('contended')
       ? ProcessPool.start(1, masters.urls, warmMs)

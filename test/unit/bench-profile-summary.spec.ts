@@ -1,11 +1,11 @@
 /**
- * The benchmark's per-operation profile summary (bench/cpu-summary.ts, used by bench/profile.ts):
+ * The benchmark's per-operation profile summary (bench/profile-summary.ts, used by bench/profile.ts):
  * a synthetic profile with known sample times checks what is counted where — idle and socket
  * writes apart from the rest, self time per function and per file, inclusive time of `lib/`
  * functions counted once per sample even when a function recurses.
  */
-import type { CpuProfile } from '../../bench/cpu-summary';
-import { formatSummary, summarizeProfile } from '../../bench/cpu-summary';
+import type { CpuProfile } from '../../bench/profile-summary';
+import { formatSummary, summarizeProfile } from '../../bench/profile-summary';
 
 const frame = (functionName: string, url = '') => ({ functionName, url, lineNumber: 0 });
 const LIB = 'file:///repo/lib/core/redis-attempt.ts';
@@ -31,7 +31,7 @@ const profile: CpuProfile = {
   timeDeltas: [10, 20, 30, 40, 100, 100, 5, 60],
 };
 
-describe('bench/cpu-summary summarizeProfile', () => {
+describe('bench/profile-summary summarizeProfile', () => {
   const s = summarizeProfile(profile, 5);
 
   it('splits the sampled time per op into idle, socket writes and the rest', () => {
