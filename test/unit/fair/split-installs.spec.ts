@@ -99,7 +99,7 @@ describe('split installs', () => {
 describe("an engine's token being installed", () => {
   it('is parked again until granted, not replaced by a second token', () => {
     // A second token parked where the first was not installed yet let one pass install both, on
-    // different masters: neither reached a quorum (bench/mp-trace.ts).
+    // different masters: neither reached a quorum (seen with the mp-trace probe: bench/README.md, "Probes").
     const { installs, outcomes, token } = setup();
     const park = (): string => installs.park('r', 30_000, performance.now(), Date.now()).token;
     installs.heard(KEY, 0, token, 0, -1); // installed on one master: gathering
