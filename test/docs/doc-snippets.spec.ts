@@ -24,7 +24,7 @@ import request from 'supertest';
 import ts from 'typescript';
 import { RedlockService } from '../../lib/redlock.service';
 import { repoPath } from '../harness/paths';
-import { RedisMasters } from '../harness/redis-masters';
+import { closeClient, RedisMasters } from '../harness/redis-masters';
 import { readBlocks } from './doc-blocks';
 import type { DocBlock } from './doc-blocks';
 
@@ -180,7 +180,10 @@ describe('the README app, run against three redis-servers', () => {
   afterAll(async () => {
     await app?.close();
     Redis.prototype.connect = connect;
-    for (const c of clients) c.disconnect();
+    // Only those a failed boot left connected: the app closed its own, and a disconnect() of an
+    // ended client arms ioredis's disconnect timer (500 ms here) on a socket that closed already,
+    // which nothing clears — it kept the jest worker alive past jest's 500 ms exit limit.
+    await Promise.all([...clients].map((c) => closeClient(c)));
     await masters?.stop();
   });
 
