@@ -2,7 +2,6 @@
  * The Redlock engine against 5 real redis-server masters (REDLOCK.md: "One master", "N masters",
  * "Extension"). Fault cases live in faults.spec.ts.
  */
-import type { Redis } from 'ioredis';
 import {
   ExtensionLimitError,
   LockContendedError,
@@ -12,40 +11,15 @@ import {
   WaitTimeoutError,
   LockAbortedError,
 } from '../../lib';
-import { RedisMasters } from '../harness/redis-masters';
+import { useMasters } from '../harness/engines';
 import { sleep, uniqueResource, valuesOn, waitUntil } from '../harness/util';
 
-let masters: RedisMasters;
-let clients: Redis[];
-let probe: Redis[];
-const engines: Redlock[] = [];
-
-/** Fresh private masters: no lock predates them, so restart quarantine is off here (see quarantine.spec.ts). */
-function engine(settings: ConstructorParameters<typeof Redlock>[1] = {}): Redlock {
-  // A generous request timeout keeps these tests stable on a loaded 2-core CI machine; the
-  // timeout behaviour itself is tested in faults.spec.ts.
-  const rl = new Redlock(clients, {
-    quarantine: false,
-    retryDelay: 20,
-    retryJitter: 10,
-    requestTimeout: 250,
-    ...settings,
-  });
-  engines.push(rl);
-  return rl;
-}
-
-beforeAll(async () => {
-  masters = await RedisMasters.start(5);
-  clients = masters.createClients();
-  probe = masters.createClients();
-  await RedisMasters.ready([...clients, ...probe]);
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await masters.stop();
-});
+// The suites' settings (harness/engines.ts): quarantine off on these fresh private masters (see
+// quarantine.spec.ts), and a request timeout generous for a loaded 2-core CI machine (the timeout
+// behaviour itself is tested in faults.spec.ts).
+const suite = useMasters(5);
+const engine = (settings?: ConstructorParameters<typeof Redlock>[1]): Redlock =>
+  suite.engine(settings);
 
 describe('acquire and release', () => {
   it('sets the same 160-bit random token with a TTL on every master, then deletes it everywhere', async () => {
@@ -61,10 +35,10 @@ describe('acquire and release', () => {
     // the masters that were not needed for the quorum may answer later (a fixed 20 ms sleep was
     // not always enough on a loaded machine)
     await waitUntil(async () =>
-      (await valuesOn(probe, rl.keyOf(r))).every((v) => v === lock.value),
+      (await valuesOn(suite.probe, rl.keyOf(r))).every((v) => v === lock.value),
     );
-    expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(lock.value));
-    const pttl = await probe[0].pttl(rl.keyOf(r));
+    expect(await valuesOn(suite.probe, rl.keyOf(r))).toEqual(Array(5).fill(lock.value));
+    const pttl = await suite.probe[0].pttl(rl.keyOf(r));
     expect(pttl).toBeGreaterThan(4000);
 
     const again = await rl.acquire(r, { ttl: 5000 }).catch((e: unknown) => e);
@@ -74,7 +48,9 @@ describe('acquire and release', () => {
     // release resolves once a majority deleted the key; the others follow on their connections.
     expect(result.deleted).toBeGreaterThanOrEqual(3);
     expect(lock.isValid).toBe(false);
-    await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r))).every((v) => v === null));
+    await waitUntil(async () =>
+      (await valuesOn(suite.probe, rl.keyOf(r))).every((v) => v === null),
+    );
   });
 
   it('uses a new token for every acquisition', async () => {
@@ -106,11 +82,11 @@ describe('acquire and release', () => {
           async (signal, lock) => {
             inside++;
             maxInside = Math.max(maxInside, inside);
-            const value = Number((await probe[0].get(counterKey)) ?? '0');
+            const value = Number((await suite.probe[0].get(counterKey)) ?? '0');
             await sleep(1);
             inside--;
             if (signal.aborted || !lock.isValid) return;
-            await probe[0].set(counterKey, String(value + 1));
+            await suite.probe[0].set(counterKey, String(value + 1));
             writes++;
           },
           { ttl: 2000, retryCount: 1000, retryDelay: 5, retryJitter: 5 },
@@ -120,7 +96,7 @@ describe('acquire and release', () => {
     await Promise.all(rls.flatMap((rl) => Array.from({ length: 8 }, () => contender(rl))));
     expect(maxInside).toBe(1);
     expect(writes).toBeGreaterThan(0);
-    expect(Number(await probe[0].get(counterKey))).toBe(writes);
+    expect(Number(await suite.probe[0].get(counterKey))).toBe(writes);
   });
 
   it('locks several resources all-or-nothing and releases a partial grab at once', async () => {
@@ -130,8 +106,8 @@ describe('acquire and release', () => {
     const error = await rl.acquire([a, b, c], { retryCount: 0 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockContendedError);
     // Nothing of the failed attempt is left: a and c are free on every master.
-    expect(await valuesOn(probe, rl.keyOf(a))).toEqual(Array(5).fill(null));
-    expect(await valuesOn(probe, rl.keyOf(c))).toEqual(Array(5).fill(null));
+    expect(await valuesOn(suite.probe, rl.keyOf(a))).toEqual(Array(5).fill(null));
+    expect(await valuesOn(suite.probe, rl.keyOf(c))).toEqual(Array(5).fill(null));
     await lockB.release();
     const all = await rl.acquire([c, a, b, a]);
     expect(all.resources).toEqual([a, b, c].sort());
@@ -179,12 +155,12 @@ describe('acquire and release', () => {
     // is in effect once its reply is in.)
     const rl = engine({ ttl: 400, maxTtl: 400, requestTimeout: 390, driftFactor: 0.3 });
     const r = uniqueResource('validity');
-    await Promise.all(probe.slice(0, 4).map((c) => c.call('CLIENT', 'PAUSE', '700', 'ALL')));
+    await Promise.all(suite.probe.slice(0, 4).map((c) => c.call('CLIENT', 'PAUSE', '700', 'ALL')));
     const started = Date.now();
     const error = await rl.acquire(r, { retryCount: 0 }).catch((e: unknown) => e);
     const waited = Date.now() - started;
     // Answered when the pause ends, after what the engine sent before it.
-    await Promise.all(probe.slice(0, 4).map((c) => c.ping()));
+    await Promise.all(suite.probe.slice(0, 4).map((c) => c.ping()));
     expect(error).toBeInstanceOf(NoQuorumError);
     expect(['unavailable', 'validity-exhausted']).toContain((error as NoQuorumError).reason);
     // Bounded by the validity budget (plus the cleanup), not by the masters' 700 ms pause:
@@ -193,7 +169,10 @@ describe('acquire and release', () => {
     // The clean-up waits one request timeout at most: the paused masters may run their SET and
     // its clean-up after the error. Polled for less than the keys' 400 ms ttl, so that a missing
     // clean-up still shows.
-    await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r))).every((v) => v === null), 300);
+    await waitUntil(
+      async () => (await valuesOn(suite.probe, rl.keyOf(r))).every((v) => v === null),
+      300,
+    );
   });
 
   it('never lets a foreign token delete a lock', async () => {
@@ -202,16 +181,18 @@ describe('acquire and release', () => {
     const old = await rl.acquire(r, { ttl: 100 });
     // old expires on every master: waited for, not slept — a master that set its key late (not
     // needed for the quorum) still held it 150 ms after the acquire on a loaded machine
-    await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r))).every((v) => v === null));
+    await waitUntil(async () =>
+      (await valuesOn(suite.probe, rl.keyOf(r))).every((v) => v === null),
+    );
     const current = await rl.acquire(r, { ttl: 5000 });
     const result = await old.release();
     expect(result.deleted).toBe(0);
     expect(result.votes.some((v) => v.outcome === 'ok')).toBe(false);
     // current's SETs on masters outside its quorum may land later; old's release never deletes them
     await waitUntil(async () =>
-      (await valuesOn(probe, rl.keyOf(r))).every((v) => v === current.value),
+      (await valuesOn(suite.probe, rl.keyOf(r))).every((v) => v === current.value),
     );
-    expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(current.value));
+    expect(await valuesOn(suite.probe, rl.keyOf(r))).toEqual(Array(5).fill(current.value));
     await current.release();
   });
 });
@@ -227,7 +208,7 @@ describe('extend', () => {
     expect(lock.remainingValidity).toBeGreaterThan(1500);
     expect(lock.extensions).toBe(1);
     // Extended on (at least) a quorum; a slow master's answer may still be on its way.
-    const ttls = await Promise.all(probe.map((c) => c.pttl(rl.keyOf(r))));
+    const ttls = await Promise.all(suite.probe.map((c) => c.pttl(rl.keyOf(r))));
     expect(ttls.filter((t) => t > 1500).length).toBeGreaterThanOrEqual(rl.quorum);
     await lock.release();
   });
@@ -237,9 +218,11 @@ describe('extend', () => {
     const r = uniqueResource('expired');
     const lock = await rl.acquire(r, { ttl: 100 });
     // expired on every master (a master outside the quorum may have set its key late)
-    await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r))).every((v) => v === null));
+    await waitUntil(async () =>
+      (await valuesOn(suite.probe, rl.keyOf(r))).every((v) => v === null),
+    );
     await expect(lock.extend(5000)).rejects.toBeInstanceOf(LockLostError);
-    expect(await valuesOn(probe, rl.keyOf(r))).toEqual(Array(5).fill(null));
+    expect(await valuesOn(suite.probe, rl.keyOf(r))).toEqual(Array(5).fill(null));
   });
 
   it('fails when the keys were taken over, even with validity left on our clock', async () => {
@@ -250,14 +233,14 @@ describe('extend', () => {
     // (Granted at a quorum: a master outside it may set its key later — after the deletes
     // below, leaving the lock on a majority. CI caught that once.)
     await waitUntil(async () =>
-      (await valuesOn(probe, rl.keyOf(r))).every((v) => v === lock.value),
+      (await valuesOn(suite.probe, rl.keyOf(r))).every((v) => v === lock.value),
     );
     // Someone deletes our keys on a majority (e.g. FLUSHALL by an operator): the lock is gone.
-    await Promise.all(probe.slice(0, 3).map((c) => c.del(rl.keyOf(r))));
+    await Promise.all(suite.probe.slice(0, 3).map((c) => c.del(rl.keyOf(r))));
     await expect(lock.extend(5000)).rejects.toBeInstanceOf(LockLostError);
     expect(signal.aborted).toBe(true);
     expect(signal.reason).toBeInstanceOf(LockLostError);
-    expect(await valuesOn(probe.slice(0, 3), rl.keyOf(r))).toEqual([null, null, null]);
+    expect(await valuesOn(suite.probe.slice(0, 3), rl.keyOf(r))).toEqual([null, null, null]);
     await lock.release();
   });
 
@@ -265,7 +248,7 @@ describe('extend', () => {
     const rl = engine();
     const r = uniqueResource('lost-then-read');
     const lock = await rl.acquire(r, { ttl: 5000 });
-    await Promise.all(probe.map((c) => c.del(rl.keyOf(r))));
+    await Promise.all(suite.probe.map((c) => c.del(rl.keyOf(r))));
     await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
     expect(lock.signal.aborted).toBe(true);
     expect(lock.signal.reason).toBeInstanceOf(LockLostError);
@@ -308,9 +291,11 @@ describe('using', () => {
     expect(result.extensions).toBeGreaterThanOrEqual(2);
     // Released at a majority (using() resolves then, and the key would live ~200 ms more); the
     // last masters' deletes may still be on their way.
-    const left = await valuesOn(probe, rl.keyOf(r));
+    const left = await valuesOn(suite.probe, rl.keyOf(r));
     expect(left.filter((v) => v === null).length).toBeGreaterThanOrEqual(rl.quorum);
-    await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r))).every((v) => v === null));
+    await waitUntil(async () =>
+      (await valuesOn(suite.probe, rl.keyOf(r))).every((v) => v === null),
+    );
     expect(rl.heldLocks).toHaveLength(0);
   });
 
@@ -324,7 +309,9 @@ describe('using', () => {
     ).rejects.toThrow('routine failed');
     // Released at a majority; the last masters' deletes may still be on their way (the key
     // would live the default 10 s ttl).
-    await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r))).every((v) => v === null));
+    await waitUntil(async () =>
+      (await valuesOn(suite.probe, rl.keyOf(r))).every((v) => v === null),
+    );
   });
 
   it('aborts the signal at the local validity deadline when auto-extension is off', async () => {

@@ -10,7 +10,6 @@ import { randomBytes } from 'node:crypto';
 import { getEventListeners } from 'node:events';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
-import type { Redis } from 'ioredis';
 import {
   InvalidArgumentError,
   InvalidConfigurationError,
@@ -22,47 +21,21 @@ import type { RedlockSettings } from '../../lib/core/base/settings';
 import { MIN_FENCING_KEY_TTL } from '../../lib/core/base/settings';
 import { RELEASE_SCRIPT } from '../../lib/core/redis/scripts/release';
 import { InMemoryRedlock } from '../../lib/testing/in-memory-redlock';
-import { RedisMasters } from '../harness/redis-masters';
+import { useMasters } from '../harness/engines';
 import { sleep, uniqueResource, valuesOn, waitUntil } from '../harness/util';
 
-let masters: RedisMasters;
-let clients: Redis[];
-let probe: Redis[];
-const engines: Redlock[] = [];
-
-function engine(settings: RedlockSettings = {}): Redlock {
-  const rl = new Redlock(clients, {
-    quarantine: false,
-    retryDelay: 20,
-    retryJitter: 10,
-    requestTimeout: 250,
-    ...settings,
-  });
-  engines.push(rl);
-  return rl;
-}
+const suite = useMasters(5);
+const engine = (settings?: RedlockSettings): Redlock => suite.engine(settings);
 
 /** A key prefix no other test uses (for resource names that must be exact, like '__proto__'). */
 function ownPrefix(): string {
   return `h${randomBytes(4).toString('hex')}:`;
 }
 
-beforeAll(async () => {
-  masters = await RedisMasters.start(5);
-  clients = masters.createClients();
-  probe = masters.createClients();
-  await RedisMasters.ready([...clients, ...probe]);
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await masters.stop();
-});
-
 describe('item 1: close() aborts the signal of every held lock before deleting its keys', () => {
   /** Counts release scripts sent to the masters (EVALSHA of the release script). */
   function countReleases(): { sent(): number; restore(): void } {
-    const spies = clients.map((c) => jest.spyOn(c, 'evalsha'));
+    const spies = suite.clients.map((c) => jest.spyOn(c, 'evalsha'));
     return {
       sent: () =>
         spies.reduce(
@@ -102,7 +75,9 @@ describe('item 1: close() aborts the signal of every held lock before deleting i
       expect(seen.reason).toBeInstanceOf(LockLostError);
       expect(releasesAtAbort).toBe(0); // aborted first...
       expect(releases.sent()).toBeGreaterThanOrEqual(5); // ...then released on every master
-      await waitUntil(async () => (await valuesOn(probe, rl.keyOf(r))).every((v) => v === null));
+      await waitUntil(async () =>
+        (await valuesOn(suite.probe, rl.keyOf(r))).every((v) => v === null),
+      );
     } finally {
       releases.restore();
     }
@@ -119,7 +94,7 @@ describe('item 1: close() aborts the signal of every held lock before deleting i
     expect(unwatched.signal.aborted).toBe(true);
     expect(unwatched.signal.reason).toBeInstanceOf(LockLostError);
     expect(watched.isValid).toBe(false);
-    expect(await valuesOn(probe, rl.keyOf(a))).toEqual(Array(5).fill(null));
+    expect(await valuesOn(suite.probe, rl.keyOf(a))).toEqual(Array(5).fill(null));
   });
 });
 
@@ -176,8 +151,10 @@ describe('item 2: fencing tokens', () => {
 
   it(`rejects fencingKeyTtl below ${MIN_FENCING_KEY_TTL} ms`, () => {
     for (const fencingKeyTtl of [1, 999, MIN_FENCING_KEY_TTL - 1]) {
-      expect(() => new Redlock(clients, { fencingKeyTtl })).toThrow(InvalidConfigurationError);
-      expect(() => new Redlock(clients, { fencingKeyTtl })).toThrow(/fencingKeyTtl/);
+      expect(() => new Redlock(suite.clients, { fencingKeyTtl })).toThrow(
+        InvalidConfigurationError,
+      );
+      expect(() => new Redlock(suite.clients, { fencingKeyTtl })).toThrow(/fencingKeyTtl/);
     }
   });
 
@@ -204,7 +181,7 @@ describe('item 2: fencing tokens', () => {
 
 describe('item 9: many waiters on one engine', () => {
   it('50 waiters (hand-off, polling, one shared caller signal) print no MaxListenersExceededWarning', async () => {
-    const ports = masters.masters.map((m) => m.port).join(',');
+    const ports = suite.masters.masters.map((m) => m.port).join(',');
     const child = spawn(
       process.execPath,
       [
@@ -286,7 +263,7 @@ describe('item 10: nothing accumulates in a long-running engine', () => {
     // Every master has announced every release and dropped the subscriptions...
     await waitUntil(async () => {
       const counts = await Promise.all(
-        probe.map(async (c) => {
+        suite.probe.map(async (c) => {
           const reply = (await c.call(
             'PUBSUB',
             'NUMSUB',
@@ -328,9 +305,9 @@ describe('item 12: a lock belongs to the engine that acquired it', () => {
     // (Granted at a quorum: the last masters' SETs may still be on their way; a fixed 20 ms
     // sleep was not always enough on a loaded machine.)
     await waitUntil(async () =>
-      (await valuesOn(probe, owner.keyOf(r))).every((v) => v === lock.value),
+      (await valuesOn(suite.probe, owner.keyOf(r))).every((v) => v === lock.value),
     );
-    expect(await valuesOn(probe, owner.keyOf(r))).toEqual(Array(5).fill(lock.value));
+    expect(await valuesOn(suite.probe, owner.keyOf(r))).toEqual(Array(5).fill(lock.value));
     // The owner still can.
     await lock.extend(20_000);
     expect((await lock.release()).deleted).toBeGreaterThanOrEqual(3);

@@ -5,7 +5,6 @@
  * connection run in order, so anything the engine sent before has been applied), then the
  * masters' keyspace is scanned: no master may hold a key it did not hold before the call.
  */
-import type { Redis } from 'ioredis';
 import {
   InvalidArgumentError,
   InvalidConfigurationError,
@@ -18,41 +17,18 @@ import { Lock } from '../../../lib/core/lock/lock';
 import { Redlock } from '../../../lib/core/redlock';
 import type { RedlockSettings } from '../../../lib/core/base/settings';
 import { MAX_TIMER_MS } from '../../../lib/core/base/clock';
-import { RedisMasters } from '../../harness/redis-masters';
+import { useMasters } from '../../harness/engines';
 import { sleep, uniqueResource, keyspaceOf, newKeys } from '../../harness/util';
 
-let masters: RedisMasters;
-let clients: Redis[];
-let probe: Redis[];
+const suite = useMasters(3);
+const engine = (settings?: RedlockSettings): Redlock => suite.engine(settings);
 let rl: Redlock;
-const engines: Redlock[] = [];
 
-function engine(settings: RedlockSettings = {}): Redlock {
-  const e = new Redlock(clients, {
-    quarantine: false,
-    requestTimeout: 250,
-    retryDelay: 20,
-    retryJitter: 10,
-    ...settings,
-  });
-  engines.push(e);
-  return e;
-}
-
-beforeAll(async () => {
-  masters = await RedisMasters.start(3);
-  clients = masters.createClients();
-  probe = masters.createClients();
-  await RedisMasters.ready([...clients, ...probe]);
+beforeAll(() => {
   rl = engine();
 });
 
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await masters.stop();
-});
-
-const keyspace = (): Promise<string[][]> => keyspaceOf(probe);
+const keyspace = (): Promise<string[][]> => keyspaceOf(suite.probe);
 
 /** No master holds a key it did not hold before. */
 function expectNoNewKey(before: string[][], after: string[][]): void {
@@ -67,7 +43,7 @@ async function expectRejected(
 ): Promise<Error> {
   // Settled first: a round ends at a quorum, so an earlier call's write to the last master (a
   // lock the test holds) may still be on its way; it must not count as this call's new key.
-  await Promise.all(clients.map((c) => c.ping()));
+  await Promise.all(suite.clients.map((c) => c.ping()));
   const before = await keyspace();
   let error: unknown;
   try {
@@ -77,7 +53,7 @@ async function expectRejected(
   }
   expect(error).toBeInstanceOf(type);
   expect((error as InvalidArgumentError).field).toBe(field);
-  await Promise.all(clients.map((c) => c.ping()));
+  await Promise.all(suite.clients.map((c) => c.ping()));
   expectNoNewKey(before, await keyspace());
   return error as Error;
 }
@@ -126,7 +102,7 @@ describe('every resource argument is validated at the boundary (items 4, 13)', (
         'resources[0]',
       );
     }
-    expect(await probe[0].exists(rl.keyOf('undefined'))).toBe(0);
+    expect(await suite.probe[0].exists(rl.keyOf('undefined'))).toBe(0);
   });
 
   it('lone surrogates do not collide with U+FFFD: they are refused while U+FFFD is held', async () => {
@@ -266,12 +242,16 @@ describe('every option is checked by name and type (items 7, 8, 14)', () => {
 describe('fencedWrite / fencedRead (item 13)', () => {
   it('refuse ill-formed keys, which would alias another key', async () => {
     await expectRejected(
-      () => fencedWrite(probe[0], '\uD800', 1, 'x'),
+      () => fencedWrite(suite.probe[0], '\uD800', 1, 'x'),
       InvalidArgumentError,
       'key',
     );
-    await expectRejected(() => fencedRead(probe[0], 'a\uDC00'), InvalidArgumentError, 'key');
-    await expectRejected(() => fencedWrite(probe[0], '', 1, 'x'), InvalidArgumentError, 'key');
+    await expectRejected(() => fencedRead(suite.probe[0], 'a\uDC00'), InvalidArgumentError, 'key');
+    await expectRejected(
+      () => fencedWrite(suite.probe[0], '', 1, 'x'),
+      InvalidArgumentError,
+      'key',
+    );
   });
 });
 
@@ -299,18 +279,18 @@ describe('settings with real masters (items 7, 8, 11)', () => {
 
   it('with an application key named "boot", an empty prefix is refused and the key is untouched', async () => {
     const key = `boot`;
-    await Promise.all(probe.map((c) => c.set(key, 'application data')));
+    await Promise.all(suite.probe.map((c) => c.set(key, 'application data')));
     try {
       await expectRejected(
         () => engine({ keyPrefix: '', quarantine: true }),
         InvalidConfigurationError,
         'keyPrefix',
       );
-      expect(await Promise.all(probe.map((c) => c.get(key)))).toEqual(
+      expect(await Promise.all(suite.probe.map((c) => c.get(key)))).toEqual(
         Array(3).fill('application data'),
       );
     } finally {
-      await Promise.all(probe.map((c) => c.del(key)));
+      await Promise.all(suite.probe.map((c) => c.del(key)));
     }
   });
 
