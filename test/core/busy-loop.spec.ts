@@ -11,23 +11,15 @@
  * block ends: no timing assumption about the machine.
  */
 import { execFileSync } from 'node:child_process';
-import type { Redis } from 'ioredis';
 import { Redlock } from '../../lib/core/redlock';
-import { RedisMasters } from '../harness/redis-masters';
+import { useMasters } from '../harness/engines';
 import { uniqueResource } from '../harness/util';
 
 const REDIS_CLI = process.env.REDIS_CLI_BIN ?? 'redis-cli';
 
-let masters: RedisMasters;
-let clients: Redis[];
-const engines: Redlock[] = [];
-
-function engine(): Redlock {
-  // 20 ms per master: the block below lasts far longer.
-  const rl = new Redlock(clients, { quarantine: false, requestTimeout: 20, retryCount: 0 });
-  engines.push(rl);
-  return rl;
-}
+// 20 ms per master: the block below lasts far longer.
+const suite = useMasters(3, { requestTimeout: 20, retryCount: 0 });
+const engine = (): Redlock => suite.engine();
 
 function cli(port: number, ...args: string[]): string {
   return execFileSync(REDIS_CLI, ['-h', '127.0.0.1', '-p', String(port), ...args], {
@@ -43,12 +35,12 @@ function cli(port: number, ...args: string[]): string {
  */
 function blockUntil(done: (port: number) => boolean): void {
   const deadline = Date.now() + 10_000;
-  for (const m of masters.masters) {
+  for (const m of suite.masters.masters) {
     while (!done(m.port)) {
       if (Date.now() > deadline) throw new Error(`master ${m.port} did not run the request`);
     }
   }
-  for (const m of masters.masters) expect(cli(m.port, 'PING')).toBe('PONG');
+  for (const m of suite.masters.masters) expect(cli(m.port, 'PING')).toBe('PONG');
 }
 
 function pingCalls(port: number): number {
@@ -57,18 +49,6 @@ function pingCalls(port: number): number {
     .find((l) => l.startsWith('cmdstat_ping:'));
   return Number(/calls=(\d+)/.exec(line ?? '')?.[1] ?? 0);
 }
-
-beforeAll(async () => {
-  masters = await RedisMasters.start(3);
-  clients = masters.createClients();
-  await RedisMasters.ready(clients);
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await Promise.all(clients.map((c) => c.quit()));
-  await masters.stop();
-});
 
 it('grants a free lock whose replies came in while the event loop was blocked', async () => {
   const rl = engine();
@@ -87,10 +67,12 @@ it('grants a free lock whose replies came in while the event loop was blocked', 
 it('reports a master whose PING answered while the event loop was blocked as reachable', async () => {
   const rl = engine();
   await rl.health(); // connected
-  const before = masters.masters.map((m) => pingCalls(m.port));
+  const before = suite.masters.masters.map((m) => pingCalls(m.port));
   const health = rl.health();
   await new Promise<void>((r) => setImmediate(r));
-  blockUntil((port) => pingCalls(port) > before[masters.masters.findIndex((m) => m.port === port)]);
+  blockUntil(
+    (port) => pingCalls(port) > before[suite.masters.masters.findIndex((m) => m.port === port)],
+  );
   const report = await health; // before the fix: every master `no answer within the request timeout`
   expect(report.masters.map((m) => m.reachable)).toEqual([true, true, true]);
   expect(report.available).toBe(true);

@@ -4,30 +4,20 @@
  * deleted before `close()` resolves. Replies are held back by TCP delay proxies so that the
  * attempt is really in flight (its keys already set on the masters) when `close()` starts.
  */
-import Redis from 'ioredis';
 import { ShuttingDownError } from '../../lib/core/base/errors';
 import { Redlock } from '../../lib/core/redlock';
 import { proxiedClients } from '../harness/delay-proxy';
-import { RedisMasters } from '../harness/redis-masters';
+import { SUITE_DEFAULTS, useMasters } from '../harness/engines';
 import { uniqueResource, valuesOn, waitUntil } from '../harness/util';
 
-let masters: RedisMasters;
-let probe: Redis[];
-
-beforeAll(async () => {
-  masters = await RedisMasters.start(3);
-  probe = masters.createClients();
-  await RedisMasters.ready(probe);
-});
-
-afterAll(async () => {
-  await masters.stop();
-});
+const suite = useMasters(3);
 
 it('rejects a grant that arrives during close() and deletes its keys before close() resolves', async () => {
-  const { proxies, clients, close } = await proxiedClients(masters.masters.map((m) => m.port));
+  const { proxies, clients, close } = await proxiedClients(
+    suite.masters.masters.map((m) => m.port),
+  );
   try {
-    const rl = new Redlock(clients, { quarantine: false, requestTimeout: 2000, ttl: 10_000 });
+    const rl = new Redlock(clients, { ...SUITE_DEFAULTS, requestTimeout: 2000, ttl: 10_000 });
     // Warm up (scripts loaded), then hold every reply back for a while.
     await (await rl.acquire(uniqueResource('warm'))).release();
     for (const p of proxies) p.setDelays({ down: 300 });
@@ -38,9 +28,9 @@ it('rejects a grant that arrives during close() and deletes its keys before clos
       (err: unknown) => err,
     );
     // The request reached every master (keys set); the replies are still on their way.
-    await waitUntil(async () => (await valuesOn(probe, key)).every((v) => v !== null), 5000);
+    await waitUntil(async () => (await valuesOn(suite.probe, key)).every((v) => v !== null), 5000);
     await rl.close();
-    expect(await valuesOn(probe, key)).toEqual([null, null, null]);
+    expect(await valuesOn(suite.probe, key)).toEqual([null, null, null]);
     const outcome = await acquiring;
     expect(outcome).toBeInstanceOf(ShuttingDownError);
     expect(rl.heldLocks).toEqual([]);

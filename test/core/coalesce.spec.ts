@@ -10,18 +10,11 @@ import { evalScript } from '../../lib/core/redis/scripts/lua';
 import { connectionOf } from '../../lib/core/redis/connection/adapt';
 import { ACQUIRE_SCRIPT } from '../../lib/core/redis/kinds/mutex';
 import { RELEASE_SCRIPT } from '../../lib/core/redis/scripts/release';
-import { RedisMasters } from '../harness/redis-masters';
+import { useMasters } from '../harness/engines';
 import { uniqueResource } from '../harness/util';
 
-let masters: RedisMasters;
-let clients: Redis[];
-const engines: Redlock[] = [];
-
-function engine(): Redlock {
-  const rl = new Redlock(clients, { quarantine: false, requestTimeout: 1000, retryCount: 0 });
-  engines.push(rl);
-  return rl;
-}
+const suite = useMasters(3, { requestTimeout: 1000, retryCount: 0 });
+const engine = (): Redlock => suite.engine();
 
 /** Counts the socket writes (write or writev calls reaching the socket) of a client. */
 function countWrites(client: Redis): { readonly count: number; stop(): void } {
@@ -51,21 +44,10 @@ function countWrites(client: Redis): { readonly count: number; stop(): void } {
 
 /** Loads the acquire and release scripts on every master. */
 async function loadScripts(): Promise<void> {
-  for (const c of clients) {
+  for (const c of suite.clients) {
     for (const s of [ACQUIRE_SCRIPT, RELEASE_SCRIPT]) await c.script('LOAD', s.source);
   }
 }
-
-beforeAll(async () => {
-  masters = await RedisMasters.start(3);
-  clients = masters.createClients();
-  await RedisMasters.ready(clients);
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await masters.stop();
-});
 
 it('sends the acquires and the releases of one tick to each master in one write', async () => {
   const rl = engine();
@@ -73,7 +55,7 @@ it('sends the acquires and the releases of one tick to each master in one write'
   // decided by two masters; the third may answer NOSCRIPT after that, and then does not run it).
   await (await rl.acquire(uniqueResource('warm'))).release();
   await loadScripts();
-  const counters = clients.map(countWrites);
+  const counters = suite.clients.map(countWrites);
   try {
     const resources = Array.from({ length: 20 }, (_, i) => uniqueResource(`tick${i}`));
     const locks = await Promise.all(resources.map((r) => rl.acquire(r, { ttl: 10_000 })));
@@ -96,8 +78,8 @@ it('sends the NOSCRIPT fallbacks of one tick in one write as well', async () => 
   const rl = engine();
   await (await rl.acquire(uniqueResource('warm'))).release();
   await loadScripts();
-  await clients[0].script('FLUSH'); // master 0 restarted, say
-  const counters = clients.map(countWrites);
+  await suite.clients[0].script('FLUSH'); // master 0 restarted, say
+  const counters = suite.clients.map(countWrites);
   try {
     const resources = Array.from({ length: 20 }, (_, i) => uniqueResource(`noscript${i}`));
     const locks = await Promise.all(resources.map((r) => rl.acquire(r, { ttl: 10_000 })));
@@ -113,7 +95,7 @@ it('sends the NOSCRIPT fallbacks of one tick in one write as well', async () => 
 });
 
 it('loads a script whose NOSCRIPT fallback is not sent any more', async () => {
-  const client = clients[1];
+  const client = suite.clients[1];
   await client.script('FLUSH');
   const key = `coalesce:${uniqueResource('unwanted')}`;
   const call = evalScript(connectionOf(client), RELEASE_SCRIPT, [key], ['token', '0'], () => false);
@@ -129,8 +111,8 @@ it('still answers a lone call at once, and leaves the socket uncorked after the 
   const lock = await rl.acquire(uniqueResource('lone'));
   expect(lock.votes.filter((v) => v.outcome === 'ok').length).toBeGreaterThanOrEqual(2);
   await new Promise((r) => process.nextTick(r));
-  for (const c of clients) expect((c.stream as Socket).writableCorked).toBe(0);
+  for (const c of suite.clients) expect((c.stream as Socket).writableCorked).toBe(0);
   await lock.release();
   await new Promise((r) => process.nextTick(r));
-  for (const c of clients) expect((c.stream as Socket).writableCorked).toBe(0);
+  for (const c of suite.clients) expect((c.stream as Socket).writableCorked).toBe(0);
 });
