@@ -23,22 +23,17 @@ import {
 } from '../../lib/core/redis/kinds/shared-scripts';
 import { keySlot } from '../../lib/core/base/keys';
 import { type Client, acquireLayout, key, run, snapshot, wkey } from '../harness/kind-scripts';
-import { LocalCluster, RedisMasters } from '../harness/redis-masters';
+import { useMasters } from '../harness/engines';
+import { LocalCluster } from '../harness/redis-masters';
 import { uniqueResource, waitUntil } from '../harness/util';
 
-let masters: RedisMasters;
+const suite = useMasters(1);
 let c: Redis;
 let sub: Redis;
 
-beforeAll(async () => {
-  masters = await RedisMasters.start(1);
-  [c] = masters.createClients();
-  [sub] = masters.createClients(); // a second connection to the same master, for SUBSCRIBE
-  await RedisMasters.ready([c, sub]);
-});
-
-afterAll(async () => {
-  await masters.stop();
+beforeAll(() => {
+  [c] = suite.clients;
+  [sub] = suite.probe; // a second connection to the same master, for SUBSCRIBE
 });
 
 const tok = (label: string): string => `${label}-${randomBytes(6).toString('base64url')}`;

@@ -19,6 +19,7 @@ import type { AcquireAnswer, LockKind, ScriptCall } from '../../lib/core/redis/k
 import type { LockKindSpec } from '../../lib/core/base/kind-spec';
 import { counterKeyOf, lockKey, waitKey } from '../../lib/core/base/keys';
 import { Redlock } from '../../lib/core/redlock';
+import { SUITE_DEFAULTS, useMasters } from '../harness/engines';
 import { RedisMasters } from '../harness/redis-masters';
 import { recordingLogger, uniqueResource, waitUntil } from '../harness/util';
 
@@ -42,17 +43,11 @@ const MARKER = `${PREFIX}boot`;
 /** An old boot marker: every master of this file was "born" ten minutes ago. */
 const OLD_BIRTH = String(Date.now() - 600_000);
 
-let masters: RedisMasters;
-let probe: Redis[];
+const suite = useMasters(3);
 
 beforeAll(async () => {
-  masters = await RedisMasters.start(3);
-  probe = masters.createClients();
-  await RedisMasters.ready(probe);
-  await Promise.all(probe.map((c) => c.set(MARKER, OLD_BIRTH)));
+  await Promise.all(suite.probe.map((c) => c.set(MARKER, OLD_BIRTH)));
 });
-
-afterAll(() => masters.stop());
 
 const KINDS: readonly [string, LockKindSpec | undefined][] = [
   ['mutex', undefined],
@@ -148,12 +143,12 @@ function statusOf(a: AcquireAnswer): 'granted' | 'held' | 'mismatch' {
 describe.each(variants)('ioredis %s', (_label, options) => {
   let c: Redis;
   beforeAll(async () => {
-    [c] = masters.createClients(options);
+    [c] = suite.masters.createClients(options);
     await RedisMasters.ready([c]);
   });
   afterAll(async () => {
     await c.quit();
-    await probe[0].set(MARKER, OLD_BIRTH);
+    await suite.probe[0].set(MARKER, OLD_BIRTH);
   });
 
   it('every kind decodes every reply of every acquire path (marker, key state, fencing, retries)', async () => {
@@ -203,7 +198,7 @@ describe.each(variants)('ioredis %s', (_label, options) => {
   });
 
   it('the engine on known old markers: another kind is a KindMismatchError, contention is contention', async () => {
-    const clients = masters.createClients(options);
+    const clients = suite.masters.createClients(options);
     await RedisMasters.ready(clients);
     // Every acquire reply the engine reads, to show it took the known-marker path (-2).
     const ages: unknown[] = [];
@@ -226,9 +221,9 @@ describe.each(variants)('ioredis %s', (_label, options) => {
       retryDelay: 20,
       retryJitter: 10,
     });
-    const holderClients = masters.createClients(options);
+    const holderClients = suite.masters.createClients(options);
     await RedisMasters.ready(holderClients);
-    const holder = new Redlock(holderClients, { quarantine: false, requestTimeout: 500 });
+    const holder = new Redlock(holderClients, { ...SUITE_DEFAULTS, requestTimeout: 500 });
     try {
       // Until the engine compares the markers instead of computing their age — on every
       // master: one learnt late would take the full check once more below. (The release waits

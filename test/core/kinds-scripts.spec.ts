@@ -16,20 +16,14 @@ import { ACQUIRE_SCRIPT } from '../../lib/core/redis/kinds/mutex';
 import { ACQUIRE_AMONG_KINDS_SCRIPT } from '../../lib/core/redis/kinds/mutex-among-kinds';
 import { fenceKey } from '../../lib/core/base/keys';
 import { type AcquireCall, PREFIX, acquireLayout, key, run, wkey } from '../harness/kind-scripts';
-import { RedisMasters } from '../harness/redis-masters';
+import { useMasters } from '../harness/engines';
 import { uniqueResource, waitUntil } from '../harness/util';
 
-let masters: RedisMasters;
+const suite = useMasters(1);
 let c: Redis;
 
-beforeAll(async () => {
-  masters = await RedisMasters.start(1);
-  [c] = masters.createClients();
-  await RedisMasters.ready([c]);
-});
-
-afterAll(async () => {
-  await masters.stop();
+beforeAll(() => {
+  [c] = suite.clients;
 });
 
 const tok = (label: string): string => `${label}-${randomBytes(6).toString('base64url')}`;
