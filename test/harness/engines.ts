@@ -43,6 +43,12 @@ export interface MasterSuite {
   readonly probe: Redis[];
   /** An engine on `clients` (or `on`), closed after the file. */
   engine(settings?: RedlockSettings, on?: Redis[]): Redlock;
+  /**
+   * Runs `close` after the file, before the engines are closed and the masters stopped: for what
+   * the file made over the masters itself (Nest applications, engines on other connections).
+   * (A file's own afterAll declared after useMasters runs only once the masters are stopped.)
+   */
+  closeFirst(close: () => unknown): void;
 }
 
 /** Starts `n` masters for this test file; `defaults` go over {@link SUITE_DEFAULTS}. */
@@ -51,6 +57,7 @@ export function useMasters(n: number, defaults: RedlockSettings = {}): MasterSui
   let clients: Redis[] = [];
   let probe: Redis[] = [];
   const engines: Redlock[] = [];
+  const closers: (() => unknown)[] = [];
   const started = (): RedisMasters => {
     if (!masters) throw new Error('useMasters: the masters start in beforeAll');
     return masters;
@@ -62,6 +69,7 @@ export function useMasters(n: number, defaults: RedlockSettings = {}): MasterSui
     await RedisMasters.ready([...clients, ...probe]);
   });
   afterAll(async () => {
+    await Promise.all(closers.map((close) => close()));
     await Promise.all(engines.map((e) => e.close()));
     await masters?.stop();
   });
@@ -79,6 +87,9 @@ export function useMasters(n: number, defaults: RedlockSettings = {}): MasterSui
       const rl = new Redlock(on, { ...SUITE_DEFAULTS, ...defaults, ...settings });
       engines.push(rl);
       return rl;
+    },
+    closeFirst(close) {
+      closers.push(close);
     },
   };
 }

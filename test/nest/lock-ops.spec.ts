@@ -12,6 +12,7 @@ import { InvalidConfigurationError, InvalidLockDataError } from '../../lib/core/
 import { Locked } from '../../lib/decorators/locked.decorator';
 import { RedlockModule } from '../../lib/redlock.module';
 import { RedlockService } from '../../lib/redlock.service';
+import { SUITE_DEFAULTS, useMasters } from '../harness/engines';
 import { RedisMasters } from '../harness/redis-masters';
 import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
@@ -30,15 +31,16 @@ class ReportJob {
 @Module({ providers: [ReportJob] })
 class JobsModule {}
 
-let masters: RedisMasters;
+const suite = useMasters(3);
 const apps: INestApplication[] = [];
+suite.closeFirst(() => Promise.all(apps.map((a) => a.close())));
 
 async function replica(): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: [
       RedlockModule.forRoot({
-        clients: masters.urls,
-        quarantine: false,
+        clients: suite.masters.urls,
+        ...SUITE_DEFAULTS,
         requestTimeout: 500,
         isGlobal: true,
       }),
@@ -51,15 +53,6 @@ async function replica(): Promise<INestApplication> {
   apps.push(app);
   return app;
 }
-
-beforeAll(async () => {
-  masters = await RedisMasters.start(3);
-});
-
-afterAll(async () => {
-  await Promise.all(apps.map((a) => a.close()));
-  await masters.stop();
-});
 
 describe('@Locked lockAtLeastFor (cron job on two replicas)', () => {
   it('the replica whose timer fires later skips the job until lockAtLeastFor has passed', async () => {
@@ -100,7 +93,7 @@ describe('@Locked lockAtLeastFor (cron job on two replicas)', () => {
       Test.createTestingModule({
         imports: [
           RedlockModule.forRoot({
-            clients: masters.urls,
+            clients: suite.masters.urls,
             maxTtl: 10_000,
             ttl: 5000,
             lockedDefaults: { lockAtLeastFor: 10_001 },
