@@ -9,20 +9,16 @@ import type { TestingModule } from '@nestjs/testing';
 import { createClient, createClientPool } from 'redis';
 import { InvalidConfigurationError, RedlockModule } from '../../lib';
 import type { RedlockModuleOptions } from '../../lib';
-import { RedisMasters } from '../harness/redis-masters';
+import { SUITE_DEFAULTS, useMasters } from '../harness/engines';
 
-let masters: RedisMasters;
+const suite = useMasters(3);
 
-beforeAll(async () => {
-  masters = await RedisMasters.start(3);
-});
-
-afterAll(async () => {
-  await masters?.stop();
-});
-
-/** Boots a module with `options`; resolves to the error of its startup, or closes it. */
-async function startupError(options: RedlockModuleOptions, async = false): Promise<unknown> {
+/**
+ * Boots a module with `options` over the suites' settings ({@link SUITE_DEFAULTS}); resolves to
+ * the error of its startup, or closes it.
+ */
+async function startupError(given: RedlockModuleOptions, async = false): Promise<unknown> {
+  const options: RedlockModuleOptions = { ...SUITE_DEFAULTS, ...given };
   let moduleRef: TestingModule | undefined;
   try {
     moduleRef = await Test.createTestingModule({
@@ -43,9 +39,9 @@ async function startupError(options: RedlockModuleOptions, async = false): Promi
 
 describe('the same master listed twice', () => {
   it.each([false, true])('same address: refused (forRootAsync: %s)', async (async) => {
-    const [a, b] = masters.urls;
+    const [a, b] = suite.masters.urls;
     const err = await startupError(
-      { clients: [a, b, `redis://127.0.0.1:${masters.masters[0].port}/2`], quarantine: false },
+      { clients: [a, b, `redis://127.0.0.1:${suite.masters.masters[0].port}/2`] },
       async,
     );
     expect(err).toBeInstanceOf(InvalidConfigurationError);
@@ -53,7 +49,7 @@ describe('the same master listed twice', () => {
   });
 
   it('same server under two names (run_id): refused at init, naming the positions', async () => {
-    const [a, b, c] = masters.masters;
+    const [a, b, c] = suite.masters.masters;
     const err = await startupError({
       clients: [
         `redis://127.0.0.1:${a.port}`,
@@ -61,7 +57,6 @@ describe('the same master listed twice', () => {
         `redis://localhost:${a.port}`,
         `redis://127.0.0.1:${c.port}`,
       ],
-      quarantine: false,
       requestTimeout: 500,
     });
     expect(err).toBeInstanceOf(InvalidConfigurationError);
@@ -69,24 +64,21 @@ describe('the same master listed twice', () => {
   });
 
   it('distinct masters still start', async () => {
-    await expect(startupError({ clients: masters.urls, quarantine: false })).resolves.toBe(
-      undefined,
-    );
+    await expect(startupError({ clients: suite.masters.urls })).resolves.toBe(undefined);
   });
 });
 
 describe('node-redis clients', () => {
   it('boot next to URLs and lock; the same master under both libraries is found', async () => {
-    const nodeRedis = createClient({ url: masters.urls[0] });
+    const nodeRedis = createClient({ url: suite.masters.urls[0] });
     nodeRedis.on('error', () => undefined);
     await nodeRedis.connect();
     try {
       await expect(
-        startupError({ clients: [nodeRedis, masters.urls[1], masters.urls[2]], quarantine: false }),
+        startupError({ clients: [nodeRedis, suite.masters.urls[1], suite.masters.urls[2]] }),
       ).resolves.toBe(undefined);
       const err = await startupError({
-        clients: [nodeRedis, masters.urls[1], masters.urls[0]],
-        quarantine: false,
+        clients: [nodeRedis, suite.masters.urls[1], suite.masters.urls[0]],
       });
       expect(err).toBeInstanceOf(InvalidConfigurationError);
       expect((err as Error).message).toMatch(/clients\[2\].*like clients\[0\]/);
@@ -96,10 +88,9 @@ describe('node-redis clients', () => {
   });
 
   it('a client pool is refused with what was passed and what is accepted', async () => {
-    const pool = createClientPool({ url: masters.urls[0] }); // never connected
+    const pool = createClientPool({ url: suite.masters.urls[0] }); // never connected
     const err = await startupError({
-      clients: [masters.urls[1], pool as unknown as string, masters.urls[2]],
-      quarantine: false,
+      clients: [suite.masters.urls[1], pool as unknown as string, suite.masters.urls[2]],
     });
     expect(err).toBeInstanceOf(InvalidConfigurationError);
     const message = (err as Error).message;
@@ -110,10 +101,9 @@ describe('node-redis clients', () => {
   });
 
   it('a legacy-mode client is refused, naming the fix', async () => {
-    const legacy = createClient({ url: masters.urls[0] }).legacy(); // never connected
+    const legacy = createClient({ url: suite.masters.urls[0] }).legacy(); // never connected
     const err = await startupError({
-      clients: [masters.urls[1], legacy as unknown as string, masters.urls[2]],
-      quarantine: false,
+      clients: [suite.masters.urls[1], legacy as unknown as string, suite.masters.urls[2]],
     });
     expect(err).toBeInstanceOf(InvalidConfigurationError);
     expect((err as Error).message).toMatch(/clients\[1\].*legacy-mode.*not client\.legacy\(\)/);
