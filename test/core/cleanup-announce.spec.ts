@@ -7,7 +7,7 @@
  * is woken by the clean-up. A failed attempt that may have been set on a quorum is announced as
  * a release. Against 5 real masters (and TCP delay proxies).
  */
-import { afterAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import type { Lock } from '../../lib/core/lock/lock';
 import { Redlock } from '../../lib/core/redlock';
@@ -18,7 +18,7 @@ import { sleep, uniqueResource, waitUntil } from '../harness/util';
 
 const suite = useMasters(5);
 const closing: Redlock[] = [];
-afterAll(() => Promise.all(closing.map((e) => e.close())));
+suite.closeFirst(() => Promise.all(closing.map((e) => e.close())));
 
 /** An engine whose store counts its attempts. */
 function counted(): { rl: Redlock; attempts: () => number } {
