@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import type { RedlockClient } from './core';
-import { errorMessage } from './core/base/errors';
+import { errorMessage } from './core/base/validate';
 import { connectionOf, isRedlockClient } from './core/redis/connection/adapt';
 import {
   clientSecrets,

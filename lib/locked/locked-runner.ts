@@ -8,8 +8,7 @@ import {
 } from '../core';
 import type { LockKindSpec } from '../core/base/kind-spec';
 import type { AcquireOptions, Lock, LockedRoutine, UsingOptions } from '../core';
-import { errorMessage } from '../core/base/errors';
-import { checkKind, describe, normalizeResources } from '../core/base/validate';
+import { checkKind, describe, errorMessage, normalizeResources } from '../core/base/validate';
 import type {
   LockContext,
   LockedCallContext,

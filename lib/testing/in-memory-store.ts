@@ -17,7 +17,7 @@ import type {
   StoreFootprint,
 } from '../core/store';
 import type { ReleaseResult } from '../core/quorum/protocol';
-import { errorMessage } from '../core/base/errors';
+import { errorMessage } from '../core/base/validate';
 import type { ResolvedSettings } from '../core/base/settings';
 import type { MasterHealth } from '../core/base/types';
 import { MUTEX_SPEC } from '../core/base/kind-spec';

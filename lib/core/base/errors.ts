@@ -352,8 +352,3 @@ function holderTtl(votes: readonly NodeVote[]): number | undefined {
   }
   return max;
 }
-
-/** Message of an unknown thrown value. */
-export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

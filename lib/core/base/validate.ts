@@ -56,6 +56,11 @@ export const USING_OPTION_NAMES = Object.freeze([
   'extendThreshold',
 ] as const);
 
+/** Message of an unknown thrown value (what was thrown, for a log line or a cause). */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 /** Short, secret-free description of a value for error messages. */
 export function describe(value: unknown): string {
   if (value === null) return 'null';

@@ -1,8 +1,8 @@
 import { monotonicNow } from '../base/clock';
-import { NoQuorumError, errorMessage } from '../base/errors';
+import { NoQuorumError } from '../base/errors';
 import { expire } from '../lock/lock';
 import type { Lock, LockState } from '../lock/lock';
-import { effectiveThreshold } from '../base/validate';
+import { effectiveThreshold, errorMessage } from '../base/validate';
 
 /** What keep-alive needs from the engine. */
 export interface KeepAliveContext {

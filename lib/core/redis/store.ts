@@ -1,6 +1,6 @@
 import { Timeline } from '../base/clock';
 import { clientShape, connectionOf, isRedlockClient, refusedShape } from './connection/adapt';
-import { InvalidConfigurationError, errorMessage } from '../base/errors';
+import { InvalidConfigurationError } from '../base/errors';
 import type { LockKind } from './kinds/kind';
 import { SHARED, semaphoreKind } from './kinds/holders';
 import { MUTEX } from './kinds/mutex';
@@ -35,7 +35,7 @@ import { extendOnMasters } from './extend';
 import { inspectOnMasters } from './inspect';
 import { MARKER_AGE_SCRIPT } from './scripts/marker';
 import { endWriterWait } from './writer-flag';
-import { describe } from '../base/validate';
+import { describe, errorMessage } from '../base/validate';
 import type { RedlockClient, ResolvedSettings } from '../base/settings';
 import type { MasterHealth } from '../base/types';
 

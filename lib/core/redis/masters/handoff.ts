@@ -1,6 +1,6 @@
 import { monotonicNow } from '../../base/clock';
 import type { MasterNode } from './node';
-import { errorMessage } from '../../base/errors';
+import { errorMessage } from '../../base/validate';
 import type { Announced, ReleaseWatch } from '../../base/announcements';
 import { CLEANUP_PREFIX } from '../scripts/announce';
 import type { RedlockLogger } from '../../base/settings';

@@ -1,7 +1,7 @@
 import { markerRunKey } from '../../base/keys';
 import type { Writable } from 'node:stream';
 import { afterPendingIo, monotonicNow } from '../../base/clock';
-import { errorMessage } from '../../base/errors';
+import { errorMessage } from '../../base/validate';
 import { connectionOf } from '../connection/adapt';
 import type { Connection } from '../connection/connection';
 import { evalScript, loadScripts } from '../scripts/lua';
