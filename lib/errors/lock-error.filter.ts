@@ -14,6 +14,7 @@ import type { ResolvedRedlockModuleOptions } from '../interfaces/redlock-module-
 import { REDLOCK_MODULE_OPTIONS } from '../redlock.constants';
 import {
   classifyLockError,
+  graphqlLockError,
   httpLockAnswer,
   lockErrorPayload,
   setResponseHeaders,
@@ -27,7 +28,8 @@ import { answerTransportLockError } from './transport.error';
  * with `Retry-After`; no quorum, a wait timeout, a lost lock, shutdown → 503 with `Retry-After`
  * (and `Connection: close` during shutdown); invalid resource input → 400; a kind mismatch → 409
  * (no `Retry-After`). Over RPC and
- * WebSockets the same `LockErrorPayload` as `@Locked()` handlers send.
+ * WebSockets the same `LockErrorPayload` as `@Locked()` handlers send; in GraphQL resolvers an
+ * error with the same fields as `extensions` (`code: 'LOCK_CONTENDED'`, ...).
  *
  * `RedlockModule` registers it globally (`APP_FILTER`); opt out with
  * `RedlockModule.forRoot({ ..., exceptionFilter: false })`, e.g. to map the errors yourself. A
@@ -64,8 +66,10 @@ export class LockErrorFilter extends BaseExceptionFilter {
       case 'rpc':
       case 'ws':
         return answerTransportLockError(type, lockErrorPayload(failure), host);
+      case 'graphql':
+        // The resolver rejects with it; the driver formats its `extensions` (code, resources).
+        return graphqlLockError(failure);
       default:
-        // GraphQL: the driver formats the returned HttpException like any other.
         return httpLockAnswer(failure, this.redlockOptions.contentionStatus).exception;
     }
   }

@@ -123,6 +123,30 @@ export function lockErrorPayload(failure: LockFailure): LockErrorPayload {
   };
 }
 
+/** The `extensions` of the GraphQL error for a lock failure (`extensions.code` and the rest). */
+export type LockGraphQLErrorExtensions = Omit<LockErrorPayload, 'status' | 'message'>;
+
+/**
+ * The GraphQL answer: an `Error` with the failure's message and GraphQL `extensions` —
+ * `{ code, resources, retryAfter }`, the fields of the RPC / WebSocket payload — thrown from the
+ * resolver. graphql-js copies an error's `extensions` onto the `GraphQLError` it builds, so any
+ * driver (Apollo, Mercurius) answers `errors: [{ message, path, extensions: { code:
+ * 'LOCK_CONTENDED', ... } }]` with HTTP 200. Deliberately not an `HttpException`: the Apollo
+ * driver turns HTTP exceptions other than 400/401/403/422 into `INTERNAL_SERVER_ERROR`.
+ * `cause` is the engine error (votes, attempts) for the server's logs.
+ */
+export function graphqlLockError(failure: LockFailure): Error {
+  const { code, resources, retryAfter } = lockErrorPayload(failure);
+  const extensions: LockGraphQLErrorExtensions = {
+    code,
+    resources,
+    ...(retryAfter !== undefined ? { retryAfter } : {}),
+  };
+  return Object.assign(new Error(lockFailureMessage(failure), { cause: failure.error }), {
+    extensions,
+  });
+}
+
 /** An HTTP answer: the exception Nest turns into the response, plus headers to set first. */
 export interface HttpLockAnswer {
   readonly exception: HttpException;
@@ -130,7 +154,7 @@ export interface HttpLockAnswer {
 }
 
 /**
- * The HTTP (and GraphQL) answer: contention → {@link ResourceLockedException} (423, or 409) with
+ * The HTTP answer: contention → {@link ResourceLockedException} (423, or 409) with
  * `Retry-After`; no quorum, a wait timeout, a lost lock, or a lock refused during shutdown →
  * {@link LockUnavailableException} (503) with `Retry-After` (and `Connection: close` during
  * shutdown, so that keep-alive clients reconnect to an instance that is not going away);

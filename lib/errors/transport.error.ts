@@ -1,7 +1,7 @@
 import type { ArgumentsHost } from '@nestjs/common';
 import { importOptional } from '../optional-peer';
 
-/** Error codes sent to RPC and WebSocket clients. */
+/** Error codes sent to RPC and WebSocket clients (and GraphQL clients as `extensions.code`). */
 export type LockErrorCode =
   | 'LOCK_CONTENDED'
   | 'NO_QUORUM'

@@ -9,6 +9,7 @@ import type { AnyMethod } from '../locked/locked-method';
 import { LockedRunner } from '../locked/locked-runner';
 import {
   classifyLockError,
+  graphqlLockError,
   httpLockAnswer,
   lockErrorPayload,
   setResponseHeaders,
@@ -132,12 +133,14 @@ export class LockedInterceptor implements NestInterceptor {
 
   /**
    * Turns a failure to lock into the transport's exception:
-   * - HTTP / GraphQL: contention → `ResourceLockedException` (423, or 409 with
+   * - HTTP: contention → `ResourceLockedException` (423, or 409 with
    *   `contentionStatus: 409`) and a `Retry-After` header; no quorum, wait timeout without a
    *   holder, a lost lock, or a new lock refused during shutdown (with `Connection: close`)
    *   → `LockUnavailableException` (503) with `Retry-After`; an unresolvable resource
    *   template → `BadRequestException` (400);
-   * - RPC → `RpcException`, WS → `WsException`, with a `LockErrorPayload`.
+   * - RPC → `RpcException`, WS → `WsException`, with a `LockErrorPayload`;
+   * - GraphQL → an `Error` whose GraphQL `extensions` carry the payload's `code`, `resources`
+   *   and `retryAfter` (`extensions.code: 'LOCK_CONTENDED'`, ...).
    * Anything else is returned unchanged.
    */
   protected mapError(error: unknown, context: ExecutionContext): unknown {
@@ -146,11 +149,10 @@ export class LockedInterceptor implements NestInterceptor {
     const type = context.getType<LockedContextType>();
     if (type === 'rpc') return createRpcLockException(lockErrorPayload(failure));
     if (type === 'ws') return createWsLockException(lockErrorPayload(failure));
-    if (type !== 'http' && type !== 'graphql') return error;
+    if (type === 'graphql') return graphqlLockError(failure);
+    if (type !== 'http') return error;
     const { exception, headers } = httpLockAnswer(failure, this.runner.options.contentionStatus);
-    if (type === 'http') {
-      for (const [name, value] of Object.entries(headers)) this.setHeader(context, name, value);
-    }
+    for (const [name, value] of Object.entries(headers)) this.setHeader(context, name, value);
     return exception;
   }
 
