@@ -107,6 +107,18 @@ describe('lib/core floors', () => {
     expect(importCircles(graph)).toEqual([]);
   });
 
+  it('the fair mode is reached through its one door (fair/index.ts)', () => {
+    const side = [...graph]
+      .filter(([file]) => partOf(file) !== 'fair')
+      .flatMap(([file, targets]) =>
+        targets
+          .filter((t) => partOf(t) === 'fair' && t !== 'fair/index.ts')
+          .map((t) => `${file} -> ${t}`),
+      );
+    expect(side).toEqual([]);
+    expect(graph.get('redlock.ts')).toContain('fair/index.ts');
+  });
+
   it('the check itself sees imports and refuses an import up', () => {
     expect(graph.get('redlock.ts')?.length).toBeGreaterThan(5);
     expect(violation('redlock.ts', 'policy/acquire.ts')).toBeUndefined();
