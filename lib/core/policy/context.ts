@@ -4,7 +4,8 @@
  * inspection (policy/*.ts). The operations never see the facade itself.
  */
 import type { ResolvedSettings } from '../base/settings';
-import type { HeldLocks, LockOwner } from '../lock/lock';
+import type { HeldLocks } from '../lock/held';
+import type { LockOwner } from '../lock/lock';
 import type { LockStore } from '../store';
 import type { AttemptResult } from '../waiting/attempt-result';
 import type { WaitingPolicy } from '../waiting/waiting';
