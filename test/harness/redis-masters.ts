@@ -360,20 +360,7 @@ export class RedisMasters {
    * down, reconnect quickly). The clients are closed by {@link stop}.
    */
   createClients(overrides: RedisOptions = {}): Redis[] {
-    const clients = this.masters.map(
-      (m) =>
-        new Redis({
-          host: '127.0.0.1',
-          port: m.port,
-          enableOfflineQueue: false,
-          maxRetriesPerRequest: 0,
-          retryStrategy: () => 50,
-          // Do not keep the test process alive for 2 s after disconnecting from a killed master.
-          disconnectTimeout: 100,
-          ...overrides,
-        }),
-    );
-    for (const c of clients) c.on('error', () => undefined);
+    const clients = lockClients(this.masters, overrides);
     this.clients.push(...clients);
     return clients;
   }
@@ -393,6 +380,30 @@ export class RedisMasters {
     await Promise.all(this.masters.map((m) => m.kill()));
     for (const m of this.masters) m.cleanup();
   }
+}
+
+/**
+ * One ioredis client per master on 127.0.0.1 with lock-friendly settings: fail fast when a master
+ * is down, reconnect quickly, errors swallowed (the engine reports them).
+ */
+export function lockClients(
+  masters: readonly { readonly port: number }[],
+  overrides: RedisOptions = {},
+): Redis[] {
+  return masters.map((m) => {
+    const c = new Redis({
+      host: '127.0.0.1',
+      port: m.port,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => 50,
+      // Do not keep the test process alive for 2 s after disconnecting from a killed master.
+      disconnectTimeout: 100,
+      ...overrides,
+    });
+    c.on('error', () => undefined);
+    return c;
+  });
 }
 
 /**

@@ -31,13 +31,14 @@ import {
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import Redis, { type RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import { repoPath } from '../paths';
 import {
   type MastersOptions,
   PortTakenError,
   RedisMaster,
   closeClient,
+  lockClients,
   freePort,
 } from '../redis-masters';
 import { runDir } from '../run-dir';
@@ -281,22 +282,10 @@ export class ClockMasters {
 
   /**
    * One ioredis client per master with the same lock-friendly settings as
-   * RedisMasters.createClients (fail fast, reconnect quickly); closed by {@link stop}.
+   * RedisMasters.createClients (redis-masters.ts `lockClients`); closed by {@link stop}.
    */
   createClients(overrides: RedisOptions = {}): Redis[] {
-    const clients = this.masters.map(
-      (m) =>
-        new Redis({
-          host: '127.0.0.1',
-          port: m.port,
-          enableOfflineQueue: false,
-          maxRetriesPerRequest: 0,
-          retryStrategy: () => 50,
-          disconnectTimeout: 100,
-          ...overrides,
-        }),
-    );
-    for (const c of clients) c.on('error', () => undefined);
+    const clients = lockClients(this.masters, overrides);
     this.clients.push(...clients);
     return clients;
   }
