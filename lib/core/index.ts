@@ -40,5 +40,6 @@ export type {
   ExtendedEvent,
   ReleasedEvent,
   LostEvent,
+  ClockJumpEvent,
 } from './lock/events';
 export { fencedWrite, fencedRead } from './redis/fenced-write';

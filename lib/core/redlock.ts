@@ -14,6 +14,7 @@ import type { EngineMode } from './waiting/waiting';
 import { fairMode } from './fair';
 import { extendLock } from './policy/extension';
 import { inspectResource } from './policy/inspect';
+import { distrusted } from './policy/distrust';
 import { restoreLock } from './policy/restore';
 import { checkReleaseOptions, releaseLock, takeLockAtLeastFor } from './policy/release';
 import { keepAlive } from './policy/keep-alive';
@@ -96,7 +97,12 @@ export class Redlock {
       inflight: new InflightAttempts(),
       draining: this.draining.signal,
     };
+    // A master whose clock jumped: the locks that needed its vote are re-checked at once.
+    this.stopWatchingMasters = store.watchMasters?.((e) => distrusted(this.ctx, e));
   }
+
+  /** Stops the re-check of held locks on a master's clock jump (close). */
+  private readonly stopWatchingMasters: (() => void) | undefined;
 
   /** Number of masters. */
   get masterCount(): number {
@@ -340,6 +346,7 @@ export class Redlock {
     );
     held.stop();
     queue.close();
+    this.stopWatchingMasters?.();
     await store.close();
   }
 }

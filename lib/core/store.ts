@@ -175,11 +175,34 @@ export interface LockStore {
    * engine raised for it are taken down (redis/kinds/writer-flag.ts; best effort, not awaited).
    */
   writerGaveUp?(resources: readonly string[]): void;
+  /**
+   * Calls `listener` whenever the store stops trusting a master's votes while running (a clock
+   * jump: redis/masters/clock-watch.ts), so that the policy re-checks the locks it holds that
+   * needed that master. Returns a function that stops it. Optional: stores whose votes cannot go
+   * bad (the in-memory table) have none.
+   */
+  watchMasters?(listener: (e: MasterDistrust) => void): () => void;
   readonly footprint: StoreFootprint;
   /** An error's message without credentials (for logs). */
   describe(err: unknown): string;
   /** Drops what the store created (connections, listeners, timers). */
   close(): Promise<void>;
+}
+
+/** A master whose votes the store stopped trusting while running (see {@link LockStore.watchMasters}). */
+export interface MasterDistrust {
+  /** The master's position. */
+  readonly node: number;
+  /** Its redacted name. */
+  readonly name: string;
+  /** How far its clock moved beyond the drift allowance (or is off the others), ms; + forward. */
+  readonly jump: number;
+  /** `jumped`: against the engine's monotonic clock; `disagrees`: off the other masters at first contact. */
+  readonly cause: 'jumped' | 'disagrees';
+  /** How long its votes do not count, ms. */
+  readonly quarantine: number;
+  /** Every master whose votes do not count now for the same reason (this one included). */
+  readonly distrusted: readonly number[];
 }
 
 /** Marks a {@link StoreFactory} (an array of clients never has it). */

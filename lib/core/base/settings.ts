@@ -127,6 +127,23 @@ export interface RedlockSettings {
    * only refresh keys that are still there. Default `true`. (No effect on the in-memory engine.)
    */
   repairOnExtend?: boolean;
+  /**
+   * Check the masters' clocks while running (docs/guarantees.md, "Clock jumps"): every acquire
+   * and extension reads each standalone master's clock (`TIME`) in the same round trip as its
+   * vote. A master whose clock moved against this engine's monotonic clock by more than the
+   * drift allowance (driftFactor × the time since its last reading + 2 ms) — or, at the engine's
+   * first contact with it, whose clock is off the other masters' by more than `clockTolerance` —
+   * is treated like a master that restarted empty: its votes do not count for
+   * `quarantine.duration`, and locks the engine holds that needed its vote are re-checked at once.
+   * Default `true`.
+   */
+  clockCheck?: boolean;
+  /**
+   * How far (ms) a master's clock may be off the other masters' at the engine's first contact
+   * with it before it is distrusted (see {@link clockCheck}). Masters whose clocks are kept in
+   * step by NTP agree within a few ms. Default 1000.
+   */
+  clockTolerance?: number;
   /** Where warnings go. */
   logger?: RedlockLogger;
 }
@@ -154,6 +171,8 @@ export interface ResolvedSettings {
   readonly handoff: boolean;
   readonly fairness: Fairness;
   readonly repairOnExtend: boolean;
+  readonly clockCheck: boolean;
+  readonly clockTolerance: number;
   readonly logger: RedlockLogger;
 }
 
@@ -173,6 +192,8 @@ export const DEFAULT_SETTINGS = Object.freeze({
   handoff: true,
   fairness: 'local',
   repairOnExtend: true,
+  clockCheck: true,
+  clockTolerance: 1000,
 });
 
 /** The values of the `fairness` setting (see {@link RedlockSettings.fairness}). */
@@ -213,6 +234,8 @@ export const SETTING_NAMES: readonly (keyof RedlockSettings)[] = Object.freeze([
   'handoff',
   'fairness',
   'repairOnExtend',
+  'clockCheck',
+  'clockTolerance',
   'logger',
 ]);
 
@@ -286,6 +309,14 @@ export function resolveSettings(settings: RedlockSettings, nodeCount: number): R
   );
   const handoff = checkBoolean('handoff', s.handoff, configError);
   const repairOnExtend = checkBoolean('repairOnExtend', s.repairOnExtend, configError);
+  const clockCheck = checkBoolean('clockCheck', s.clockCheck, configError);
+  const clockTolerance = checkInteger(
+    'clockTolerance',
+    s.clockTolerance,
+    0,
+    MAX_TIMER_MS,
+    configError,
+  );
   if (!(FAIRNESS_VALUES as readonly unknown[]).includes(s.fairness)) {
     throw configError(
       'fairness',
@@ -336,6 +367,8 @@ export function resolveSettings(settings: RedlockSettings, nodeCount: number): R
     handoff,
     fairness,
     repairOnExtend,
+    clockCheck,
+    clockTolerance,
     logger,
   };
 }

@@ -68,6 +68,12 @@ export interface MasterHealth {
   readonly quarantined: boolean;
   /** While quarantined: at most how many more ms the quarantine lasts (server clock). */
   readonly quarantineRemaining?: number;
+  /**
+   * While its votes do not count because its clock jumped (the `clockCheck` setting): how far,
+   * in ms (+ forward, − back; at the engine's first contact: how far it is off the other
+   * masters). `quarantined` is true then.
+   */
+  readonly clockJump?: number;
   /** Why it is unreachable (never contains credentials). */
   readonly error?: string;
 }

@@ -79,8 +79,32 @@ export interface LostEvent {
   readonly reason: LockLostError;
 }
 
+/**
+ * A master's clock jumped (or, at the engine's first contact with it, is off the other masters'
+ * by more than `clockTolerance`): its votes do not count for {@link quarantine} ms, and the
+ * locks the engine held that needed its vote were re-checked — those left without a quorum
+ * were lost (a `lost` event each, emitted before this one). See docs/guarantees.md, "Clock jumps".
+ */
+export interface ClockJumpEvent {
+  /** Discriminant: a master's clock that cannot be trusted. */
+  readonly type: 'clock-jump';
+  /** The master's position in the client list. */
+  readonly node: number;
+  /** Its redacted address. */
+  readonly name: string;
+  /** How far its clock moved beyond the drift allowance (or is off the others), ms; + forward. */
+  readonly jump: number;
+  /** `jumped`: against the engine's monotonic clock; `disagrees`: off the other masters at first contact. */
+  readonly cause: 'jumped' | 'disagrees';
+  /** How long its votes do not count, ms. */
+  readonly quarantine: number;
+  /** Locks of this engine lost because of it. */
+  readonly lost: number;
+}
+
 /** Everything the engine reports to observers (see `Redlock.observe`). */
-export type RedlockEvent = AcquiredEvent | FailedEvent | ExtendedEvent | ReleasedEvent | LostEvent;
+export type RedlockEvent =
+  AcquiredEvent | FailedEvent | ExtendedEvent | ReleasedEvent | LostEvent | ClockJumpEvent;
 
 /** Receives engine events. Called synchronously; must not throw (errors are logged and ignored). */
 export type RedlockObserver = (event: RedlockEvent) => void;

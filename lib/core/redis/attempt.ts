@@ -114,32 +114,40 @@ export async function attemptOnMasters(
     timeout: attemptTimeout(store.settings.requestTimeout, ttl, driftFactor),
     send: (node) =>
       store.dispatch.afterCheck(node, wanted, () =>
-        store.dispatch.read(
-          node,
-          resources,
-          keys,
-          (groupKeys, group) => {
-            if (group === resources) return forNode(node);
-            const groupInput = withFields(input, {
-              keys: groupKeys,
-              fenceKeys: fencing ? groupKeys.map((k) => counterKeyOf(keyPrefix, k)) : undefined,
-              waitKeys: input.waitKeys && waitInput(kind, 1, keyPrefix, group).waitKeys,
-            });
-            return kind.acquire(parts ? parts.group(groupInput, group) : groupInput);
-          },
-          read,
-          wanted,
+        // The master's clock is read in the same round trip (redis/masters/clock-watch.ts).
+        store.clocks.around(node, () =>
+          store.dispatch.read(
+            node,
+            resources,
+            keys,
+            (groupKeys, group) => {
+              if (group === resources) return forNode(node);
+              const groupInput = withFields(input, {
+                keys: groupKeys,
+                fenceKeys: fencing ? groupKeys.map((k) => counterKeyOf(keyPrefix, k)) : undefined,
+                waitKeys: input.waitKeys && waitInput(kind, 1, keyPrefix, group).waitKeys,
+              });
+              return kind.acquire(parts ? parts.group(groupInput, group) : groupInput);
+            },
+            read,
+            wanted,
+          ),
         ),
       ),
     judge: (a, node) => {
       if (a.markerAge !== undefined) store.noteMarkerAge(node);
       if (!a.granted) return 'held';
       const young = a.markerAge !== undefined && a.markerAge < quarantine.duration;
-      return node.checksMarker && young ? 'quarantined' : 'ok';
+      // A master whose clock jumped does not vote (its keys may have expired early).
+      return (node.checksMarker && young) || !store.clocks.counts(node.index)
+        ? 'quarantined'
+        : 'ok';
     },
     holderTtl: (a) => a.holderTtl,
     lateVotes: parts?.lateVotes(input) ?? false,
   });
+  // The clocks first seen in this round are judged against each other before any vote counts.
+  const ok = store.clocks.review(tally.votes) > 0 ? okVotes(tally.votes) : tally.ok;
   store.noteQuarantined(tally);
   const fail = (
     refusal: Refusal,
@@ -182,7 +190,7 @@ export async function attemptOnMasters(
   // Another kind at a key on any master: an error, whatever the other votes (kinds never mix).
   const found = mismatchIn(tally);
   if (found) return fail('kind-mismatch', found);
-  const verdict = acquireVerdict(tally.votes, tally.ok, quorum);
+  const verdict = acquireVerdict(tally.votes, ok, quorum);
   if (verdict !== 'quorum') return fail(verdict);
   const exhausted = (): boolean => validityAfter(ttl, start, monotonicNow(), driftFactor) <= 0;
   let fencingTokens: readonly number[] = [];
@@ -315,6 +323,13 @@ function waitInput(
   if (kind.name === 'shared') return { waitKeys: keys() };
   if (kind.name === 'mutex' && writerWait) return { waitKeys: keys(), waitTtl: writerWait };
   return {};
+}
+
+/** The number of `ok` votes. */
+export function okVotes(votes: readonly NodeVote[]): number {
+  let ok = 0;
+  for (const v of votes) if (v.outcome === 'ok') ok++;
+  return ok;
 }
 
 /** The other kind a master reported at a key during an acquire round, if any. */

@@ -1,5 +1,6 @@
 import type { Announce, LockKind, ScriptCall } from './kinds/kind';
 import type { LockKindSpec } from '../base/kind-spec';
+import type { ClockWatch } from './masters/clock-watch';
 import type { Dispatch } from './masters/dispatch';
 import type { MasterNode } from './masters/node';
 import type { Grant } from '../store';
@@ -20,6 +21,8 @@ export interface RedisContext {
   readonly nodes: readonly MasterNode[];
   /** Per-master sending: readiness gate, Cluster slot groups, script fallback. */
   readonly dispatch: Dispatch;
+  /** The masters' clocks, read with every acquire and extension vote (redis/masters/clock-watch.ts). */
+  readonly clocks: ClockWatch;
   /** Votes needed for a decision (the configured quorum). */
   readonly quorum: number;
   /** The boot marker's key (restart quarantine). */

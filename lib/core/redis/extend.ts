@@ -4,6 +4,7 @@ import type { ExtendOutcome, Grant } from '../store';
 import { extendVerdict, validityAfter } from '../quorum/protocol';
 import type { Tally } from '../quorum/round';
 import type { RedisContext } from './context';
+import { okVotes } from './attempt';
 import { ledgerOf, repairVote } from './repair';
 import type { RepairLedger } from './repair';
 
@@ -31,8 +32,10 @@ export async function extendOnMasters(
     ? await repairingRound(store, grant, ledger, ttl, timeout)
     : await plainRound(store, grant, ttl, timeout);
   const end = monotonicNow();
+  // Masters whose clock is not trusted (redis/masters/clock-watch.ts) do not count.
+  const ok = store.clocks.review(tally.votes) > 0 ? okVotes(tally.votes) : tally.ok;
   const verdict = extendVerdict({
-    ok: tally.ok,
+    ok,
     // Masters that cannot count before this lock's next successful extension: another holder's
     // key, or ours put back since the last one (redis/repair.ts, rule 2).
     blocked: tally.votes.filter((v) => v.outcome === 'held' || v.outcome === 'repaired').length,
@@ -68,15 +71,20 @@ function plainRound(
     quorum: store.quorumFor(grant.kind),
     timeout,
     send: (node) =>
-      store.dispatch.read(
-        node,
-        grant.resources,
-        keys,
-        (groupKeys, group) =>
-          group === grant.resources ? whole : kind.extend(grant.token, ttl, groupKeys),
-        (groups) => kind.readExtend(groups, false),
+      store.clocks.around(node, () =>
+        store.dispatch.read(
+          node,
+          grant.resources,
+          keys,
+          (groupKeys, group) =>
+            group === grant.resources ? whole : kind.extend(grant.token, ttl, groupKeys),
+          (groups) => kind.readExtend(groups, false),
+        ),
       ),
-    judge: (a) => (a.status === 'kept' ? 'ok' : 'held'),
+    judge: (a, node) => {
+      if (a.status !== 'kept') return 'held';
+      return store.clocks.counts(node.index) ? 'ok' : 'quarantined';
+    },
   });
 }
 
@@ -104,16 +112,18 @@ async function repairingRound(
         node.index,
         store.dispatch
           .afterCheck(node, wanted, () =>
-            store.dispatch.grouped(
-              node,
-              grant.resources,
-              keys,
-              (groupKeys) =>
-                kind.extend(grant.token, ttl, groupKeys, {
-                  marker: node.checksMarker ? store.markerKey : undefined,
-                  markerBirth: node.checksMarker ? node.knownBirth : undefined,
-                }),
-              wanted,
+            store.clocks.around(node, () =>
+              store.dispatch.grouped(
+                node,
+                grant.resources,
+                keys,
+                (groupKeys) =>
+                  kind.extend(grant.token, ttl, groupKeys, {
+                    marker: node.checksMarker ? store.markerKey : undefined,
+                    markerBirth: node.checksMarker ? node.knownBirth : undefined,
+                  }),
+                wanted,
+              ),
             ),
           )
           .then((groups) => kind.readExtend(groups, true)),
@@ -122,7 +132,9 @@ async function repairingRound(
     judge: (a, node) => {
       if (node.checksMarker && a.markerAge !== undefined) store.noteMarkerAge(node);
       const young = node.checksMarker && a.markerAge !== undefined && a.markerAge < duration;
-      return repairVote(a.status, ledger.counts(node.index), young);
+      const vote = repairVote(a.status, ledger.counts(node.index), young);
+      // A master whose clock jumped does not count (redis/masters/clock-watch.ts).
+      return vote === 'ok' && !store.clocks.counts(node.index) ? 'quarantined' : vote;
     },
   });
   store.noteQuarantined(tally);

@@ -10,6 +10,7 @@ import { Dispatch } from './masters/dispatch';
 import { ReleaseNotifier, announcement, announcementOf } from './masters/handoff';
 import type { ChannelWatcher } from './masters/handoff';
 import { MasterNode } from './masters/node';
+import { ClockWatch } from './masters/clock-watch';
 import { QuarantineNotice, annotateQuarantined } from './masters/quarantine-notice';
 import type {
   AnnouncementListener,
@@ -19,6 +20,7 @@ import type {
   Grant,
   InspectOutcome,
   LockStore,
+  MasterDistrust,
   ReleaseWatch,
   StoreFootprint,
 } from '../store';
@@ -63,6 +65,8 @@ export class RedisStore implements LockStore, RedisContext {
   readonly quarantineNotice: QuarantineNotice;
   /** Removes credentials — also the known passwords of the clients — from texts it reports. */
   private readonly redact: Redactor;
+  /** The masters' clocks, checked in every acquire and extension (redis/masters/clock-watch.ts). */
+  readonly clocks: ClockWatch;
   /** Release announcements to this engine's waiters (redis/masters/handoff.ts). */
   protected readonly notifier: ReleaseNotifier;
   /** The voting rounds' timeouts: one timer, kept armed between rounds (base/clock.ts `Timeline`). */
@@ -127,6 +131,14 @@ export class RedisStore implements LockStore, RedisContext {
           this.quarantineNotice.note(node, quarantine.duration - seed.age, seed.cause),
         ),
     );
+    this.clocks = new ClockWatch(this.nodes, {
+      enabled: settings.clockCheck,
+      driftFactor: settings.driftFactor,
+      tolerance: settings.clockTolerance,
+      duration: quarantine.duration,
+      logger,
+    });
+    this.clocks.warm();
     this.notifier = new ReleaseNotifier(
       this.nodes,
       logger,
@@ -198,6 +210,23 @@ export class RedisStore implements LockStore, RedisContext {
   /** A master answered with a fully checked marker age: if it was given a known value, it moved. */
   noteMarkerAge(node: MasterNode): void {
     if (node.knownBirth !== undefined) node.markerMoved();
+  }
+
+  /**
+   * Masters whose clock the engine stopped trusting (redis/masters/clock-watch.ts): `listener` is
+   * told of each, with the masters whose votes do not count now. Returns a function that stops it.
+   */
+  watchMasters(listener: (e: MasterDistrust) => void): () => void {
+    return this.clocks.listen((e) =>
+      listener({
+        node: e.node,
+        name: e.name,
+        jump: e.jump,
+        cause: e.cause,
+        quarantine: e.quarantine,
+        distrusted: this.nodes.filter((n) => !this.clocks.counts(n.index)).map((n) => n.index),
+      }),
+    );
   }
 
   /** Annotates `quarantined` votes with the time left and tells the logger (once per master). */
@@ -311,12 +340,17 @@ export class RedisStore implements LockStore, RedisContext {
         }
         const age = typeof reply.value === 'number' ? reply.value : -1;
         // A missing marker (-1) means the next acquire starts the quarantine: all of it is left.
-        const quarantined = checks && age < duration;
+        const restarted = checks && age < duration;
+        // A clock jump keeps the votes out as a restart does (redis/masters/clock-watch.ts).
+        const clock = this.clocks.state(node.index);
+        const quarantined = restarted || clock.remaining > 0;
+        const remaining = Math.max(restarted ? duration - Math.max(0, age) : 0, clock.remaining);
         return Object.assign(base, {
           reachable: true,
           latency: Math.round(reply.latency * 100) / 100,
           quarantined,
-          ...(quarantined ? { quarantineRemaining: duration - Math.max(0, age) } : {}),
+          ...(quarantined ? { quarantineRemaining: remaining } : {}),
+          ...(clock.remaining > 0 ? { clockJump: Math.round(clock.jump) } : {}),
         });
       }),
     );

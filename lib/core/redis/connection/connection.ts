@@ -38,6 +38,11 @@ export interface Connection {
   scriptLoad(source: string): Promise<unknown>;
   /** PING. */
   ping(): Promise<unknown>;
+  /**
+   * TIME: the server's wall clock in ms since the epoch, its microseconds as the fraction
+   * (the clock check, redis/masters/clock-watch.ts).
+   */
+  time(): Promise<number>;
   /** `INFO section`, as the server's text. */
   info(section: string): Promise<string>;
   /** The value of a configuration parameter (`CONFIG GET name`), `undefined` when not set. */

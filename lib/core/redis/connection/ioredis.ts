@@ -1,6 +1,6 @@
 import type { Writable } from 'node:stream';
 import type { Cluster, Redis } from 'ioredis';
-import { configValue } from './replies';
+import { configValue, timeMs } from './replies';
 import { clientSecrets } from '../../base/redact';
 import type { Connection, ConnectionEvent, Subscriber, SubscriberHandlers } from './connection';
 
@@ -47,6 +47,10 @@ export class IoredisConnection implements Connection {
 
   ping(): Promise<unknown> {
     return this.client.ping();
+  }
+
+  time(): Promise<number> {
+    return this.client.time().then(timeMs);
   }
 
   info(section: string): Promise<string> {

@@ -1,4 +1,4 @@
-import { configValue } from './replies';
+import { configValue, timeMs } from './replies';
 import { clientSecrets } from '../../base/redact';
 import type { Connection, ConnectionEvent, Subscriber, SubscriberHandlers } from './connection';
 
@@ -94,6 +94,10 @@ export class NodeRedisConnection implements Connection {
 
   ping(): Promise<unknown> {
     return this.send(['PING']);
+  }
+
+  time(): Promise<number> {
+    return this.send(['TIME']).then(timeMs);
   }
 
   async info(section: string): Promise<string> {

@@ -25,3 +25,18 @@ export function configValue(reply: unknown, name: string): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * A `TIME` reply (`[seconds, microseconds]`, as strings, numbers or buffers) in ms since the epoch,
+ * the microseconds as the fraction; rejects anything else.
+ */
+export function timeMs(reply: unknown): number {
+  if (Array.isArray(reply) && reply.length === 2) {
+    const seconds = Number(String(reply[0]));
+    const micros = Number(String(reply[1]));
+    if (Number.isSafeInteger(seconds) && Number.isSafeInteger(micros) && micros >= 0) {
+      return seconds * 1000 + micros / 1000;
+    }
+  }
+  throw new Error(`Malformed reply of TIME: ${String(reply).slice(0, 100)}`);
+}

@@ -330,6 +330,15 @@ export class MasterNode {
     return evalScript(this.connection, script, keys, args, stillWanted, this.coalesceFallback);
   }
 
+  /**
+   * TIME on this master (the clock check, redis/masters/clock-watch.ts), in the tick's one write
+   * with the script calls (see {@link coalesce}).
+   */
+  time(): Promise<number> {
+    this.coalesce();
+    return this.connection.time();
+  }
+
   /** The NOSCRIPT fallbacks of one tick leave in one write as well (redis/scripts/lua.ts). */
   private readonly coalesceFallback = (): void => this.coalesce();
 
