@@ -7,7 +7,8 @@ import {
   isRedlockClient,
   refusedShape,
 } from './core/redis/connection/adapt';
-import { normalizeRedisUrl } from './clients';
+import { normalizeRedisUrl, redactText } from './clients';
+import { independenceProblems, probeMaster } from './core/redis/masters/assumptions';
 
 /*
  * Checks that the `clients` option lists independent Redis masters, each once: Redlock's safety
@@ -74,7 +75,7 @@ export function masterAddress(option: unknown): string | undefined {
 
 /**
  * Refuses two entries of `clients` with the same server address, naming both positions (the
- * same server under two names is found once connected: {@link checkDistinctRunIds}).
+ * same server under two names is found once connected: {@link checkIndependentMasters}).
  */
 export function checkDistinctAddresses(clients: readonly unknown[]): void {
   const seen = new Map<string, number>();
@@ -93,55 +94,33 @@ export function checkDistinctAddresses(clients: readonly unknown[]): void {
 }
 
 /**
- * Connected masters that are one server under different names (`localhost` and `127.0.0.1`, a
- * DNS alias, another database number): compares each ready standalone client's `run_id`
- * (`INFO server`, bounded by `timeout` ms; masters that do not answer are skipped). Returns an
- * {@link InvalidConfigurationError} naming the positions and (redacted) names, or `undefined`.
+ * Connected masters that are not independent (docs/REDLOCK.md): one server under different names
+ * (`localhost` and `127.0.0.1`, a DNS alias, another database number — the same `run_id`), or a
+ * replica of another listed master. Asks each ready standalone client `INFO server` and
+ * `INFO replication` (redis/masters/assumptions.ts, bounded by `timeout` ms; masters that do not
+ * answer are skipped) and returns an {@link InvalidConfigurationError} naming the positions and
+ * (redacted) names, or `undefined`. What else makes a master unable to vote (a replica of an
+ * unlisted master, a Sentinel, scripts refused) the engine reports itself, in its log and
+ * `health()` (redis/masters/master-checks.ts): those do not fail the startup.
  */
-export async function checkDistinctRunIds(
+export async function checkIndependentMasters(
   clients: readonly RedlockClient[],
   names: readonly string[],
   timeout: number,
 ): Promise<InvalidConfigurationError | undefined> {
-  const ids = await Promise.all(
+  const facts = await Promise.all(
     clients.map((client) => {
       const connection = connectionOf(client);
-      return !connection.isReady || connection.cluster ? undefined : runId(client, timeout);
+      return !connection.isReady || connection.cluster
+        ? undefined
+        : probeMaster(connection, timeout, (text) => redactText(text, connection.secrets));
     }),
   );
-  const seen = new Map<string, number>();
-  const groups = new Map<number, number[]>();
-  ids.forEach((id, i) => {
-    if (id === undefined) return;
-    const first = seen.get(id);
-    if (first === undefined) {
-      seen.set(id, i);
-      return;
-    }
-    groups.set(first, [...(groups.get(first) ?? [first]), i]);
-  });
-  if (groups.size === 0) return undefined;
-  const parts = [...groups.values()].map(
-    (positions) =>
-      `${positions.map((i) => `clients[${i}] (${names[i] ?? '?'})`).join(', ')} are one server (run_id ${ids[positions[0]]})`,
-  );
+  const addresses = clients.map((client) => connectionOf(client).address);
+  const problems = [...independenceProblems(facts, names, addresses).values()];
+  if (problems.length === 0) return undefined;
   return new InvalidConfigurationError(
     'clients',
-    `the same master is listed more than once: ${parts.join('; ')}; Redlock needs independent masters, list each once`,
+    `the masters are not independent: ${problems.join('; ')}; Redlock needs independent masters: list each master once, never a replica of another`,
   );
-}
-
-async function runId(client: RedlockClient, timeout: number): Promise<string | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const info = await Promise.race([
-      connectionOf(client).info('server'),
-      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeout))),
-    ]);
-    return typeof info === 'string' ? /run_id:([0-9a-f]+)/.exec(info)?.[1] : undefined;
-  } catch {
-    return undefined; // unreachable or refused: nothing to compare
-  } finally {
-    clearTimeout(timer);
-  }
 }

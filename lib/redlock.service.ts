@@ -26,7 +26,7 @@ import {
   REDLOCK_MODULE_OPTIONS,
 } from './redlock.constants';
 import { startupUnreachableMessage } from './redlock.messages';
-import { checkDistinctRunIds } from './master-identity';
+import { checkIndependentMasters } from './master-identity';
 
 /**
  * Distributed locks for Nest applications: the engine of the module (injected, see
@@ -146,8 +146,10 @@ export class RedlockService
    * clients' `connectTimeout`), so that locks taken right after bootstrap (e.g. by scheduled
    * jobs) do not fail merely because the connections were still opening. Masters that are down
    * do not fail the bootstrap: they are reported, and locks work as soon as a quorum is reachable.
-   * One server listed twice under different names (same `run_id`) fails it with an
-   * `InvalidConfigurationError` naming the positions.
+   * Masters that are not independent — one server listed twice under different names (same
+   * `run_id`), a replica of another listed master — fail it with an `InvalidConfigurationError`
+   * naming the positions. Masters that cannot vote for other reasons (a replica of an unlisted
+   * master, a Sentinel, an ACL without scripting) are reported by the engine's log and `health()`.
    */
   async onModuleInit(): Promise<void> {
     await loadTransportExceptions();
@@ -161,7 +163,7 @@ export class RedlockService
     if (down.length > 0) {
       this.logger.warn(startupUnreachableMessage(down, clients.length, this.engine.quorum));
     }
-    const duplicate = await checkDistinctRunIds(clients, this.backend.names, timeout);
+    const duplicate = await checkIndependentMasters(clients, this.backend.names, timeout);
     if (duplicate) {
       // The bootstrap fails: close what the module opened (Nest will not, for a failed init).
       await this.onApplicationShutdown();

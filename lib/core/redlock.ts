@@ -272,11 +272,14 @@ export class Redlock {
 
   /**
    * Checks every master (one read-only script each, bounded by the request timeout): reachable,
-   * latency, restart quarantine; and whether a quorum is available. Names are redacted.
+   * latency, restart quarantine, and what the checks after its (re)connect found (`unusable`,
+   * `evictionPolicy`); and whether a quorum is available. Names are redacted.
    */
   async health(): Promise<RedlockHealth> {
     const masters = await this.ctx.store.health();
-    const usable = masters.filter((m) => m.reachable && !m.quarantined).length;
+    const usable = masters.filter(
+      (m) => m.reachable && !m.quarantined && m.unusable === undefined,
+    ).length;
     const draining = this.isDraining;
     return {
       quorum: this.quorum,

@@ -5,7 +5,8 @@ import { RedlockService } from '../redlock.service';
 
 /**
  * `@nestjs/terminus` health indicator for the lock service: each master's reachability, latency
- * and restart quarantine, and whether a quorum is available — `down` when it is not, and while
+ * and restart quarantine, why it cannot vote (`unusable`: a replica, a Sentinel, scripts refused,
+ * listed twice) and whether it may evict lock keys (`evictionPolicy`), and whether a quorum is available — `down` when it is not, and while
  * the application shuts down (`draining: true`: no new locks are taken, so a load balancer should
  * stop routing here).
  * Addresses are redacted (no passwords). Import from `nestjs-redlock/health` (needs the optional
@@ -45,6 +46,8 @@ export class RedlockHealthIndicator {
         ...(m.quarantineRemaining !== undefined
           ? { quarantineRemaining: m.quarantineRemaining }
           : {}),
+        ...(m.unusable !== undefined ? { unusable: m.unusable } : {}),
+        ...(m.evictionPolicy !== undefined ? { evictionPolicy: m.evictionPolicy } : {}),
         ...(m.error ? { error: m.error } : {}),
       })),
     };

@@ -56,7 +56,14 @@ export function watchdogMode(): WatchdogMode {
 const SH_WATCHDOG =
   '{ read -r line <&3 || kill -9 $$; } </dev/null >/dev/null 2>&1 & exec "$@" 3<&-';
 
-function spawnServer(args: string[], extraEnv?: Readonly<Record<string, string>>): ChildProcess {
+/**
+ * Spawns `redis-server args...` tied to this process's life (see {@link watchdogMode}); the
+ * caller waits for it and kills it (a Sentinel, test/harness/sentinel.ts, uses it directly).
+ */
+export function spawnServer(
+  args: string[],
+  extraEnv?: Readonly<Record<string, string>>,
+): ChildProcess {
   const env = extraEnv ? { ...process.env, ...extraEnv } : undefined;
   if (watchdogMode() === 'pdeathsig') {
     return spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', REDIS_SERVER, ...args], {

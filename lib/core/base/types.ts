@@ -74,6 +74,21 @@ export interface MasterHealth {
    * masters). `quarantined` is true then.
    */
   readonly clockJump?: number;
+  /**
+   * Why its votes do not count although it may answer — a read-only replica, a Sentinel, a server
+   * whose ACL refuses the engine's scripts, a second listing of another master (same `run_id`) —
+   * found by the checks after every (re)connect (docs/operations.md, "What is checked on the
+   * masters"). Such a master is not counted in {@link RedlockHealth.usable}.
+   */
+  readonly unusable?: string;
+  /**
+   * Set when the master may evict lock keys under memory pressure (`maxmemory` with an
+   * `allkeys-*` or `volatile-*` policy): that `maxmemory-policy`. Lock masters should run with
+   * `noeviction`.
+   */
+  readonly evictionPolicy?: string;
+  /** What the checks could not find out about the master, and why (e.g. CONFIG refused by its ACL). */
+  readonly unchecked?: readonly string[];
   /** Why it is unreachable (never contains credentials). */
   readonly error?: string;
 }
@@ -82,7 +97,7 @@ export interface MasterHealth {
 export interface RedlockHealth {
   /** Votes needed. */
   readonly quorum: number;
-  /** Masters that are reachable and not in quarantine. */
+  /** Masters that are reachable, not in quarantine and not {@link MasterHealth.unusable}. */
   readonly usable: number;
   /** Whether locks can be granted: a quorum of usable masters exists and the engine is not draining. */
   readonly available: boolean;

@@ -10,6 +10,7 @@ import { Dispatch } from './masters/dispatch';
 import { ReleaseNotifier, announcement, announcementOf } from './masters/handoff';
 import type { ChannelWatcher } from './masters/handoff';
 import { MasterNode } from './masters/node';
+import { MasterChecks } from './masters/master-checks';
 import { ClockWatch } from './masters/clock-watch';
 import { QuarantineNotice, annotateQuarantined } from './masters/quarantine-notice';
 import type {
@@ -67,6 +68,8 @@ export class RedisStore implements LockStore, RedisContext {
   private readonly redact: Redactor;
   /** The masters' clocks, checked in every acquire and extension (redis/masters/clock-watch.ts). */
   readonly clocks: ClockWatch;
+  /** What each master is — replica, Sentinel, duplicate, evicting — (redis/masters/master-checks.ts). */
+  readonly checks: MasterChecks;
   /** Release announcements to this engine's waiters (redis/masters/handoff.ts). */
   protected readonly notifier: ReleaseNotifier;
   /** The voting rounds' timeouts: one timer, kept armed between rounds (base/clock.ts `Timeline`). */
@@ -145,7 +148,11 @@ export class RedisStore implements LockStore, RedisContext {
       settings.requestTimeout,
       presence?.(this.engineId),
     );
-    this.dispatch = new Dispatch((r) => this.keyOf(r));
+    this.checks = new MasterChecks(this.nodes, logger, this.markerKey, settings.requestTimeout);
+    this.dispatch = new Dispatch(
+      (r) => this.keyOf(r),
+      (node) => this.checks.gate(node),
+    );
     if (settings.fencing) slotTag(0); // slot tags (base/keys.ts): now, not in an acquire's validity
   }
 
@@ -189,7 +196,10 @@ export class RedisStore implements LockStore, RedisContext {
       masters: this.nodes,
       quorum: spec.quorum ?? this.quorum,
       timeout: spec.timeout,
-      send: spec.send,
+      // A master whose votes must not count gets nothing: its vote is the cause, as an error.
+      send: this.checks.refusesAny
+        ? (node) => this.checks.refusal(node) ?? spec.send(node)
+        : spec.send,
       judge: spec.judge,
       holderTtl: spec.holderTtl,
       describeError: this.describeError,
@@ -332,7 +342,12 @@ export class RedisStore implements LockStore, RedisContext {
               : node.connection.ping(),
           this.settings.requestTimeout,
         );
-        const base = { node: node.index, name: node.name, reachable: false };
+        const base = {
+          node: node.index,
+          name: node.name,
+          reachable: false,
+          ...this.checks.healthOf(node.index), // unusable, evictionPolicy, unchecked
+        };
         if (reply.kind !== 'reply') {
           const error =
             reply.kind === 'timeout' ? 'no answer within the request timeout' : reply.error;
@@ -395,6 +410,7 @@ export class RedisStore implements LockStore, RedisContext {
   async close(): Promise<void> {
     await this.notifier.close();
     this.quarantineNotice.close();
+    this.checks.close();
     // The timer kept over an empty heap goes; rounds still in flight keep theirs until they end.
     if (this.deadlines.size === 0) this.deadlines.clear();
     for (const n of this.nodes) n.detach();

@@ -8,7 +8,14 @@ import { slotGroups } from './slots';
  * with the one EVAL fallback of redis/scripts/lua.ts, through {@link MasterNode.evalScript}).
  */
 export class Dispatch {
-  constructor(private readonly keyOf: (resource: string) => string) {}
+  constructor(
+    private readonly keyOf: (resource: string) => string,
+    /**
+     * What an acquire on a master waits for besides the restart quarantine's check: the
+     * assumption checks (redis/masters/master-checks.ts `gate`); `undefined` when nothing.
+     */
+    private readonly gate?: (node: MasterNode) => Promise<void> | undefined,
+  ) {}
 
   /**
    * Runs the script call `build(keys, resources)` once per group of keys that may share a script
@@ -66,9 +73,26 @@ export class Dispatch {
    * clean-up or release may already be on the wire, and a SET sent after it would be an orphan
    * key. Sent while still wanted, it goes out on the connection before any such clean-up, which
    * then removes it. Rejects at once when the master cannot be reached (see
-   * {@link MasterNode.ready}).
+   * {@link MasterNode.ready}), and with the cause when its votes must not count (a replica, a
+   * duplicate, ...: redis/masters/master-checks.ts).
    */
   afterCheck<T>(node: MasterNode, wanted: () => boolean, task: () => Promise<T>): Promise<T> {
+    const checked = this.gate?.(node);
+    if (checked) {
+      return checked.then(() =>
+        wanted()
+          ? this.afterQuarantineCheck(node, wanted, task)
+          : Promise.reject(new Error('not sent')),
+      );
+    }
+    return this.afterQuarantineCheck(node, wanted, task);
+  }
+
+  private afterQuarantineCheck<T>(
+    node: MasterNode,
+    wanted: () => boolean,
+    task: () => Promise<T>,
+  ): Promise<T> {
     const pending = node.ready();
     if (!pending) return task();
     return pending.then(() => (wanted() ? task() : Promise.reject(new Error('not sent'))));

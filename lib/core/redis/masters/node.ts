@@ -74,8 +74,12 @@ export class MasterNode {
    * engine's scripts too, or — when there is none — just the scripts (redis/scripts/lua.ts,
    * loadScripts). Written at once, before any command the engine sends on the new connection.
    */
-  private readonly onReady = (): void =>
+  private readonly onReady = (): void => {
     void (this.quarantine.enabled ? this.verify() : loadScripts(this.connection));
+    this.afterConnect?.(this);
+  };
+  /** Told after every (re)connect: the assumption checks (redis/masters/master-checks.ts). */
+  afterConnect: ((node: MasterNode) => void) | undefined;
   private readonly onClose = (): void => {
     this.epoch++;
     this.birth = undefined;
