@@ -2,12 +2,20 @@
  * Safety soak checker: reads the worker and fault logs of a run and verifies
  *
  * 1. mutual exclusion within validity (REDLOCK.md, "Properties we promise" 1): no two critical
- *    sections overlap on [start, min(end, validityEnd)] (a section that starts past its validity
- *    end, its process paused between grant and routine, has an empty window: it never held);
+ *    sections overlap on [start, min(end, validityEnd, abortedAt)] — a holder holds from its
+ *    entry until it left, its validity ended or its signal told it the lock was lost, whichever
+ *    came first (issue 53: "B is refused or A's signal aborted before B's grant"); a section that
+ *    starts past its validity end, its process paused between grant and routine, has an empty
+ *    window: it never held;
  * 2. fencing: tokens strictly increase in acquisition (start) order among the sections that held;
  * 3. lock-loss signal: a section that ran past its validity end saw `lock.signal` aborted
  *    (REDLOCK.md, "Clocks": a paused holder must learn that its lock ended);
- * 4. the counter: every write the counter server accepted is in the final value (no lost update).
+ * 4. the counter (lost updates): every write the data server accepted is in the final value — the
+ *    sections' read-modify-write is not atomic, so two holders at once lose an update;
+ * 5. fenced writes: in the data server's own order (recorded through MONITOR), every write that
+ *    `fencedWrite` accepted carries a token greater than every write accepted before it (0 stale
+ *    writes accepted); no write is refused whose token is above every accepted one; every write a
+ *    worker saw accepted is in that record.
  *
  * Usable as a library (`checkRun`) and from the CLI (`cli.ts --check <dir>`).
  */
@@ -24,7 +32,40 @@ import {
 } from './protocol';
 
 /** Faults aimed at one holder's critical section. */
-export type TargetedFault = 'restart-majority' | 'bare-majority-restart' | 'pause-holder';
+export type TargetedFault =
+  'restart-majority' | 'bare-majority-restart' | 'pause-holder' | 'clock-jump' | 'clock-jump-back';
+
+const TARGETED: readonly TargetedFault[] = [
+  'restart-majority',
+  'bare-majority-restart',
+  'pause-holder',
+  'clock-jump',
+  'clock-jump-back',
+];
+
+/** One write the fenced resource accepted (controller.ts, from MONITOR), in the server's order. */
+export interface FencedRecord {
+  readonly token: number;
+  /** `worker:seq` of the section that wrote. */
+  readonly value: string;
+}
+
+/** The fenced writes of a run (rule 5). */
+export interface FencedReport {
+  /** Sections that made a fenced write. */
+  readonly attempts: number;
+  /** Writes the data server accepted (its own record). */
+  readonly accepted: number;
+  /** Writes `fencedWrite` refused (worker logs). */
+  readonly refused: number;
+  readonly errors: number;
+  /** Accepted writes whose token was not above every token accepted before (must be 0). */
+  readonly staleAccepted: number;
+  /** Refused writes made after the section's lock ended (aborted or past validity). */
+  readonly lateRefused: number;
+  /** Accepted writes made after the section's lock ended (no newer holder had written yet). */
+  readonly lateAccepted: number;
+}
 
 /** One critical section, from its enter and (if written) exit lines. */
 export interface Section {
@@ -34,7 +75,15 @@ export interface Section {
 
 /** A broken property, with the evidence. */
 export interface Violation {
-  readonly kind: 'overlap' | 'fencing' | 'unaware' | 'lost-update' | 'unfinished';
+  readonly kind:
+    | 'overlap'
+    | 'fencing'
+    | 'unaware'
+    | 'lost-update'
+    | 'unfinished'
+    | 'stale-write'
+    | 'fenced-refused'
+    | 'fenced-record';
   readonly message: string;
   /** Sections involved (`worker:seq`), earliest first. */
   readonly sections?: readonly string[];
@@ -72,6 +121,18 @@ export interface CheckReport {
   /** Past-validity sections during which another worker entered (the lock had moved on). */
   readonly pastValiditySuperseded: number;
   readonly counter: CounterState | undefined;
+  /** Updates lost: writes the data server accepted that are not in the counter's final value. */
+  readonly lostUpdates: number;
+  /** The fenced writes, when their record was read. */
+  readonly fenced: FencedReport | undefined;
+  /** Fencing tokens of the sections that held: how many, the first and the last. */
+  readonly tokens: {
+    readonly count: number;
+    readonly first: number | null;
+    readonly last: number | null;
+  };
+  /** Probe attempts after clock faults: `granted` or the refusal's error name, with counts. */
+  readonly probes: Readonly<Record<string, number>>;
   readonly violations: readonly Violation[];
   /** Longest overlap found (ms), 0 when none. */
   readonly maxOverlap: number;
@@ -93,8 +154,9 @@ export function readJsonLines<T>(file: string): T[] {
 }
 
 /**
- * Reads every `worker-*.jsonl`, `faults.jsonl` and `counter.json` (the counter server's final
- * state) of a run directory and checks them.
+ * Reads every `worker-*.jsonl`, `faults.jsonl`, `counter.json` (the counter server's final
+ * state) and `fenced.jsonl` (the accepted fenced writes, in the server's order) of a run
+ * directory and checks them.
  */
 export function checkRun(dir: string): CheckReport {
   let counter: CounterState | undefined;
@@ -102,6 +164,16 @@ export function checkRun(dir: string): CheckReport {
     counter = JSON.parse(readFileSync(join(dir, 'counter.json'), 'utf8')) as CounterState;
   } catch {
     counter = undefined;
+  }
+  // The record is complete once counter.json exists (the controller writes it after the
+  // workers stopped and MONITOR caught up); a run that never wrote one has no fenced check.
+  let fenced: FencedRecord[] | undefined;
+  if (counter) {
+    try {
+      fenced = readJsonLines<FencedRecord>(join(dir, 'fenced.jsonl'));
+    } catch {
+      fenced = []; // no write was ever accepted
+    }
   }
   const events: WorkerEvent[] = [];
   for (const f of readdirSync(dir)
@@ -115,19 +187,28 @@ export function checkRun(dir: string): CheckReport {
   } catch {
     faults = [];
   }
-  return check(events, faults, counter);
+  return check(events, faults, counter, fenced);
 }
 
-/** Checks the logged events of one run. */
+/**
+ * Checks the logged events of one run; `fenced`: the accepted fenced writes in the data server's
+ * order (rule 5 is skipped without it).
+ */
 export function check(
   events: readonly WorkerEvent[],
   faults: readonly FaultEvent[],
   counter?: CounterState,
+  fenced?: readonly FencedRecord[],
 ): CheckReport {
   const enters = new Map<string, EnterEvent>();
   const exits = new Map<string, ExitEvent>();
   const acquireFailures: Record<string, number> = {};
+  const probes: Record<string, number> = {};
   for (const e of events) {
+    if (e.ev === 'probe') {
+      probes[e.outcome] = (probes[e.outcome] ?? 0) + 1;
+      continue;
+    }
     const id = `${e.worker}:${'seq' in e ? e.seq : ''}`;
     if (e.ev === 'enter') enters.set(id, e);
     else if (e.ev === 'exit') exits.set(id, e);
@@ -141,9 +222,14 @@ export function check(
   const idOf = (s: Section): string => `${s.enter.worker}:${s.enter.seq}`;
   const describe = (s: Section): string =>
     `worker ${s.enter.worker} #${s.enter.seq} (${s.enter.mode}, token ${s.enter.fencingToken})`;
-  // A section's window: entry until it ended or its validity ended, whichever came first.
+  // A section's window: entry until it ended, its validity ended or its signal aborted (it was
+  // told the lock was lost), whichever came first.
   const windowEnd = (s: Section): number =>
-    Math.min(s.exit?.end ?? Infinity, s.exit?.validityEnd ?? s.enter.validityEnd);
+    Math.min(
+      s.exit?.end ?? Infinity,
+      s.exit?.validityEnd ?? s.enter.validityEnd,
+      s.exit?.abortedAt ?? Infinity,
+    );
 
   // A section whose validity had already ended when it started (its process was paused between
   // the grant and the routine) never held the resource: its window is empty, its signal was
@@ -213,11 +299,74 @@ export function check(
   }
 
   // 4. Counter: accepted writes all survive.
+  const lostUpdates = counter ? Math.max(0, counter.accepted - counter.value) : 0;
   if (counter && counter.value !== counter.accepted) {
     violations.push({
       kind: 'lost-update',
       message: `the counter server accepted ${counter.accepted} writes but the counter is ${counter.value}: ${counter.accepted - counter.value} update(s) lost`,
     });
+  }
+
+  // 5. Fenced writes, in the data server's order.
+  let fencedReport: FencedReport | undefined;
+  if (fenced) {
+    let staleAccepted = 0;
+    let highest = -Infinity;
+    const acceptedBy = new Set<string>();
+    for (const r of fenced) {
+      acceptedBy.add(r.value);
+      if (!(r.token > highest)) {
+        staleAccepted++;
+        const s = byIdOf(sections, r.value);
+        violations.push({
+          kind: 'stale-write',
+          message: `the fenced resource accepted token ${r.token} (${s ? describe(s) : r.value}) after token ${highest}`,
+        });
+      }
+      highest = Math.max(highest, r.token);
+    }
+    let attempts = 0;
+    let refused = 0;
+    let errors = 0;
+    let lateRefused = 0;
+    let lateAccepted = 0;
+    for (const s of sections) {
+      const x = s.exit;
+      if (!x || x.fenced === undefined || x.fenced === 'none') continue;
+      attempts++;
+      const late =
+        x.fencedAt !== null &&
+        (x.fencedAt > x.validityEnd || (x.abortedAt !== null && x.fencedAt > x.abortedAt));
+      if (x.fenced === 'error') errors++;
+      if (x.fenced === 'refused') {
+        refused++;
+        if (late) lateRefused++;
+        if (s.enter.fencingToken !== null && s.enter.fencingToken > highest) {
+          violations.push({
+            kind: 'fenced-refused',
+            message: `fencedWrite refused ${describe(s)} although no accepted write had a token as high`,
+          });
+        }
+      }
+      if (x.fenced === 'accepted') {
+        if (late) lateAccepted++;
+        if (!acceptedBy.has(idOf(s))) {
+          violations.push({
+            kind: 'fenced-record',
+            message: `${describe(s)} saw its fenced write accepted, but the data server's record does not have it`,
+          });
+        }
+      }
+    }
+    fencedReport = {
+      attempts,
+      accepted: fenced.length,
+      refused,
+      errors,
+      staleAccepted,
+      lateRefused,
+      lateAccepted,
+    };
   }
 
   const writes: Record<WriteOutcome, number> = { ok: 0, skipped: 0, refused: 0, error: 0 };
@@ -240,29 +389,29 @@ export function check(
   const overlapped = new Set(
     violations.filter((v) => v.kind === 'overlap').map((v) => v.sections?.[0]),
   );
-  const effective: Record<TargetedFault, number> = {
-    'restart-majority': 0,
-    'bare-majority-restart': 0,
-    'pause-holder': 0,
-  };
+  const effective = Object.fromEntries(TARGETED.map((k) => [k, 0])) as Record<
+    TargetedFault,
+    number
+  >;
   const breaches = { ...effective };
   for (const f of faults) {
-    if (
-      f.kind !== 'restart-majority' &&
-      f.kind !== 'bare-majority-restart' &&
-      f.kind !== 'pause-holder'
-    )
-      continue;
+    const kind = f.kind as TargetedFault;
+    if (!TARGETED.includes(kind)) continue;
     const id = `${f.worker}:${f.seq}`;
     const target = byId.get(id);
     if (!target) continue;
+    // pause-holder: paused past its validity; restarts: masters back up inside the holder's
+    // window; clock faults: the clock moved while the holder held (f.t is the jump).
     const hit =
-      f.kind === 'pause-holder'
+      kind === 'pause-holder'
         ? target.exit !== undefined && target.exit.end > target.exit.validityEnd
-        : windowEnd(target) > f.t + f.duration;
-    if (hit) effective[f.kind]++;
-    if (overlapped.has(id)) breaches[f.kind]++;
+        : kind === 'clock-jump' || kind === 'clock-jump-back'
+          ? windowEnd(target) > f.t
+          : windowEnd(target) > f.t + f.duration;
+    if (hit) effective[kind]++;
+    if (overlapped.has(id)) breaches[kind]++;
   }
+  const tokenList = holding.map((s) => s.enter.fencingToken).filter((t): t is number => t !== null);
 
   return {
     sections: sections.length,
@@ -278,9 +427,21 @@ export function check(
     breaches,
     pastValiditySuperseded,
     counter,
+    lostUpdates,
+    fenced: fencedReport,
+    tokens: {
+      count: tokenList.length,
+      first: tokenList[0] ?? null,
+      last: tokenList[tokenList.length - 1] ?? null,
+    },
+    probes,
     violations,
     maxOverlap,
   };
+}
+
+function byIdOf(sections: readonly Section[], id: string): Section | undefined {
+  return sections.find((s) => `${s.enter.worker}:${s.enter.seq}` === id);
 }
 
 /** Human-readable summary of a report (at most `maxViolations` violations listed). */
@@ -291,14 +452,22 @@ export function formatReport(r: CheckReport, maxViolations = 10): string {
       .join(' ') || '-';
   const byKind: Record<string, number> = {};
   for (const v of r.violations) byKind[v.kind] = (byKind[v.kind] ?? 0) + 1;
+  const overlaps = r.violations.filter((v) => v.kind === 'overlap').length;
+  const f = r.fenced;
   const lines = [
+    `overlaps:          ${overlaps}${overlaps ? ` (max ${r.maxOverlap.toFixed(1)} ms)` : ''}`,
+    `lost updates:      ${r.counter ? r.lostUpdates : 'not checked (counter not read)'}`,
+    `stale fenced writes accepted: ${f ? f.staleAccepted : 'not checked (no record)'}`,
+    `fencing tokens:    ${r.tokens.count} held sections, ${r.tokens.first ?? '-'} … ${r.tokens.last ?? '-'}, ${r.violations.filter((v) => v.kind === 'fencing').length} not strictly increasing`,
     `critical sections: ${r.sections} (${kv(r.sectionsByMode)})`,
     `counter writes:    ${kv(r.writes)}; extensions ok=${r.extensions} failed=${r.extendErrors}`,
     `counter:           ${r.counter ? `value=${r.counter.value} accepted=${r.counter.accepted}` : 'not read'}`,
+    `fenced writes:     ${f ? `${f.attempts} made: accepted=${f.accepted} refused=${f.refused} error=${f.errors}; after the lock ended: ${f.lateRefused} refused, ${f.lateAccepted} accepted (no newer holder had written)` : 'not checked'}`,
+    `probes:            ${kv(r.probes)}`,
     `past validity:     ${r.pastValidity} section(s): ${r.pastValidityAbortEvent} told by the abort event before they ended, ${r.pastValiditySuperseded} while another worker already held the lock`,
     `acquire failures:  ${kv(r.acquireFailures)}`,
     `faults injected:   ${kv(r.faults)}`,
-    `faults on target:  ${kv(r.effective)} (masters back up inside the holder's validity; holder paused past it)`,
+    `faults on target:  ${kv(r.effective)} (masters back up / clock moved inside the holder's window; holder paused past it)`,
     `...that broke it:  ${kv(r.breaches)} (another section entered inside the holder's validity)`,
     `violations:        ${r.violations.length}${r.violations.length ? ` (${kv(byKind)}; max overlap ${r.maxOverlap.toFixed(1)} ms)` : ''}`,
     ...r.violations.slice(0, maxViolations).map((v) => `  - [${v.kind}] ${v.message}`),

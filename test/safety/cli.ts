@@ -1,26 +1,33 @@
 /**
- * `npm run test:safety -- [--duration <s>] [--workers <n>] [--no-quarantine] [--faults <kinds>]
- * [--keep-logs]`
+ * `npm run test:safety -- [--duration <s>] [--workers <n>] [--no-quarantine] [--no-clock-check]
+ * [--fairness <mode>] [--faults <kinds>] [--seed <n>] [--keep-logs]`
  * runs one safety soak (controller.ts) and prints the checker's report; exits 1 on any violation.
  * `npm run test:safety -- --check <dir>` re-checks the logs of an earlier run.
+ * test/safety/README.md describes the faults, the checks and the published results.
  */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../harness/paths';
 import { CheckReport, checkRun, formatReport } from './checker';
-import { runSoak } from './controller';
+import { RunInfo, runSoak } from './controller';
 import { FAULT_KINDS, FaultKind } from './protocol';
 
 interface Args {
   duration: number;
   workers: number;
   noQuarantine: boolean;
+  clockCheck: boolean;
   fairness: 'local' | 'across-processes';
   keepLogs: boolean;
   check: string | undefined;
   faults: FaultKind[] | undefined;
+  seed: number | undefined;
 }
 
 const USAGE = `usage: test:safety [--duration <seconds, default 20>] [--workers <n, default 3>] [--no-quarantine]
-                   [--fairness local|across-processes]
-                   [--faults <kind,...>] [--keep-logs]
+                   [--no-clock-check] [--fairness local|across-processes]
+                   [--faults <kind,...>] [--seed <n>] [--keep-logs]
        test:safety --check <dir>
 fault kinds: ${FAULT_KINDS.join(', ')}`;
 
@@ -29,10 +36,12 @@ function parse(argv: readonly string[]): Args {
     duration: 20,
     workers: 3,
     noQuarantine: false,
+    clockCheck: true,
     fairness: 'local',
     keepLogs: false,
     check: undefined,
     faults: undefined,
+    seed: undefined,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -50,7 +59,12 @@ function parse(argv: readonly string[]): Args {
     if (a === '--duration') args.duration = positive(value());
     else if (a === '--workers') args.workers = Math.max(2, Math.floor(positive(value())));
     else if (a === '--no-quarantine') args.noQuarantine = true;
-    else if (a === '--fairness') {
+    else if (a === '--no-clock-check') args.clockCheck = false;
+    else if (a === '--seed') {
+      const v = Number(value());
+      if (!Number.isSafeInteger(v) || v < 0) throw new Error(`bad --seed\n${USAGE}`);
+      args.seed = v;
+    } else if (a === '--fairness') {
       const v = value();
       if (v !== 'local' && v !== 'across-processes')
         throw new Error(`bad --fairness ${v}\n${USAGE}`);
@@ -70,31 +84,62 @@ function parse(argv: readonly string[]): Args {
   return args;
 }
 
-function finish(report: CheckReport): never {
+function finish(report: CheckReport, run: RunInfo | undefined): never {
+  if (run) {
+    console.log(
+      `seed:              ${run.seed} (${run.durationMs / 1000} s, ${run.workers} workers, quarantine ${run.noQuarantine ? 'OFF' : 'on'}, clock check ${run.clockCheck ? 'on' : 'OFF'}, fairness ${run.fairness})`,
+    );
+  }
   console.log(formatReport(report));
   process.exit(report.violations.length > 0 ? 1 : 0);
 }
 
+/** The commit the soak runs on (with `+changes` when the tree differs from it), when known. */
+function commit(): string {
+  try {
+    const git = (...a: string[]): string =>
+      execFileSync('git', a, {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim();
+    const dirty = git('status', '--porcelain', '--', 'lib', 'test/safety', 'test/harness') !== '';
+    return `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' +changes in lib/ or test/' : ''}`;
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
+}
+
 async function main(): Promise<void> {
   const args = parse(process.argv.slice(2));
-  if (args.check) finish(checkRun(args.check));
+  if (args.check) {
+    let run: RunInfo | undefined;
+    try {
+      run = JSON.parse(readFileSync(join(args.check, 'run.json'), 'utf8')) as RunInfo;
+    } catch {
+      run = undefined;
+    }
+    finish(checkRun(args.check), run);
+  }
   const t = (): string => `[${((Date.now() - began) / 1000).toFixed(1).padStart(5)} s]`;
   const began = Date.now();
   console.log(
-    `safety soak: ${args.duration} s of faults, ${args.workers} workers, quarantine ${args.noQuarantine ? 'OFF (--no-quarantine)' : 'on'}, fairness ${args.fairness}`,
+    `safety soak: ${args.duration} s of faults, ${args.workers} workers, quarantine ${args.noQuarantine ? 'OFF (--no-quarantine)' : 'on'}, clock check ${args.clockCheck ? 'on' : 'OFF (--no-clock-check)'}, fairness ${args.fairness}; commit ${commit()}`,
   );
   const result = await runSoak({
     durationMs: args.duration * 1000,
     workers: args.workers,
     noQuarantine: args.noQuarantine,
+    clockCheck: args.clockCheck,
     fairness: args.fairness,
     keepLogs: args.keepLogs,
     faults: args.faults,
+    seed: args.seed,
     log: (line) => console.log(`${t()} ${line}`),
   });
   console.log(`run took ${(result.elapsedMs / 1000).toFixed(1)} s`);
   if (result.logsKept) console.log(`logs: ${result.dir}`);
-  finish(result.report);
+  finish(result.report, result.run);
 }
 
 // Ctrl-C: exit through process.exit so that the 'exit' hooks kill workers and redis-servers.

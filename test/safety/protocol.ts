@@ -17,6 +17,12 @@ export const KEY_PREFIX = 'safety:';
 export const COUNTER_KEY = 'safety:counter';
 /** Key on the counter server counting the writes the server accepted. */
 export const ACCEPTED_KEY = 'safety:accepted';
+/**
+ * Hash on the counter server written through the engine's `fencedWrite` (fields `fencingToken`
+ * and `value`): the fenced resource. Its accepted writes are recorded in server order by the
+ * controller (MONITOR) for the checker.
+ */
+export const FENCED_KEY = 'safety:fenced';
 
 /**
  * Kind of critical section a worker runs next:
@@ -24,9 +30,11 @@ export const ACCEPTED_KEY = 'safety:accepted';
  * - `long`: a long-ish ttl and work close to it, with one `extend()` half-way; the controller
  *   restarts masters under it;
  * - `auto`: work longer than the ttl, kept alive by `using()`'s automatic extension;
- * - `hold`: medium work with the default ttl; the controller SIGSTOPs the worker past its ttl.
+ * - `hold`: medium work with the default ttl; the controller SIGSTOPs the worker past its ttl;
+ * - `probe`: a short section of the worker's second engine, which tries the resource once (with
+ *   a few retries) when the controller asks, right after it moved a master's clock.
  */
-export type SectionMode = 'normal' | 'auto' | 'long' | 'hold';
+export type SectionMode = 'normal' | 'auto' | 'long' | 'hold' | 'probe';
 
 /** Lock timing used by the workers (ms). */
 export const TIMING = {
@@ -46,13 +54,20 @@ export const TIMING = {
   autoShare: 0.04,
   /** How long a paused holder stays stopped: past the whole ttl. */
   holderPause: 700,
+  /** How far the clock faults move a master's wall clock (ms). */
+  clockJump: 30_000,
+  /** How long a probe (a contender's fresh attempt after a clock jump) may wait (ms). */
+  probeWait: 400,
 } as const;
 
 /** Configuration passed to a worker process (JSON in the `REDLOCK_SAFETY_WORKER` variable). */
 export interface WorkerConfig {
   /** Worker id (0-based). */
   readonly id: number;
-  /** Ports of the 5 masters on 127.0.0.1. */
+  /**
+   * Ports on 127.0.0.1 through which this worker reaches the 5 masters, in master order: its own
+   * link proxies (test/harness/faults/link-proxy.ts), one per master.
+   */
   readonly masterPorts: readonly number[];
   /** Port of the counter server on 127.0.0.1. */
   readonly counterPort: number;
@@ -60,6 +75,13 @@ export interface WorkerConfig {
   readonly noQuarantine: boolean;
   /** The engine's `fairness` setting (both modes must keep every safety property). */
   readonly fairness: 'local' | 'across-processes';
+  /**
+   * `false`: pass `clockCheck: false` to the engines (the deliberately broken variant for the
+   * clock faults). `true`: the engine's default.
+   */
+  readonly clockCheck: boolean;
+  /** Seed of this worker's own random choices (section modes, work lengths). */
+  readonly seed: number;
   /** Append-only JSON-lines log of this worker. */
   readonly logFile: string;
 }
@@ -76,6 +98,17 @@ export type WriteOutcome =
   /** The counter server refused it: it arrived after the lock's validity end. */
   | 'refused'
   /** The read or write failed. */
+  | 'error';
+
+/** Outcome of the fenced write (`fencedWrite`) at the end of every section. */
+export type FencedOutcome =
+  /** `fencedWrite` stored the value: no newer token had written. */
+  | 'accepted'
+  /** `fencedWrite` refused it: a write with an equal or newer token was already accepted. */
+  | 'refused'
+  /** The section had no fencing token (fencing off). */
+  | 'none'
+  /** The call failed. */
   | 'error';
 
 /** A worker entered a critical section (written before any work). */
@@ -120,6 +153,13 @@ export interface ExitEvent {
   /** Counter value read at the start of the section. */
   readonly read: number | null;
   readonly write: WriteOutcome;
+  /**
+   * The fenced write, made at the end of every section whatever the signal says (a holder that
+   * lost its lock without knowing it is exactly what fencing is for).
+   */
+  readonly fenced: FencedOutcome;
+  /** Monotonic ms when the fenced write was sent (null when none was). */
+  readonly fencedAt: number | null;
   readonly error: string | null;
 }
 
@@ -131,8 +171,20 @@ export interface FailEvent {
   readonly error: string;
 }
 
+/** How a probe the controller asked for (after a clock fault) ended. */
+export interface ProbeEvent {
+  readonly ev: 'probe';
+  readonly worker: number;
+  /** Monotonic ms when the probe's attempt began. */
+  readonly t: number;
+  /** Whether the probe used an engine created for it (no earlier clock samples) or a warm one. */
+  readonly fresh: boolean;
+  /** `granted` (its section is logged with mode `probe`), or the error name of its refusal. */
+  readonly outcome: string;
+}
+
 /** Any line of a worker log. */
-export type WorkerEvent = EnterEvent | ExitEvent | FailEvent;
+export type WorkerEvent = EnterEvent | ExitEvent | FailEvent | ProbeEvent;
 
 /** Kinds of injected faults (see controller.ts). */
 export type FaultKind =
@@ -141,20 +193,34 @@ export type FaultKind =
   | 'pause-master'
   | 'pause-holder'
   | 'minority-down'
-  | 'pause-worker';
+  | 'pause-worker'
+  | 'partition-minority'
+  | 'partition-majority'
+  | 'clock-jump'
+  | 'clock-jump-back';
 
 /** All fault kinds, in the order the controller cycles through them. */
 export const FAULT_KINDS: readonly FaultKind[] = [
   'restart-majority',
+  'partition-minority',
   'pause-master',
+  'clock-jump',
   'bare-majority-restart',
+  'partition-majority',
   'pause-holder',
+  'clock-jump-back',
   'minority-down',
   'pause-worker',
 ];
 
 /** Faults aimed at the holder of a `long` section (REDLOCK.md, "Crash recovery"). */
 export const CRASH_RECOVERY_FAULTS = ['restart-majority', 'bare-majority-restart'] as const;
+
+/** Faults that move a master's wall clock under a holder (need the masters under the shim). */
+export const CLOCK_FAULTS = ['clock-jump', 'clock-jump-back'] as const;
+
+/** Faults that cut one worker's links to some masters (its link proxies). */
+export const PARTITION_FAULTS = ['partition-minority', 'partition-majority'] as const;
 
 /** One injected fault, as logged by the controller. */
 export interface FaultEvent {
@@ -167,12 +233,22 @@ export interface FaultEvent {
   readonly duration: number;
   /** Master indexes killed, paused or restarted. */
   readonly masters: readonly number[];
-  /** Master indexes that refused scripts while the holder acquired (`bare-majority-restart`). */
+  /**
+   * Master indexes cut off while the holder acquired (`bare-majority-restart`: they refused
+   * scripts; clock faults: the holder's links to them refused connections), or the masters a
+   * partition fault cut the worker off from.
+   */
   readonly partitioned: readonly number[];
-  /** Worker involved (holder of a `long` or `hold` section). */
+  /** Worker involved (holder of a `long` or `hold` section, the partitioned worker). */
   readonly worker: number | null;
   /** Section of that worker during which the fault was injected. */
   readonly seq: number | null;
+  /** Partition faults: what the cut links did (`blackhole-both-hold`, `refuse`, ...). */
+  readonly link?: string;
+  /** Clock faults: the jumped master's clock offset after the jump (ms), and by how much it moved. */
+  readonly clock?: { readonly offsetMs: number; readonly jumpMs: number };
+  /** Clock faults: the worker asked to contend right after the jump, and with which engine. */
+  readonly probe?: { readonly worker: number; readonly fresh: boolean };
 }
 
 /** Messages from a worker to the controller. */
@@ -184,11 +260,36 @@ export type WorkerMessage =
       readonly mode: SectionMode;
       readonly okMasters: readonly number[];
     }
-  | { readonly type: 'exit'; readonly seq: number };
+  | { readonly type: 'exit'; readonly seq: number }
+  | ProbeDone;
 
 /** Messages from the controller to a worker. */
 export type ControllerMessage =
-  { readonly type: 'mode'; readonly mode: SectionMode } | { readonly type: 'stop' };
+  | { readonly type: 'mode'; readonly mode: SectionMode }
+  | { readonly type: 'probe'; readonly fresh: boolean }
+  | { readonly type: 'stop' };
+
+/** A worker's answer to a `probe` request (sent once the probe has ended). */
+export interface ProbeDone {
+  readonly type: 'probed';
+  readonly outcome: string;
+}
+
+/**
+ * A small seeded pseudo-random generator (mulberry32): the soak's random choices (fault order
+ * details, targets, durations, section modes) follow from the seed printed with the report. The
+ * timing of processes is not reproducible, so neither is a run; the seed reproduces the choices.
+ */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
 
 /** Milliseconds on the system-wide monotonic clock (comparable across processes on one host). */
 export function monoMs(): number {

@@ -8,15 +8,26 @@
  * it when it arrives after the lock's validity end (a pause can land between the check and the
  * write; refusing late writes is the storage's part, as fencing is).
  *
+ * Every section ends with a write through the engine's `fencedWrite` to a hash on the same server
+ * ({@link FENCED_KEY}), made whatever the signal says: a holder that lost its lock, knowingly or
+ * not, must have its write refused when a newer token already wrote.
+ *
+ * The worker reaches the masters through its own link proxies (the controller cuts them for the
+ * partition faults). A second engine, the probe, contends once when the controller asks, right
+ * after it moved a master's clock: warm (made at start, so it has read every master's clock
+ * before) or fresh (made for that probe).
+ *
  * Started by controller.ts with `fork()`; configured through the REDLOCK_SAFETY_WORKER variable.
  */
 import { appendFileSync } from 'node:fs';
 import Redis from 'ioredis';
-import { Lock, Redlock } from '../../lib';
+import { Lock, Redlock, RedlockSettings, fencedWrite } from '../../lib';
 import {
   ACCEPTED_KEY,
   COUNTER_KEY,
   ControllerMessage,
+  FENCED_KEY,
+  FencedOutcome,
   KEY_PREFIX,
   RESOURCE,
   SectionMode,
@@ -27,6 +38,7 @@ import {
   WorkerMessage,
   WriteOutcome,
   monoMs,
+  seededRandom,
 } from './protocol';
 
 /** Sets the counter only while the server clock is not past the writer's validity end. */
@@ -42,6 +54,7 @@ return 1
 const config = JSON.parse(process.env[WORKER_ENV] ?? 'null') as WorkerConfig | null;
 if (!config) throw new Error(`${WORKER_ENV} is not set: start workers through controller.ts`);
 const cfg: WorkerConfig = config;
+const random = seededRandom(cfg.seed);
 
 const log = (event: WorkerEvent): void => appendFileSync(cfg.logFile, JSON.stringify(event) + '\n');
 const send = (message: WorkerMessage): void => {
@@ -60,21 +73,25 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   });
 const nameOf = (err: unknown): string => (err instanceof Error ? err.name : typeof err);
 
-const masters = cfg.masterPorts.map(
-  (port) =>
-    new Redis({
+/** One client per master, through this worker's link proxies. */
+const masterClients = (): Redis[] =>
+  cfg.masterPorts.map((port) => {
+    const c = new Redis({
       host: '127.0.0.1',
       port,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       retryStrategy: () => 50,
-    }),
-);
-for (const m of masters) m.on('error', () => undefined);
+      disconnectTimeout: 100,
+    });
+    c.on('error', () => undefined);
+    return c;
+  });
+const masters = masterClients();
 const counter = new Redis({ host: '127.0.0.1', port: cfg.counterPort, maxRetriesPerRequest: 1 });
 counter.on('error', () => undefined);
 
-const redlock = new Redlock(masters, {
+const settings: RedlockSettings = {
   ttl: TIMING.ttl,
   maxTtl: TIMING.maxTtl,
   retryCount: 1_000_000,
@@ -90,17 +107,63 @@ const redlock = new Redlock(masters, {
   repairOnExtend: !cfg.noQuarantine,
   fairness: cfg.fairness,
   logger: { warn: () => undefined },
-});
+  // The deliberately broken variant for the clock faults (cli.ts --no-clock-check).
+  ...(cfg.clockCheck ? {} : { clockCheck: false }),
+};
+const redlock = new Redlock(masters, settings);
+/** The warm probe: an engine of its own that has read every master's clock before it probes. */
+const probeMasters = masterClients();
+const probe = new Redlock(probeMasters, settings);
 
 let nextMode: SectionMode = 'normal';
 let seq = 0;
 const stopping = new AbortController();
+let probing: Promise<void> | undefined;
 process.on('message', (message: ControllerMessage) => {
   if (message.type === 'mode') nextMode = message.mode;
+  else if (message.type === 'probe') probing ??= runProbe(message.fresh);
   else if (message.type === 'stop') stopping.abort();
 });
 // The controller died: nothing left to report to.
 process.on('disconnect', () => process.exit(1));
+
+const ready = async (clients: readonly Redis[]): Promise<void> => {
+  const deadline = Date.now() + 10_000;
+  while (!clients.every((c) => c.status === 'ready')) {
+    if (Date.now() > deadline) throw new Error('worker: Redis clients not ready');
+    await sleep(10);
+  }
+};
+
+/**
+ * One contention of the probe engine (warm, or a fresh one made for it) for the resource, right
+ * after a clock fault: the contender of the published Redlock critique that tries while the
+ * holder's key is gone from the jumped master. Logged like any section when granted.
+ */
+async function runProbe(fresh: boolean): Promise<void> {
+  const t = monoMs();
+  let outcome = 'granted';
+  const clients = fresh ? masterClients() : probeMasters;
+  const engine = fresh ? new Redlock(clients, settings) : probe;
+  try {
+    if (fresh) await ready(clients);
+    await engine.using(RESOURCE, (signal, lock) => section(signal, lock, 'probe'), {
+      ttl: TIMING.ttl,
+      waitTimeout: TIMING.probeWait,
+      signal: stopping.signal,
+    });
+  } catch (err) {
+    outcome = nameOf(err);
+  } finally {
+    if (fresh) {
+      await engine.close();
+      for (const c of clients) c.disconnect();
+    }
+  }
+  log({ ev: 'probe', worker: cfg.id, t, fresh, outcome });
+  send({ type: 'probed', outcome });
+  probing = undefined;
+}
 
 async function section(signal: AbortSignal, lock: Lock, mode: SectionMode): Promise<void> {
   // Validity read first, clock second: the recorded end is never earlier than the engine's.
@@ -117,6 +180,8 @@ async function section(signal: AbortSignal, lock: Lock, mode: SectionMode): Prom
   };
   const n = ++seq;
   if (nextMode === mode) nextMode = 'normal';
+  // A probe's sections are its own business: the controller tracks the main loop's only.
+  const tell = mode !== 'probe';
   let abortedAt: number | null = null;
   signal.addEventListener('abort', () => (abortedAt = monoMs()), { once: true });
   const okMasters = lock.votes.filter((v) => v.outcome === 'ok').map((v) => v.node);
@@ -133,12 +198,14 @@ async function section(signal: AbortSignal, lock: Lock, mode: SectionMode): Prom
     okMasters,
     attempts: lock.attempts,
   });
-  send({ type: 'enter', seq: n, mode, okMasters });
+  if (tell) send({ type: 'enter', seq: n, mode, okMasters });
 
   let read: number | null = null;
   let write: WriteOutcome = 'error';
   let error: string | null = null;
   let extendError: string | null = null;
+  let fenced: FencedOutcome = 'none';
+  let fencedAt: number | null = null;
   const extend = async (): Promise<void> => {
     if (signal.aborted) return;
     try {
@@ -163,7 +230,7 @@ async function section(signal: AbortSignal, lock: Lock, mode: SectionMode): Prom
           ? TIMING.longWork / 2
           : mode === 'hold'
             ? TIMING.holdWork
-            : 5 + Math.random() * 30;
+            : 5 + random() * 30;
       await sleep(work, signal);
     }
     // The `lock.signal` getter re-checks the validity deadline, also right after a pause.
@@ -184,12 +251,24 @@ async function section(signal: AbortSignal, lock: Lock, mode: SectionMode): Prom
     }
     // Then keep holding for a while after one `extend()`: always in `long` sections (under the
     // restart faults), in a fifth of the `normal` ones.
-    if (mode === 'long' || (mode === 'normal' && Math.random() < 0.2)) {
+    if (mode === 'long' || (mode === 'normal' && random() < 0.2)) {
       await extend();
-      await sleep(mode === 'long' ? TIMING.longWork / 2 : 5 + Math.random() * 20, signal);
+      await sleep(mode === 'long' ? TIMING.longWork / 2 : 5 + random() * 20, signal);
     }
   } catch (err) {
     error = nameOf(err);
+  }
+  // The fenced write, whatever the signal says: the resource, not the holder, decides.
+  const token = lock.fencingToken;
+  if (token !== undefined) {
+    fencedAt = monoMs();
+    try {
+      const ok = await fencedWrite(counter, FENCED_KEY, token, `${cfg.id}:${n}`);
+      fenced = ok ? 'accepted' : 'refused';
+    } catch (err) {
+      fenced = 'error';
+      error ??= nameOf(err);
+    }
   }
   note();
   const end = monoMs();
@@ -209,21 +288,21 @@ async function section(signal: AbortSignal, lock: Lock, mode: SectionMode): Prom
     extendError,
     read,
     write,
+    fenced,
+    fencedAt,
     error,
   });
-  send({ type: 'exit', seq: n });
+  if (tell) send({ type: 'exit', seq: n });
 }
 
 async function main(): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (![...masters, counter].every((c) => c.status === 'ready')) {
-    if (Date.now() > deadline) throw new Error('worker: Redis clients not ready');
-    await sleep(10);
-  }
+  await ready([...masters, ...probeMasters, counter]);
+  // The warm probe reads every master's clock once before any fault.
+  await probe.using(`${RESOURCE}-warm-${cfg.id}`, async () => undefined, { ttl: TIMING.ttl });
   send({ type: 'ready' });
   while (!stopping.signal.aborted) {
     const mode: SectionMode =
-      nextMode === 'normal' && Math.random() < TIMING.autoShare ? 'auto' : nextMode;
+      nextMode === 'normal' && random() < TIMING.autoShare ? 'auto' : nextMode;
     try {
       await redlock.using(RESOURCE, (signal, lock) => section(signal, lock, mode), {
         ttl: mode === 'long' ? TIMING.longTtl : TIMING.ttl,
@@ -235,10 +314,11 @@ async function main(): Promise<void> {
       if (!stopping.signal.aborted)
         log({ ev: 'fail', worker: cfg.id, t: monoMs(), error: nameOf(err) });
     }
-    await sleep(Math.random() * 5);
+    await sleep(random() * 5);
   }
-  await redlock.close();
-  for (const c of [...masters, counter]) c.disconnect();
+  await probing;
+  await Promise.all([redlock.close(), probe.close()]);
+  for (const c of [...masters, ...probeMasters, counter]) c.disconnect();
 }
 
 main().then(
