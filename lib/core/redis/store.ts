@@ -148,7 +148,14 @@ export class RedisStore implements LockStore, RedisContext {
       settings.requestTimeout,
       presence?.(this.engineId),
     );
-    this.checks = new MasterChecks(this.nodes, logger, this.markerKey, settings.requestTimeout);
+    // Off the hot path: the checks may take longer than a vote (a master that has not answered
+    // in time is asked again 10 s later; acquires wait for it no longer than their round).
+    this.checks = new MasterChecks(
+      this.nodes,
+      logger,
+      this.markerKey,
+      Math.max(settings.requestTimeout, 1000),
+    );
     this.dispatch = new Dispatch(
       (r) => this.keyOf(r),
       (node) => this.checks.gate(node),
