@@ -59,10 +59,12 @@ function benchWarn(message: string): void {
 }
 
 /**
- * Which of our rows: the defaults, fencing off, `fairness: 'across-processes'`, or the defaults
- * over node-redis clients (`redis` 6, RESP3, one client per master, made for the row).
+ * Which of our rows: the defaults, fencing off, the clock check off (`clockCheck: false`: what
+ * reading each master's clock with every vote costs), `fairness: 'across-processes'`, or the
+ * defaults over node-redis clients (`redis` 6, RESP3, one client per master, made for the row).
  */
-export type OursVariant = 'ours' | 'ours-nofence' | 'ours-fair' | 'ours-node-redis';
+export type OursVariant =
+  'ours' | 'ours-nofence' | 'ours-noclock' | 'ours-fair' | 'ours-node-redis';
 
 /**
  * Our engine (lib/core), used directly, with its full safety defaults: fencing tokens on (except
@@ -85,6 +87,7 @@ export function oursEngine(
     retryJitter: retry.retryJitter,
     driftFactor: BENCH_SETTINGS.driftFactor,
     fencing,
+    clockCheck: variant !== 'ours-noclock',
     fairness: variant === 'ours-fair' ? 'across-processes' : 'local',
     ...(maxTtl === undefined ? {} : { maxTtl }),
     keyPrefix: `bench:${variant}:`,
@@ -117,6 +120,7 @@ export function oursEngine(
 export const OURS_LABELS: Readonly<Record<OursVariant, string>> = {
   ours: '**nestjs-redlock** (engine)',
   'ours-nofence': 'nestjs-redlock, fencing off',
+  'ours-noclock': 'nestjs-redlock, clock check off',
   'ours-fair': "nestjs-redlock, fairness: 'across-processes'",
   'ours-node-redis': 'nestjs-redlock on node-redis clients',
 };
@@ -290,6 +294,7 @@ export const CONTENDER_IDS = [
   'raw',
   'ours',
   'ours-nofence',
+  'ours-noclock',
   'ours-fair',
   'ours-node-redis',
   'node-redlock',
@@ -311,6 +316,7 @@ export async function makeContender(
       return rawFloor(clients, retry);
     case 'ours':
     case 'ours-nofence':
+    case 'ours-noclock':
     case 'ours-fair':
       return oursEngine(clients, id, retry, quick);
     case 'ours-node-redis':

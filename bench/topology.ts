@@ -140,6 +140,7 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
     'raw',
     'ours',
     'ours-nofence',
+    'ours-noclock',
     'ours-fair',
     'ours-node-redis',
     'ours-nest',

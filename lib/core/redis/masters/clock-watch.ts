@@ -73,7 +73,13 @@ export class ClockWatch {
   sample(node: MasterNode): Promise<void> | undefined {
     if (!this.options.enabled || node.cluster) return undefined;
     const sent = monotonicNow();
-    return node.time().then(
+    let reading: Promise<number>;
+    try {
+      reading = node.time();
+    } catch {
+      return undefined; // a client that cannot send it (its vote is judged without a sample)
+    }
+    return reading.then(
       (server) => this.record(node.index, { server, sent, received: monotonicNow() }),
       () => undefined,
     );
