@@ -205,8 +205,10 @@ export class MasterChecks {
     const who = `master ${name} (clients[${i}])`;
     if (verdict.unusable !== undefined) {
       const config = verdict.notIndependent;
+      // Said again when it turns out to be a configuration error too (another master's facts
+      // came later).
       say(
-        `unusable:${verdict.unusable}`,
+        `unusable:${verdict.unusable}|${verdict.notIndependent ?? ''}`,
         `Redlock: ${who} cannot vote: ${verdict.unusable}. ` +
           (config !== undefined && config !== verdict.unusable
             ? `Configuration error: ${config}. `
