@@ -215,13 +215,22 @@ describe('safety checker (hand-made logs)', () => {
 /**
  * Each fault kind once, under one of the two waiting policies (the `fairness` setting; the fair
  * one's installs write keys on behalf of another process — exactly what the checker watches).
- * Each list has a partition.
+ * Each list has a partition and a clock jump (the engine's clock check is on by default).
  */
 const SPLIT: readonly (readonly ['local' | 'across-processes', readonly FaultKind[]])[] = [
-  ['local', ['restart-majority', 'partition-majority', 'pause-holder', 'pause-worker']],
+  [
+    'local',
+    ['restart-majority', 'partition-majority', 'clock-jump', 'pause-holder', 'pause-worker'],
+  ],
   [
     'across-processes',
-    ['bare-majority-restart', 'partition-minority', 'pause-master', 'minority-down'],
+    [
+      'bare-majority-restart',
+      'partition-minority',
+      'clock-jump-back',
+      'pause-master',
+      'minority-down',
+    ],
   ],
 ];
 
@@ -253,13 +262,16 @@ describe('safety soak (5 masters under their own clocks, 3 worker processes on t
       expect(faults.filter((k) => report.faults[k] < 1)).toEqual([]);
       // The targeted faults hit: a majority restarted under a holder (and a contender tried
       // right after), a holder paused past its validity while another worker took the lock, and
-      // that holder's signal told it.
+      // that holder's signal told it; a clock jumped on a master the holder's lock lived on,
+      // while it held.
       if (fairness === 'local') {
         expect(report.effective['restart-majority']).toBeGreaterThanOrEqual(1);
         expect(report.effective['pause-holder']).toBeGreaterThanOrEqual(1);
         expect(report.pastValiditySuperseded).toBeGreaterThanOrEqual(1);
+        expect(report.effective['clock-jump']).toBeGreaterThanOrEqual(1);
       } else {
         expect(report.effective['bare-majority-restart']).toBeGreaterThanOrEqual(1);
+        expect(report.effective['clock-jump-back']).toBeGreaterThanOrEqual(1);
       }
       expect(Object.values(report.probes).reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1);
     },
