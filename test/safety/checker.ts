@@ -298,12 +298,21 @@ export function check(
     }
   }
 
-  // 4. Counter: accepted writes all survive.
-  const lostUpdates = counter ? Math.max(0, counter.accepted - counter.value) : 0;
+  // 4. Counter: accepted writes all survive. Each section whose write the server accepted is one
+  // completed critical section (the server counts them; the workers' logs cannot count more).
+  const completed = sections.filter((s) => s.exit?.write === 'ok').length;
+  const lostUpdates = counter
+    ? Math.max(0, Math.max(counter.accepted, completed) - counter.value)
+    : 0;
   if (counter && counter.value !== counter.accepted) {
     violations.push({
       kind: 'lost-update',
       message: `the counter server accepted ${counter.accepted} writes but the counter is ${counter.value}: ${counter.accepted - counter.value} update(s) lost`,
+    });
+  } else if (counter && counter.value < completed) {
+    violations.push({
+      kind: 'lost-update',
+      message: `${completed} sections saw their counter write accepted but the counter is ${counter.value}`,
     });
   }
 
