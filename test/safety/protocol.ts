@@ -31,8 +31,9 @@ export const FENCED_KEY = 'safety:fenced';
  *   restarts masters under it;
  * - `auto`: work longer than the ttl, kept alive by `using()`'s automatic extension;
  * - `hold`: medium work with the default ttl; the controller SIGSTOPs the worker past its ttl;
- * - `probe`: a short section of the worker's second engine, which tries the resource once (with
- *   a few retries) when the controller asks, right after it moved a master's clock.
+ * - `probe`: a short section of the worker's second engine, which contends for the resource (for
+ *   at most {@link TIMING}.probeWait) when the controller asks, right after a fault aimed at a
+ *   holder (a restart, a clock jump).
  */
 export type SectionMode = 'normal' | 'auto' | 'long' | 'hold' | 'probe';
 
@@ -171,7 +172,7 @@ export interface FailEvent {
   readonly error: string;
 }
 
-/** How a probe the controller asked for (after a clock fault) ended. */
+/** How a probe the controller asked for (after a restart or a clock jump) ended. */
 export interface ProbeEvent {
   readonly ev: 'probe';
   readonly worker: number;

@@ -14,8 +14,8 @@
  *
  * The worker reaches the masters through its own link proxies (the controller cuts them for the
  * partition faults). A second engine, the probe, contends once when the controller asks, right
- * after it moved a master's clock: warm (made at start, so it has read every master's clock
- * before) or fresh (made for that probe).
+ * after a fault aimed at a holder (a restart, a clock jump): warm (made at start, so it has read
+ * every master's clock before) or fresh (made for that probe).
  *
  * Started by controller.ts with `fork()`; configured through the REDLOCK_SAFETY_WORKER variable.
  */
@@ -107,8 +107,8 @@ const settings: RedlockSettings = {
   repairOnExtend: !cfg.noQuarantine,
   fairness: cfg.fairness,
   logger: { warn: () => undefined },
-  // The deliberately broken variant for the clock faults (cli.ts --no-clock-check).
-  ...(cfg.clockCheck ? {} : { clockCheck: false }),
+  // false: the deliberately broken variant for the clock faults (cli.ts --no-clock-check).
+  clockCheck: cfg.clockCheck,
 };
 const redlock = new Redlock(masters, settings);
 /** The warm probe: an engine of its own that has read every master's clock before it probes. */
@@ -137,8 +137,9 @@ const ready = async (clients: readonly Redis[]): Promise<void> => {
 
 /**
  * One contention of the probe engine (warm, or a fresh one made for it) for the resource, right
- * after a clock fault: the contender of the published Redlock critique that tries while the
- * holder's key is gone from the jumped master. Logged like any section when granted.
+ * after a fault aimed at a holder: REDLOCK.md "Crash recovery"'s client B after a restart, the
+ * published Redlock critique's after a clock jump — it tries while the holder's key is gone from
+ * a restarted or jumped master. Logged like any section when granted.
  */
 async function runProbe(fresh: boolean): Promise<void> {
   const t = monoMs();
