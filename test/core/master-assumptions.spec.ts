@@ -6,9 +6,11 @@
  * scripting. Each is refused or reported with its cause in the log, in health() and in the votes.
  */
 import type { Redis } from 'ioredis';
+import { createClient } from 'redis';
 import { LockContendedError, NoQuorumError } from '../../lib/core/base/errors';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockHealth } from '../../lib/core/base/types';
+import type { RedlockClient } from '../../lib/core/base/settings';
 import {
   RedisMaster,
   RedisMasters,
@@ -50,7 +52,7 @@ function client(port: number, options: RedisOptions = {}): Redis {
 const port = (i: number): number => masters.masters[i].port;
 
 /** An engine over `on` with a recording logger (closed after the file). */
-function engine(on: Redis[]): { rl: Redlock; logger: ReturnType<typeof recordingLogger> } {
+function engine(on: RedlockClient[]): { rl: Redlock; logger: ReturnType<typeof recordingLogger> } {
   const logger = recordingLogger();
   const rl = new Redlock(on, { ...SUITE_DEFAULTS, logger });
   engines.push(rl);
@@ -134,6 +136,25 @@ describe('one server listed twice', () => {
     expect(said).toMatch(/clients\[0\].*clients\[2\] \(localhost:\d+\) are one server/);
     expect((await rl.health()).masters[2].unusable).toMatch(/one server/);
     noSecret(logger);
+  });
+});
+
+describe('one server through two client libraries', () => {
+  it('a node-redis client and an ioredis client to one server: the later one refused (node-redis answers INFO and CONFIG too)', async () => {
+    const nodeRedis = createClient({ url: `redis://:${PASSWORD}@127.0.0.1:${port(0)}` });
+    nodeRedis.on('error', () => undefined);
+    await nodeRedis.connect();
+    const { rl, logger } = engine([nodeRedis, client(port(1)), client(port(0))]);
+    try {
+      const said = await line(logger, /clients\[2\].*cannot vote/);
+      expect(said).toMatch(/clients\[0\].*clients\[2\].*are one server/);
+      const health = await healthWith(rl, 2);
+      expect(health.masters[0].unusable).toBeUndefined();
+      noSecret(logger);
+    } finally {
+      await rl.close(); // before its client (closing again after the file is harmless)
+      await nodeRedis.close();
+    }
   });
 });
 
