@@ -224,6 +224,39 @@ describe('masters that answer but cannot vote', () => {
     }
   });
 
+  it('while running: scripts refused, then allowed — after the reconnect the check lets it vote again, and says so', async () => {
+    const user = `later-${Date.now()}`;
+    await probe[2].call(
+      'ACL',
+      'SETUSER',
+      user,
+      'on',
+      '>user-pw-3',
+      '~*',
+      '&*',
+      '+@all',
+      '-@scripting',
+    );
+    try {
+      const { rl, logger } = engine([
+        client(port(0)),
+        client(port(1)),
+        client(port(2), { username: user, password: 'user-pw-3' }),
+      ]);
+      await line(logger, /clients\[2\].*cannot vote.*NOPERM/);
+      await probe[2].call('ACL', 'SETUSER', user, '+@scripting');
+      await probe[2].call('CLIENT', 'KILL', 'USER', user); // the engine's client reconnects
+      const said = await line(logger, /clients\[2\]\) can vote again/);
+      expect(said).toMatch(/it was refused: it refuses the engine's scripts \(NOPERM/);
+      const health = await healthWith(rl, 3);
+      expect(health.masters[2].unusable).toBeUndefined();
+      const lock = await rl.acquire(uniqueResource('allowed'));
+      await lock.release();
+    } finally {
+      await probe[2].call('ACL', 'DELUSER', user);
+    }
+  });
+
   it('an ACL user without CONFIG: the eviction policy is unknown, said at debug level, nothing refused', async () => {
     const user = `noconfig-${Date.now()}`;
     await probe[1].call('ACL', 'SETUSER', user, 'on', '>user-pw-2', '~*', '&*', '+@all', '-config');
