@@ -16,9 +16,9 @@
  *
  * - mutual exclusion: no two intervals on one resource overlap;
  * - `major` loses its lock (its extensions cannot reach a quorum): its signal aborts with a
- *   LockLostError, and no read of `signal.aborted` by the holder says false once the validity has
- *   ended; it is granted nothing while cut off — every acquire is refused with NoQuorumError or
- *   LockContendedError;
+ *   LockLostError before the validity ends (the failed extension's round times out first), and no
+ *   read of `signal.aborted` by the holder says false once the validity has ended; it is granted
+ *   nothing while cut off — every acquire is refused with NoQuorumError or LockContendedError;
  * - `minor` keeps its lock (it is extended on the three masters it reaches), and it and `healthy`
  *   can still lock while `major` cannot;
  * - no acquire takes longer than its per-node timeout allows (the round's timeout and the
@@ -28,12 +28,15 @@
  *
  * The proxies run in this process's event loop too, so on a loaded machine a stall of this
  * process delays every reply: the time bounds are judged in the time the loop actually ran
- * ({@link StallMeter}), and `minor` may lose its lock in a stall long enough to take it (a paused
- * holder loses its lock, as it should). The safety checks allow nothing of the kind.
+ * ({@link StallMeter}), `minor` may lose its lock in a stall long enough to take it (a paused
+ * holder loses its lock, as it should) and `major`'s abort may come after its validity end in one
+ * (its signal still reads aborted then). The safety checks allow nothing of the kind.
  *
  * An engine that counted 2 of the 5 masters as a quorum (lib/core/base/settings.ts `majority`
  * one lower) fails every case: `major` keeps extending its lock while cut off and the intervals
- * overlap.
+ * overlap. One whose keep-alive did not abort the signal when an extension failed
+ * (lib/core/policy/keep-alive.ts) fails the `abort` check: the signal aborts only at the expiry
+ * timer, after the validity end.
  *
  * The contention is randomized (hold times, pauses, which resource): the seed is in every
  * failure message; PARTITIONS_SEED=<seed> replays each engine's choices (the interleaving is
@@ -167,6 +170,9 @@ interface Held {
   readonly start?: number;
   readonly end?: number;
   readonly aborted?: boolean;
+  /** When the abort event fired, and the latest validity end the lock had (monotonic). */
+  readonly abortedAt?: number;
+  readonly validityEnd?: number;
   readonly reason?: unknown;
   readonly extensions?: number;
 }
@@ -260,6 +266,8 @@ async function hold(
         }
         rec().noteValidity(lock);
         onGrant?.();
+        let abortedAt: number | undefined;
+        signal.addEventListener('abort', () => (abortedAt = performance.now()), { once: true });
         for (;;) {
           const validUntil = lockState(lock).validUntil;
           const now = performance.now();
@@ -286,6 +294,8 @@ async function hold(
           start,
           end,
           aborted: signal.aborted,
+          abortedAt,
+          validityEnd: rec().validUntil.get(lock),
           reason: signal.reason,
           extensions: lock.extensions,
         };
@@ -454,6 +464,17 @@ describe.each(MODES)('links %s', (name, mode) => {
         (x) => x.ms > ATTEMPT_BOUND + meter.during(x.at, x.at + x.ms).total,
       );
       const minorStall = meter.during(minorHeld.start ?? 0, minorHeld.end ?? 0).longest;
+      // `major`'s failed extension ends with the round's timer, EXTEND_THRESHOLD − REQUEST_TIMEOUT
+      // before its validity ends; a stall of the loop about that long can make it late.
+      const majorAbortedAt = majorHeld.abortedAt ?? Infinity;
+      const majorEnd = majorHeld.validityEnd ?? -Infinity;
+      const majorStall = meter.during(majorEnd - EXTEND_THRESHOLD, majorAbortedAt).total;
+      const majorAbort =
+        majorAbortedAt < majorEnd
+          ? 'before its validity ended'
+          : majorStall >= (EXTEND_THRESHOLD - REQUEST_TIMEOUT) / 2
+            ? `late, in a stall of ${Math.round(majorStall)} ms`
+            : `${(majorAbortedAt - majorEnd).toFixed(1)} ms after its validity ended`;
       const minorKept = !minorHeld.aborted && (minorHeld.extensions ?? 0) >= 1;
       const majorWhileCut = rec().attempts.filter(
         (x) => x.actor === 'major' && x.phase === 'partitioned',
@@ -470,12 +491,14 @@ describe.each(MODES)('links %s', (name, mode) => {
         overlaps: overlaps(rec().intervals),
         violations: rec().violations,
         slowAcquires: slow,
-        // `major`'s first lock: lost (never extended past the cut), its signal aborted.
+        // `major`'s first lock: lost (never extended past the cut), its signal aborted before
+        // its validity ended.
         majorFirst: {
           granted: majorHeld.granted,
           aborted: majorHeld.aborted,
           lost: majorHeld.reason instanceof LockLostError,
           extensions: majorHeld.extensions,
+          abort: majorAbort,
         },
         majorGrantedWhileCut: majorWhileCut.filter((x) => x.outcome === 'granted').length,
         majorRefusals: [...new Set(majorWhileCut.map((x) => x.outcome))].filter(
@@ -497,7 +520,13 @@ describe.each(MODES)('links %s', (name, mode) => {
         overlaps: [],
         violations: [],
         slowAcquires: [],
-        majorFirst: { granted: true, aborted: true, lost: true, extensions: 0 },
+        majorFirst: {
+          granted: true,
+          aborted: true,
+          lost: true,
+          extensions: 0,
+          abort: expect.stringMatching(/^(before its validity ended|late, in a stall)/) as unknown,
+        },
         majorGrantedWhileCut: 0,
         majorRefusals: [],
         minorFirst: expect.stringMatching(/^(kept|lost in a stall)/) as unknown,
