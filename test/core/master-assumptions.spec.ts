@@ -8,6 +8,7 @@
 import type { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { LockContendedError, NoQuorumError } from '../../lib/core/base/errors';
+import type { NodeVote } from '../../lib/core/base/errors';
 import { Redlock } from '../../lib/core/redlock';
 import type { RedlockHealth } from '../../lib/core/base/types';
 import type { RedlockClient } from '../../lib/core/base/settings';
@@ -124,6 +125,25 @@ describe('one server listed twice', () => {
     for (let i = 0; i < 3; i++) await (await rl.acquire(uniqueResource('again'))).release();
     expect(logger.messages.filter((m) => /clients\[2\].*cannot vote/.test(m))).toHaveLength(1);
     noSecret(logger);
+  });
+
+  it('never counted, not even by the first acquire of a new engine (a shared lock would count it twice)', async () => {
+    const on = [client(port(0)), client(port(1)), client(port(0))];
+    await RedisMasters.ready(on);
+    for (let i = 0; i < 10; i++) {
+      const { rl } = engine(on); // its checks start now, the acquire right after
+      let votes: readonly NodeVote[] = [];
+      rl.observe((e) => {
+        if (e.type === 'acquired') votes = e.votes;
+      });
+      const lock = await rl.acquire(uniqueResource('first'), { shared: true });
+      await lock.release();
+      expect(votes.slice(0, 2).map((v) => v.outcome)).toEqual(['ok', 'ok']);
+      // Refused, or not yet answered when the two others decided: never a second vote of one server.
+      expect(['error', 'pending']).toContain(votes[2].outcome);
+      if (votes[2].outcome === 'error') expect(votes[2].error).toMatch(/cannot vote: .*one server/);
+      await rl.close();
+    }
   });
 
   it('the same server under two names (127.0.0.1 and localhost): refused', async () => {

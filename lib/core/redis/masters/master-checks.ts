@@ -80,10 +80,12 @@ export class MasterChecks {
 
   /**
    * What an acquire on `node` waits for before it is sent: `undefined` (nothing), the check after
-   * its (re)connect (its own, or an earlier-listed master's, which may make it a duplicate), or a
-   * rejection with the cause while its votes must not count. For a master never checked and not
-   * connected, a PING first (as redis/masters/node.ts `ready`): a queued acquire is sent after the
-   * check that its reconnect starts.
+   * its (re)connect, or a rejection with the cause while its votes must not count. It waits for
+   * the first check of an earlier-listed master too (which may find `node` to be its duplicate:
+   * both would vote otherwise), never for a later check of one (a known master that reconnects
+   * does not hold up the others' votes; a new `run_id` cannot make it another master's
+   * duplicate). For a master never checked and not connected, a PING first (as
+   * redis/masters/node.ts `ready`): a queued acquire is sent after the check its reconnect starts.
    */
   gate(node: MasterNode): Promise<void> | undefined {
     if (this.pending === 0 && this.refusing === 0) {
@@ -93,8 +95,8 @@ export class MasterChecks {
     }
     const waits: Promise<void>[] = [];
     for (let i = 0; i <= node.index; i++) {
-      const w = this.states[i].waiting;
-      if (w) waits.push(w.promise);
+      const s = this.states[i];
+      if (s.waiting && (i === node.index || s.facts === undefined)) waits.push(s.waiting.promise);
     }
     if (waits.length > 0) return Promise.all(waits).then(() => this.states[node.index].refused);
     return this.states[node.index].refused;
