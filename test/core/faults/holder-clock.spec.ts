@@ -14,6 +14,11 @@
  * clock, must not move at a jump (`expectSameEnd`) and the remaining validity must never exceed
  * the ttl (`expectHeld`). With a wall-clock engine, +30 s makes remainingValidity 0 (isValid
  * false, the signal aborted) at once, and −30 s makes it 30 s too long.
+ *
+ * The engine also reads each master's clock (`TIME`) against its own monotonic clock to find a
+ * master whose clock jumps (lib/core/redis/masters/clock-watch.ts, on by default). Had it used
+ * Date.now() there, the holder's own jump would look like every master jumping: their votes
+ * would stop counting and the extension after the jump would fail (`expectHeld` again).
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -143,7 +148,14 @@ function end(r: Reading): [number, number] {
 
 /** The lock is held: valid, not aborted, and never more validity than its ttl. */
 function expectHeld(r: HolderReply): void {
-  expect(r).toMatchObject({ ok: true, isValid: true, aborted: false });
+  // The command's error, if any, shows in the diff.
+  const { ok, message, isValid, aborted } = r;
+  expect({ ok, message, isValid, aborted }).toEqual({
+    ok: true,
+    message: undefined,
+    isValid: true,
+    aborted: false,
+  });
   expect(r.remaining).toBeGreaterThan(0);
   // −30 s under a wall-clock engine: 30 s of validity more than the ttl.
   expect(r.remaining).toBeLessThanOrEqual(TTL);
