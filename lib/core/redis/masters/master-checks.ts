@@ -12,8 +12,11 @@ const RECHECK_USABLE_MS = 60_000;
 
 /** What {@link MasterChecks.healthOf} adds to a master's health. */
 export interface CheckedHealth {
+  /** Why its votes do not count (base/types.ts `MasterHealth.unusable`). */
   readonly unusable?: string;
+  /** Its `maxmemory-policy`, when it may evict lock keys. */
   readonly evictionPolicy?: string;
+  /** What could not be checked, and why. */
   readonly unchecked?: readonly string[];
 }
 
@@ -57,7 +60,7 @@ export class MasterChecks {
     private readonly nodes: readonly MasterNode[],
     private readonly logger: RedlockLogger,
     private readonly markerKey: string,
-    /** ms each check may take (the request timeout). */
+    /** ms each check may take (redis/store.ts gives the request timeout, at least 1 s). */
     private readonly timeout: number,
   ) {
     this.states = nodes.map(() => ({
