@@ -221,7 +221,7 @@ export function check(
   const violations: Violation[] = [];
   const idOf = (s: Section): string => `${s.enter.worker}:${s.enter.seq}`;
   const describe = (s: Section): string =>
-    `worker ${s.enter.worker} #${s.enter.seq} (${s.enter.mode}, token ${s.enter.fencingToken})`;
+    `worker ${s.enter.worker} #${s.enter.seq} (${s.enter.mode}, token ${s.enter.fencingToken}, masters ${s.enter.okMasters.join(',')})`;
   // A section's window: entry until it ended, its validity ended or its signal aborted (it was
   // told the lock was lost), whichever came first.
   const windowEnd = (s: Section): number =>
@@ -250,7 +250,7 @@ export function check(
         maxOverlap = Math.max(maxOverlap, overlap);
         violations.push({
           kind: 'overlap',
-          message: `${describe(s)} entered ${overlap.toFixed(1)} ms before the validity window of ${describe(o)} ended`,
+          message: `${describe(s)} entered inside the window of ${describe(o)}, ${(s.enter.start - o.enter.start).toFixed(1)} ms after it: ${overlap.toFixed(1)} ms of overlap`,
           sections: [idOf(o), idOf(s)],
         });
       } else {
