@@ -208,7 +208,10 @@ describe.each(variants)('ioredis %s', (_label, options) => {
         ...a: unknown[]
       ) =>
         evalsha(...a).then((reply) => {
-          if (Array.isArray(reply)) ages.push(reply[1]);
+          // A mutex acquire's reply comes wrapped with the master's clock (redis/scripts/lua.ts
+          // clockLua): {seconds, microseconds, reply}.
+          const inner = Array.isArray(reply) && Array.isArray(reply[2]) ? reply[2] : reply;
+          if (Array.isArray(inner)) ages.push(inner[1]);
           return reply;
         });
     }

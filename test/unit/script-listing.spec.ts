@@ -222,8 +222,12 @@ describe('the calls the engine builds fit the layouts', () => {
     expect(among).toBeDefined();
     if (among) expectFits(among, n, true);
     expectFits(MUTEX.extend('tok', 1000, plain(n).keys), n, false);
+    expectFits(MUTEX.extend('tok', 1000, plain(n).keys, undefined, true), n, true);
     expectFits(MUTEX.extend('tok', 1000, plain(n).keys, { marker: undefined }), n, false);
-    expectFits(MUTEX.extend('tok', 1000, plain(n).keys, { marker: 'marker' }), n, true);
+    expectFits(MUTEX.extend('tok', 1000, plain(n).keys, { marker: 'marker' }, true), n, true);
+    // The clock flag rides in ARGV[3] of the acquire (no argument of its own).
+    expect(MUTEX.acquire({ ...full(n), clock: true }).args[2]).toBe('3');
+    expect(MUTEX.acquire({ ...plain(n), clock: true }).args[2]).toBe('2');
     expectFits(MUTEX.release('tok', plain(n).keys, 'release'), n, true);
     expectFits(MUTEX.release('tok', plain(n).keys, false, 500), n, true);
   });

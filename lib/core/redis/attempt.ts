@@ -89,6 +89,7 @@ export async function attemptOnMasters(
     waitKeys: wait.waitKeys,
     waitTtl: wait.waitTtl,
     clearFlags: req.clearWriterFlags === true,
+    clock: store.clocks.enabled,
   };
   const input = parts ? parts.input(plainInput, kind, req, start, wallStart) : plainInput;
   // Built once per attempt, when first needed; a Cluster master gets one call per slot group.
@@ -114,24 +115,23 @@ export async function attemptOnMasters(
     timeout: attemptTimeout(store.settings.requestTimeout, ttl, driftFactor),
     send: (node) =>
       store.dispatch.afterCheck(node, wanted, () =>
-        // The master's clock is read in the same round trip (redis/masters/clock-watch.ts).
-        store.clocks.around(node, () =>
-          store.dispatch.read(
-            node,
-            resources,
-            keys,
-            (groupKeys, group) => {
-              if (group === resources) return forNode(node);
-              const groupInput = withFields(input, {
-                keys: groupKeys,
-                fenceKeys: fencing ? groupKeys.map((k) => counterKeyOf(keyPrefix, k)) : undefined,
-                waitKeys: input.waitKeys && waitInput(kind, 1, keyPrefix, group).waitKeys,
-              });
-              return kind.acquire(parts ? parts.group(groupInput, group) : groupInput);
-            },
-            read,
-            wanted,
-          ),
+        store.dispatch.read(
+          node,
+          resources,
+          keys,
+          (groupKeys, group) => {
+            if (group === resources) return forNode(node);
+            const groupInput = withFields(input, {
+              keys: groupKeys,
+              fenceKeys: fencing ? groupKeys.map((k) => counterKeyOf(keyPrefix, k)) : undefined,
+              waitKeys: input.waitKeys && waitInput(kind, 1, keyPrefix, group).waitKeys,
+            });
+            return kind.acquire(parts ? parts.group(groupInput, group) : groupInput);
+          },
+          read,
+          wanted,
+          // The master's clock comes in the same round trip (redis/masters/clock-watch.ts).
+          store.clocks,
         ),
       ),
     judge: (a, node) => {
@@ -274,6 +274,7 @@ function withBirth(full: ScriptCall, node: MasterNode): ScriptCall {
     args,
     birthArg: full.birthArg,
     followUp: full.followUp,
+    clocked: full.clocked,
   };
 }
 

@@ -66,20 +66,23 @@ function plainRound(
 ): Promise<Tally<ExtendAnswer>> {
   const keys = grant.resources.map((r) => store.keyOf(r));
   const kind = store.kindOf(grant.kind);
-  const whole = kind.extend(grant.token, ttl, keys); // every standalone master's call
+  const clock = store.clocks.enabled; // the master's clock comes with its vote (clock-watch.ts)
+  const whole = kind.extend(grant.token, ttl, keys, undefined, clock); // every standalone master's
   return store.round<ExtendAnswer>({
     quorum: store.quorumFor(grant.kind),
     timeout,
     send: (node) =>
-      store.clocks.around(node, () =>
-        store.dispatch.read(
-          node,
-          grant.resources,
-          keys,
-          (groupKeys, group) =>
-            group === grant.resources ? whole : kind.extend(grant.token, ttl, groupKeys),
-          (groups) => kind.readExtend(groups, false),
-        ),
+      store.dispatch.read(
+        node,
+        grant.resources,
+        keys,
+        (groupKeys, group) =>
+          group === grant.resources
+            ? whole
+            : kind.extend(grant.token, ttl, groupKeys, undefined, clock),
+        (groups) => kind.readExtend(groups, false),
+        undefined,
+        store.clocks,
       ),
     judge: (a, node) => {
       if (a.status !== 'kept') return 'held';
@@ -112,18 +115,23 @@ async function repairingRound(
         node.index,
         store.dispatch
           .afterCheck(node, wanted, () =>
-            store.clocks.around(node, () =>
-              store.dispatch.grouped(
-                node,
-                grant.resources,
-                keys,
-                (groupKeys) =>
-                  kind.extend(grant.token, ttl, groupKeys, {
+            store.dispatch.grouped(
+              node,
+              grant.resources,
+              keys,
+              (groupKeys) =>
+                kind.extend(
+                  grant.token,
+                  ttl,
+                  groupKeys,
+                  {
                     marker: node.checksMarker ? store.markerKey : undefined,
                     markerBirth: node.checksMarker ? node.knownBirth : undefined,
-                  }),
-                wanted,
-              ),
+                  },
+                  store.clocks.enabled,
+                ),
+              wanted,
+              store.clocks,
             ),
           )
           .then((groups) => kind.readExtend(groups, true)),

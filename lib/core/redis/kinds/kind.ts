@@ -37,6 +37,12 @@ export interface AcquireInput {
   readonly waitTtl?: number | undefined;
   /** With `waitTtl`: a granted plain lock takes the flags down (AttemptRequest.clearWriterFlags). */
   readonly clearFlags?: boolean;
+  /**
+   * The clock check is on (redis/masters/clock-watch.ts): a kind whose script can read the
+   * master's TIME sends it with the reply (`ScriptCall.clocked`); the others' masters are sent a
+   * TIME of their own.
+   */
+  readonly clock?: boolean;
 }
 
 /**
@@ -92,12 +98,16 @@ export interface LockKind {
   acquire(input: AcquireInput): ScriptCall;
   /** Reads one master's acquire reply (its slot groups, for the lock's `resources`). */
   readAcquire(groups: readonly GroupReply[], resources: readonly string[]): AcquireAnswer;
-  /** Compare-and-pexpire of `token` (with `repair`: `SET NX` where the key is missing). */
+  /**
+   * Compare-and-pexpire of `token` (with `repair`: `SET NX` where the key is missing). `clock`:
+   * as {@link AcquireInput.clock}.
+   */
   extend(
     token: string,
     ttl: number,
     keys: readonly string[],
     repair?: { marker: string | undefined; markerBirth?: string },
+    clock?: boolean,
   ): ScriptCall;
   readExtend(groups: readonly GroupReply[], repair: boolean): ExtendAnswer;
   /**

@@ -3,10 +3,10 @@
  * release is redis/scripts/release.ts RELEASE_SCRIPT, compare-and-delete, shared with the fair mode), the
  * {@link LockKind} that sends them, and how their replies read.
  */
-import { FENCE_COUNTERS_LUA } from '../scripts/fencing';
+import { fenceCountersLua } from '../scripts/fencing';
 import { KEEP_SCRIPT } from '../scripts/keep';
-import { ACQUIRE_ARGV, MARKER_AGE_REPLY, MARKER_LUA } from '../scripts/kind-lua';
-import { bootMarkerAge, script } from '../scripts/lua';
+import { ACQUIRE_ARGV, MARKER_AGE_REPLY } from '../scripts/kind-lua';
+import { CLOCKED_REPLY, bootMarkerAge, clockLua, clockedReturn, script } from '../scripts/lua';
 import { RELEASE_SCRIPT } from '../scripts/release';
 import { writerGrantedLua } from './writer-flag';
 import { ACQUIRE_AMONG_KINDS_SCRIPT } from './mutex-among-kinds';
@@ -45,19 +45,23 @@ import { withFields } from '../../base/fields';
 export const ACQUIRE_SCRIPT = script(
   'acquire',
   `
-local n = tonumber(ARGV[5])${MARKER_LUA}local held = nil
+local n = tonumber(ARGV[5])${clockLua("ARGV[3] == '2' or ARGV[3] == '3'")}
+local age = -1
+if ARGV[4] ~= '0' then${bootMarkerAge('KEYS[#KEYS]', 'ARGV[4]', 'clock')}
+end
+local held = nil
 if n == 1 then
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then held = 1 end
 end
 for i = 1, n do
   if n > 1 or held then
     local t = redis.call('TYPE', KEYS[i])['ok']
-    if t ~= 'string' and t ~= 'none' then return {-3, age} end
+    if t ~= 'string' and t ~= 'none' then ${clockedReturn('{-3, age}')} end
     if t == 'string' then held = held or i end
   end
 end
 if held then
-  return {0, age, redis.call('PTTL', KEYS[held]), redis.call('GET', KEYS[held])}
+  ${clockedReturn("{0, age, redis.call('PTTL', KEYS[held]), redis.call('GET', KEYS[held])}")}
 end
 if n > 1 then
   for i = 1, n do
@@ -67,27 +71,37 @@ end
 if ARGV[7] == '1' then${writerGrantedLua('true')}
 end
 local res = {1, age}
-${FENCE_COUNTERS_LUA}
-return res
+${fenceCountersLua("ARGV[3] == '1' or ARGV[3] == '3'", 'clock')}
+${clockedReturn('res')}
 `,
   {
     keys: [
       { name: 'lock keys', count: 'n' },
-      { name: 'fencing counters', count: 'n', when: "ARGV[3] == '1'" },
+      { name: 'fencing counters', count: 'n', when: "ARGV[3] == '1' or ARGV[3] == '3'" },
       { name: 'writer-waiting flags', count: 'n', when: "ARGV[7] == '1'" },
       { name: 'boot marker', last: true, when: "ARGV[4] ~= '0'" },
     ],
-    argv: ACQUIRE_ARGV.concat([
+    argv: [
+      ACQUIRE_ARGV[0],
+      ACQUIRE_ARGV[1],
+      {
+        name:
+          "flags: '0' none, '1' fencing, '2' the clock (the master's TIME comes with the " +
+          "reply: redis/masters/clock-watch.ts), '3' both",
+      },
+      ...ACQUIRE_ARGV.slice(3),
       {
         name: "clear: '1' a retry, whose grant takes the writer-waiting flags down",
         when: 'a retry',
       },
-    ]),
+    ],
     reply:
       '`{1, age, ...counters}` granted (one fencing counter per key when fencing is on); ' +
       "`{0, age, pttl, holder}` a plain lock holds a key (the first held key's ttl and token); " +
       '`{-3, age}` a key holds another type (nothing written). ' +
-      MARKER_AGE_REPLY,
+      MARKER_AGE_REPLY +
+      ' ' +
+      CLOCKED_REPLY,
   },
 );
 
@@ -99,21 +113,26 @@ return res
  */
 export const EXTEND_SCRIPT = script(
   'extend',
-  `
+  `${clockLua("ARGV[3] == '1'")}
 for i = 1, #KEYS do
   if redis.pcall('GET', KEYS[i]) ~= ARGV[1] then
-    return 0
+    ${clockedReturn('0')}
   end
 end
 for i = 1, #KEYS do
   redis.call('PEXPIRE', KEYS[i], ARGV[2])
 end
-return 1
+${clockedReturn('1')}
 `,
   {
     keys: [{ name: 'lock keys', count: 'rest' }],
-    argv: [{ name: 'token' }, { name: 'ttl (ms)' }],
-    reply: '`1` every key was ours and got the new TTL; else `0`, nothing changed',
+    argv: [
+      { name: 'token' },
+      { name: 'ttl (ms)' },
+      { name: "clock: '1' the master's TIME comes with the reply", when: 'the clock check is on' },
+    ],
+    reply:
+      '`1` every key was ours and got the new TTL; else `0`, nothing changed. ' + CLOCKED_REPLY,
   },
 );
 
@@ -131,9 +150,9 @@ return 1
 export const EXTEND_REPAIR_SCRIPT = script(
   'extend-repair',
   `
-local n = tonumber(ARGV[4])
+local n = tonumber(ARGV[4])${clockLua("ARGV[5] == '1'")}
 local age = -1
-if ARGV[3] ~= '0' then${bootMarkerAge('KEYS[n + 1]', 'ARGV[3]')}
+if ARGV[3] ~= '0' then${bootMarkerAge('KEYS[n + 1]', 'ARGV[3]', 'clock')}
 end
 local missing = false
 for i = 1, n do
@@ -141,7 +160,7 @@ for i = 1, n do
   if v == false then
     missing = true
   elseif v ~= ARGV[1] then
-    return {0, age}
+    ${clockedReturn('{0, age}')}
   end
 end
 for i = 1, n do
@@ -150,9 +169,9 @@ for i = 1, n do
   end
 end
 if missing then
-  return {2, age}
+  ${clockedReturn('{2, age}')}
 end
-return {1, age}
+${clockedReturn('{1, age}')}
 `,
   {
     keys: [
@@ -164,12 +183,15 @@ return {1, age}
       { name: 'ttl (ms)' },
       { name: "marker: as acquire's ARGV[4]" },
       { name: 'n: the number of lock keys' },
+      { name: "clock: '1' the master's TIME comes with the reply", when: 'the clock check is on' },
     ],
     reply:
       '`{status, age}`: status `1` every key was ours (kept), `2` at least one missing key was ' +
       'put back and the others were ours (repaired), `0` some key holds another token ' +
       '(untouched). ' +
-      MARKER_AGE_REPLY,
+      MARKER_AGE_REPLY +
+      ' ' +
+      CLOCKED_REPLY,
   },
 );
 
@@ -196,11 +218,13 @@ export const MUTEX: LockKind = {
     const clear = waitKeys && input.clearFlags ? waitKeys : undefined;
     const { keys, args } = acquireLayout(input, clear, []);
     if (clear) args.push('1');
+    // The clock check: the master's TIME comes with the reply (redis/masters/clock-watch.ts).
+    if (input.clock) args[2] = input.fenceKeys ? '3' : '2';
     const birthArg = input.marker ? 3 : undefined;
     // `{-3, age}`: a key holds something else than a plain lock; asked again among the kinds.
     const followUp = (reply: unknown, sent: ScriptCall): ScriptCall | undefined =>
       Array.isArray(reply) && reply[0] === -3 ? amongKinds(input, waitKeys, sent) : undefined;
-    return { script: ACQUIRE_SCRIPT, keys, args, birthArg, followUp };
+    return { script: ACQUIRE_SCRIPT, keys, args, birthArg, followUp, clocked: input.clock };
   },
 
   readAcquire(groups: readonly GroupReply[], resources: readonly string[]): AcquireAnswer {
@@ -263,13 +287,24 @@ export const MUTEX: LockKind = {
     return typeof holder === 'string' ? withFields(answer, { holder }) : answer;
   },
 
-  extend(token, ttl, keys, repair): ScriptCall {
-    if (!repair) return { script: EXTEND_SCRIPT, keys, args: [token, String(ttl)] };
+  extend(token, ttl, keys, repair, clock): ScriptCall {
+    if (!repair) {
+      const args = clock ? [token, String(ttl), '1'] : [token, String(ttl)];
+      return { script: EXTEND_SCRIPT, keys, args, clocked: clock };
+    }
     const { marker } = repair;
+    const args = [
+      token,
+      String(ttl),
+      marker ? (repair.markerBirth ?? '1') : '0',
+      String(keys.length),
+    ];
+    if (clock) args.push('1');
     return {
       script: EXTEND_REPAIR_SCRIPT,
       keys: marker ? [...keys, marker] : keys,
-      args: [token, String(ttl), marker ? (repair.markerBirth ?? '1') : '0', String(keys.length)],
+      args,
+      clocked: clock,
     };
   },
 

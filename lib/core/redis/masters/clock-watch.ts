@@ -9,8 +9,10 @@ import type { MasterNode } from './node';
 /**
  * The masters' clocks, watched while the engine runs (the rules: quorum/clocks.ts; the promise:
  * docs/guarantees.md, "Clock jumps"). Every acquire and extension reads each standalone master's
- * clock (`TIME`) in the same round trip as its vote, sent on the same connection right before
- * the script; the reading is judged before the vote counts:
+ * clock (`TIME`) in the same round trip as its vote — inside the script when the kind's script
+ * can carry it (the mutex's: redis/scripts/lua.ts `clockLua`), else as a command of its own sent
+ * on the same connection right before the script (redis/masters/dispatch.ts); the reading is
+ * judged before the vote counts:
  *
  * - a master with an earlier sample whose clock moved against the engine's monotonic clock by
  *   more than the drift allowance has **jumped**: its keys may have expired early (forward) or
@@ -85,18 +87,9 @@ export class ClockWatch {
     );
   }
 
-  /**
-   * `task` (a vote's script call on `node`) with a reading of `node`'s clock sent right before
-   * it on the same connection; resolves (or rejects) as `task` does, once the reading is in too.
-   */
-  around<T>(node: MasterNode, task: () => Promise<T>): Promise<T> {
-    const sampled = this.sample(node);
-    if (!sampled) return task();
-    return Promise.all([sampled, task()]).then((both) => both[1]);
-  }
-
   /** Records one reading of master `i`'s clock (the rate check runs here). */
   record(i: number, s: ClockSample): void {
+    if (!this.options.enabled) return;
     const prev = this.baseline[i];
     if (!prev) {
       this.contact[i] = s;

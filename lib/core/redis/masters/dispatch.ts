@@ -1,4 +1,6 @@
+import { monotonicNow } from '../../base/clock';
 import type { GroupReply, ScriptCall } from '../scripts/call';
+import type { ClockWatch } from './clock-watch';
 import type { MasterNode } from './node';
 import { slotGroups } from './slots';
 
@@ -28,11 +30,17 @@ export class Dispatch {
     keys: readonly string[],
     build: (keys: readonly string[], resources: readonly string[]) => ScriptCall,
     wanted?: () => boolean,
+    clocks?: ClockWatch,
   ): Promise<GroupReply[]> {
-    return this.read(node, resources, keys, build, (groups) => groups, wanted);
+    return this.read(node, resources, keys, build, (groups) => groups, wanted, clocks);
   }
 
-  /** {@link grouped}, with the group replies read by `read` in the same continuation. */
+  /**
+   * {@link grouped}, with the group replies read by `read` in the same continuation. With
+   * `clocks` (a vote: the clock check, redis/masters/clock-watch.ts) the master's clock is read
+   * in the same round trip — inside the script when the call can carry it (`ScriptCall.clocked`),
+   * else by a TIME sent right before it — and recorded before `read` runs.
+   */
   read<T>(
     node: MasterNode,
     resources: readonly string[],
@@ -40,15 +48,20 @@ export class Dispatch {
     build: (keys: readonly string[], resources: readonly string[]) => ScriptCall,
     read: (groups: GroupReply[]) => T,
     wanted?: () => boolean,
+    clocks?: ClockWatch,
   ): Promise<T> {
     if (!node.cluster) {
       // The hot path: one call, one continuation (a follow-up, when asked for, adds its own).
       const call = build(keys, resources);
-      return node.evalScript(call.script, call.keys, call.args, wanted).then((value) => {
+      const sent = clocks ? monotonicNow() : 0;
+      const sampled = clocks && !call.clocked ? clocks.sample(node) : undefined;
+      const voted = node.evalScript(call.script, call.keys, call.args, wanted).then((raw) => {
+        const value = call.clocked ? unclocked(raw, call, node, sent, clocks) : raw;
         const next = nextCall(call, value, wanted);
         if (!next) return read([{ resources, value }]);
         return sendFollowed(node, next, wanted).then((v) => read([{ resources, value: v }]));
       });
+      return sampled ? Promise.all([sampled, voted]).then((both) => both[1]) : voted;
     }
     return Promise.all(
       slotGroups(resources, this.keyOf).map((group) => {
@@ -113,14 +126,43 @@ function nextCall(
   return next && (!wanted || wanted()) ? next : undefined;
 }
 
-/** Sends `call` on `node`, then each call its reply asks for ({@link nextCall}); the last reply. */
+/**
+ * Sends `call` on `node`, then each call its reply asks for ({@link nextCall}); the last reply
+ * (a clocked one unwrapped: a Cluster's slot groups reach several nodes, whose clocks are not
+ * recorded).
+ */
 function sendFollowed(
   node: MasterNode,
   call: ScriptCall,
   wanted: (() => boolean) | undefined,
 ): Promise<unknown> {
-  return node.evalScript(call.script, call.keys, call.args, wanted).then((value) => {
+  return node.evalScript(call.script, call.keys, call.args, wanted).then((raw) => {
+    const value = call.clocked ? unclocked(raw, call, node, 0, undefined) : raw;
     const next = nextCall(call, value, wanted);
     return next ? sendFollowed(node, next, wanted) : value;
   });
+}
+
+/**
+ * The reply inside a clocked one (`{seconds, microseconds, reply}`: redis/scripts/lua.ts
+ * `clockLua`); the master's clock goes to `clocks`, bracketed by `sent` and now. Throws on
+ * another shape (the vote is then an error, never a grant).
+ */
+function unclocked(
+  raw: unknown,
+  call: ScriptCall,
+  node: MasterNode,
+  sent: number,
+  clocks: ClockWatch | undefined,
+): unknown {
+  if (!Array.isArray(raw) || raw.length !== 3) {
+    throw new Error(`Malformed reply of the ${call.script.name} script: no clock reading`);
+  }
+  if (clocks) {
+    const server = Number(raw[0]) * 1000 + Number(raw[1]) / 1000;
+    if (Number.isFinite(server)) {
+      clocks.record(node.index, { server, sent, received: monotonicNow() });
+    }
+  }
+  return raw[2];
 }

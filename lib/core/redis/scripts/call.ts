@@ -22,6 +22,12 @@ export interface ScriptCall {
    * this way when it met another kind at a key (redis/kinds/mutex.ts).
    */
   readonly followUp?: (reply: unknown, sent: ScriptCall) => ScriptCall | undefined;
+  /**
+   * The script reads the master's clock and its reply comes as `{seconds, microseconds, reply}`
+   * (redis/scripts/lua.ts `clockLua`): the masters layer unwraps it and records the reading
+   * (redis/masters/dispatch.ts, the clock check).
+   */
+  readonly clocked?: boolean;
 }
 
 /** A script's raw reply for one slot group of resources. */

@@ -16,18 +16,26 @@ end`;
 }
 
 /**
- * Lua shared by every acquire script with fencing: when ARGV[3] == '1', increments the counters at
- * KEYS[n+1..2n] ({@link fenceIncrLua}, TTL ARGV[6]) and appends them to the table `res`.
+ * Lua of an acquire script with fencing: when `on` (a Lua condition) holds, increments the
+ * counters at KEYS[n+1..2n] ({@link fenceIncrLua}, TTL ARGV[6]) and appends them to the table
+ * `res`. A counter that starts takes the server time from `clock` (a Lua expression: the script's
+ * reading of TIME, or nil), else reads it.
  */
-export const FENCE_COUNTERS_LUA = `
-if ARGV[3] == '1' then
+export function fenceCountersLua(on: string, clock?: string): string {
+  const time = clock === undefined ? undefined : `${clock} or redis.call('TIME')`;
+  return `
+if ${on} then
   for i = 1, n do
     local fk = KEYS[n + i]
-    ${fenceIncrLua('fk', 'ARGV[6]')}
+    ${fenceIncrLua('fk', 'ARGV[6]', time)}
     res[#res + 1] = v
   end
 end
 `;
+}
+
+/** {@link fenceCountersLua} when ARGV[3] == '1': shared by the acquire scripts of the other kinds. */
+export const FENCE_COUNTERS_LUA = fenceCountersLua("ARGV[3] == '1'");
 
 /**
  * Raise fencing counters to at least the given values (set-if-greater), refreshing their TTL.

@@ -93,8 +93,9 @@ end`;
 export const TOKEN_ERROR_REPLY = 'An error reply when the token is empty or starts with `#`.';
 
 /**
- * The boot marker and fencing parts of an acquire script: the same Lua as ACQUIRE_SCRIPT
- * (lib/core/redis/kinds/mutex.ts), with the same argument positions (ARGV[3] fencing flag, ARGV[4]
+ * The boot marker and fencing parts of the other kinds' acquire scripts: the Lua of ACQUIRE_SCRIPT
+ * (lib/core/redis/kinds/mutex.ts) without its clock reading, with the same argument positions
+ * (ARGV[3] fencing flag — the mutex's also says whether to read the clock —, ARGV[4]
  * marker: '0' not checked, '1' checked, else the marker value known to be old; ARGV[5] n,
  * ARGV[6] fencing key TTL; fencing counters at KEYS[n+1..2n], the marker at KEYS[#KEYS]).
  * `MARKER_LUA` defines `age` (-1 not checked, -2 known old, else the age in ms: bootMarkerAge);

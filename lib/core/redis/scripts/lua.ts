@@ -118,10 +118,15 @@ export function evalScript(
  * of TIME + GET per call. Any other value (a flushed master re-seeded by another engine, a
  * restart) takes the full path. Callers that pass '1' (not known) always take the full path: a
  * marker is a time in ms, never '1'.
+ *
+ * With `clock` (a Lua expression: the script's reading of `TIME`, or nil), the age is computed
+ * from that reading instead of a second one.
  */
-export function bootMarkerAge(markerKey: string, knownBirth?: string): string {
+export function bootMarkerAge(markerKey: string, knownBirth?: string, clock?: string): string {
+  // The script's own reading of the clock, when it took one (CLOCK_LUA), else one now.
+  const time = clock === undefined ? "redis.call('TIME')" : `${clock} or redis.call('TIME')`;
   const ageOf = (raw: string): string => `
-  local t = redis.call('TIME')
+  local t = ${time}
   local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local birth = tonumber(${raw})
   if not birth then
@@ -137,3 +142,32 @@ export function bootMarkerAge(markerKey: string, knownBirth?: string): string {
   else${ageOf('known')}
   end`;
 }
+
+/**
+ * The clock check's part of a script (redis/masters/clock-watch.ts): when `flag` (a Lua
+ * condition) holds, `local clock` is the master's `TIME`, read once at the start, and every reply
+ * goes out as `{seconds, microseconds, reply}` ({@link clockedReturn}); else `clock` is nil and
+ * replies go out as they are. Dispatch (redis/masters/dispatch.ts) unwraps a call sent with the
+ * flag (`ScriptCall.clocked`) and records the reading, bracketed by the request's round trip: the
+ * master's clock comes with the vote, at the cost of one TIME inside the script instead of a
+ * command of its own.
+ */
+export function clockLua(flag: string): string {
+  return `
+local clock = nil
+if ${flag} then clock = redis.call('TIME') end`;
+}
+
+/** Lua statement: returns `reply` (an expression), wrapped with the script's clock when read. */
+export function clockedReturn(reply: string): string {
+  return `do
+  local reply = ${reply}
+  if clock then return {clock[1], clock[2], reply} end
+  return reply
+end`;
+}
+
+/** What a reply of a script with {@link clockLua} looks like, as its layout says it. */
+export const CLOCKED_REPLY =
+  "With the clock flag, the reply comes as `{seconds, microseconds, reply}`: the master's " +
+  '`TIME`, read once at the start of the script (redis/masters/clock-watch.ts).';
