@@ -13,6 +13,16 @@ export const BENCH_SETTINGS = Object.freeze({
   driftFactor: 0.01,
 });
 
+/** Worker processes of the multi-process scenarios (bench/topology.ts). */
+export const PROCESSES = 4;
+/** Callers per worker process of the 4 × 4 scenario. */
+export const CALLERS_PER_PROCESS = 4;
+/**
+ * Callers per process of the few-callers scenario (same worker processes): every process's queue
+ * is empty at each release, so no local hand-over hides a library's unfairness across processes.
+ */
+export const FEW_CALLERS = 1;
+
 /** Delay between attempts on contention, identical for every library that has the setting. */
 export interface RetryProfile {
   /** Short id used in tables, tags and JSON: `'10ms'`, `'200ms'`. */

@@ -13,6 +13,7 @@ import { Redlock } from '../lib/core';
 import type { RedlockClient } from '../lib/core';
 import { BENCH_SETTINGS, RetryProfile, maxTtlFor } from './config';
 import { RawFloor } from './raw-floor';
+import type { ContenderKind } from './report';
 
 export { BENCH_SETTINGS } from './config';
 
@@ -21,8 +22,7 @@ export interface Held {
   release(): Promise<void>;
 }
 
-/** Whose row it is in the tables. */
-export type ContenderKind = 'ours' | 'other' | 'floor';
+export type { ContenderKind } from './report';
 
 /** One library under test. */
 export interface Contender {
@@ -59,17 +59,26 @@ function benchWarn(message: string): void {
 }
 
 /**
- * Which of our rows: the defaults, fencing off, the clock check off (`clockCheck: false`: what
- * reading each master's clock with every vote costs), `fairness: 'across-processes'`, or the
+ * Which of our rows: the defaults; one guarantee turned off, the rest default (what each costs):
+ * fencing off (`fencing: false`), the restart quarantine off (`quarantine: false`), wake-ups on
+ * release off (`handoff: false`: waiters poll), the clock check off (`clockCheck: false`: what
+ * reading each master's clock with every vote costs); `fairness: 'across-processes'`; or the
  * defaults over node-redis clients (`redis` 6, RESP3, one client per master, made for the row).
  */
 export type OursVariant =
-  'ours' | 'ours-nofence' | 'ours-noclock' | 'ours-fair' | 'ours-node-redis';
+  | 'ours'
+  | 'ours-nofence'
+  | 'ours-noquarantine'
+  | 'ours-nohandoff'
+  | 'ours-noclock'
+  | 'ours-fair'
+  | 'ours-node-redis';
 
 /**
- * Our engine (lib/core), used directly, with its full safety defaults: fencing tokens on (except
- * in the "fencing off" row) and the restart quarantine on (see {@link maxTtlFor} for how the
- * benchmark waits it out); the "fair" row with `fairness: 'across-processes'`.
+ * Our engine (lib/core), used directly, with its full safety defaults: fencing tokens, the restart
+ * quarantine (see {@link maxTtlFor} for how the benchmark waits it out), wake-ups on release
+ * (`handoff`) and the clock check on, except the one that the variant's row turns off; the
+ * "fair" row with `fairness: 'across-processes'`.
  */
 export function oursEngine(
   clients: readonly RedlockClient[],
@@ -87,6 +96,8 @@ export function oursEngine(
     retryJitter: retry.retryJitter,
     driftFactor: BENCH_SETTINGS.driftFactor,
     fencing,
+    quarantine: variant !== 'ours-noquarantine',
+    handoff: variant !== 'ours-nohandoff',
     clockCheck: variant !== 'ours-noclock',
     fairness: variant === 'ours-fair' ? 'across-processes' : 'local',
     ...(maxTtl === undefined ? {} : { maxTtl }),
@@ -120,6 +131,8 @@ export function oursEngine(
 export const OURS_LABELS: Readonly<Record<OursVariant, string>> = {
   ours: '**nestjs-redlock** (engine)',
   'ours-nofence': 'nestjs-redlock, fencing off',
+  'ours-noquarantine': 'nestjs-redlock, restart quarantine off',
+  'ours-nohandoff': 'nestjs-redlock, wake-ups off (handoff: false)',
   'ours-noclock': 'nestjs-redlock, clock check off',
   'ours-fair': "nestjs-redlock, fairness: 'across-processes'",
   'ours-node-redis': 'nestjs-redlock on node-redis clients',
@@ -294,6 +307,8 @@ export const CONTENDER_IDS = [
   'raw',
   'ours',
   'ours-nofence',
+  'ours-noquarantine',
+  'ours-nohandoff',
   'ours-noclock',
   'ours-fair',
   'ours-node-redis',
@@ -316,6 +331,8 @@ export async function makeContender(
       return rawFloor(clients, retry);
     case 'ours':
     case 'ours-nofence':
+    case 'ours-noquarantine':
+    case 'ours-nohandoff':
     case 'ours-noclock':
     case 'ours-fair':
       return oursEngine(clients, id, retry, quick);

@@ -12,7 +12,10 @@
  */
 import type { Redis } from 'ioredis';
 import type { Contender } from './contenders';
+import type { Footprint } from './report';
 import { sleep } from './stats';
+
+export type { Footprint } from './report';
 
 /** Cost figures of one library in one round. */
 export interface CostResult {
@@ -123,14 +126,6 @@ export async function costOf(
     },
     commands,
   };
-}
-
-/** Keys on one master grouped by `bench:<library>:` (or `lock:`) prefix, `fence:` counters apart. */
-export interface Footprint {
-  master: number;
-  keys: number;
-  usedMemoryMB: number;
-  byPrefix: Record<string, number>;
 }
 
 /** Counts every key on each master by prefix (SCAN; run once at the end). */

@@ -4,8 +4,10 @@
  *   PROFILE_OUT=bench/results/ours.cpuprofile npx ts-node --transpile-only \
  *     bench/profile.ts ours uncontended 5000 5
  *
- * Arguments: contender id (ours | ours-nofence | raw | node-redlock | sesamecare |
- * redis-semaphore | redlock-universal), scenario (uncontended | parallel | contended), window in ms, masters.
+ * Arguments: contender id (one of CONTENDER_IDS in bench/contenders.ts: ours | ours-nofence |
+ * ours-noquarantine | ours-nohandoff | ours-noclock | raw | node-redlock | …), scenario
+ * (uncontended | reused | parallel | contended; reused = uncontended on the 50 names of the
+ * reused-names scenario, warmed by the warm-up run), window in ms, masters.
  * Prints the scenario's result and the Redis commands per operation. With `PROFILE_OUT`, the
  * measured window alone is CPU-profiled (node:inspector, 50 µs sampling; not the start-up, the
  * TypeScript compilation, the restart-quarantine wait or the warm-up, which a whole-process
@@ -17,7 +19,7 @@ import { Session } from 'node:inspector';
 import { RedisMasters } from '../test/harness/redis-masters';
 import { SLOW_RETRY } from './config';
 import { CONTENDER_IDS, Contender, ContenderId, isUnavailable, makeContender } from './contenders';
-import { contended, parallel, sequential } from './scenarios';
+import { contended, parallel, reusedName, sequential } from './scenarios';
 import { CpuProfile, formatSummary, summarizeProfile } from './profile-summary';
 
 /** Sends one inspector command. */
@@ -64,7 +66,9 @@ async function main(): Promise<void> {
         ? parallel(c as Contender, ms, 64, tag)
         : scenario === 'contended'
           ? contended(c as Contender, ms, 16, 1, tag)
-          : sequential(c as Contender, ms, tag);
+          : scenario === 'reused'
+            ? sequential(c as Contender, ms, tag, reusedName)
+            : sequential(c as Contender, ms, tag);
     await run(500, 'warm');
     await Promise.all(clients.map((cl) => cl.config('RESETSTAT')));
     const out = process.env.PROFILE_OUT;

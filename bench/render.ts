@@ -38,7 +38,7 @@ export function describeRun(
     `- ttl ${BENCH_SETTINGS.ttl} ms, drift factor ${BENCH_SETTINGS.driftFactor}, ${BENCH_SETTINGS.retryCount} retries (no acquire gives up inside a window).`,
     `- retry profiles: ${RETRY_PROFILES.map((p) => `${p.id} = ${p.retryDelay} ± ${p.retryJitter} ms`).join(', ')}. Uncontended, ${PARALLEL} parallel, cost, waiters and HTTP use 200 ms (retries do not happen there, except waiters). redis-semaphore has a fixed \`retryInterval\` (no jitter) and runs with \`refreshInterval: 0\`; redlock-universal has no jitter.`,
     `- critical section in the contended scenarios: ${CRITICAL_MS} ms (a timer).`,
-    `- **nestjs-redlock: full safety defaults**: fencing tokens on, restart quarantine on (default ${q} ms: the run first waits until every master is out of it)${maxTtl === undefined ? ', maxTtl default (60 s)' : `, maxTtl ${maxTtl} ms (quick mode only, to shorten that wait; per-lock work is the same)`}, hand-off on, per-node timeout default (50 ms). "fencing off" and "clock check off" (clockCheck: false, what reading each master's clock with every vote costs) are the only rows that change a default, one each.`,
+    `- **nestjs-redlock: full safety defaults**: fencing tokens on, restart quarantine on (default ${q} ms: the run first waits until every master is out of it)${maxTtl === undefined ? ', maxTtl default (60 s)' : `, maxTtl ${maxTtl} ms (quick mode only, to shorten that wait; per-lock work is the same)`}, wake-ups on release (handoff) on, clock check on, per-node timeout default (50 ms). The rows "fencing off", "restart quarantine off", "wake-ups off (handoff: false)" and "clock check off" (what reading each master's clock with every vote costs) each turn off one of these and keep the rest (uncontended and cost; fencing and clock check off also in ${PARALLEL} parallel); "fairness: 'across-processes'" and "on node-redis clients" change the mode and the clients.`,
     `- rounds: ${opts.rounds} (many-waiters: ${opts.waiterRounds}); libraries interleaved, starting library rotated every round; tables show medians over rounds. Windows per library per round: uncontended ${opts.seqMs} ms, parallel ${opts.parMs} ms, 1-process contended ${opts.contMs} ms, multi-process ${opts.multiMs} ms, waiters ${opts.waitersMs} ms; cost ${opts.costOps} ops.`,
     '- "vs best other" divides by the best library that is neither ours nor the raw floor (highest throughput, lowest wait); "vs raw floor" by the raw floor (parallel `SET NX PX` + compare-and-delete, no extras: not a safe client).',
   ];
@@ -87,7 +87,8 @@ const COST: Column[] = [
 ];
 
 function columnsFor(key: string): { columns: Column[]; note: boolean } {
-  if (key === 'uncontended' || key === 'parallel') return { columns: THROUGHPUT, note: false };
+  if (key === 'uncontended' || key === 'uncontended-reused' || key === 'parallel')
+    return { columns: THROUGHPUT, note: false };
   if (key.startsWith('contended')) return { columns: CONTENDED, note: false };
   if (key.startsWith('multiproc')) return { columns: MULTI, note: false };
   if (key === 'waiters') return { columns: WAITERS, note: true };

@@ -3,9 +3,18 @@
  * the best other library and to the raw floor), the targets (targets.ts) with PASS/MISS, the
  * per-operation cost breakdown and the keyspace footprint.
  */
-import type { ContenderKind } from './contenders';
-import type { Footprint } from './cost';
 import { fmt, fmtRatio } from './stats';
+
+/** Whose row it is in the tables. */
+export type ContenderKind = 'ours' | 'other' | 'floor';
+
+/** Keys on one master grouped by `bench:<library>:` (or `lock:`) prefix, `fence:` counters apart. */
+export interface Footprint {
+  master: number;
+  keys: number;
+  usedMemoryMB: number;
+  byPrefix: Record<string, number>;
+}
 
 /** Median-over-rounds metrics of one library in one scenario. */
 export type Metrics = Record<string, number>;

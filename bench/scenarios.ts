@@ -66,13 +66,26 @@ export function waitStats(
   };
 }
 
+/** How many resource names the reused-names uncontended scenario cycles through. */
+export const REUSED_NAMES = 50;
+
 /**
- * (1) Uncontended: one caller, acquire + release in a loop, a distinct resource every time.
+ * The `i`-th name of the reused-names scenario: `r0` … `r49`, then `r0` again. The same names for
+ * every library, each under its own key prefix (`bench:nr:r7`, `bench:ours:r7`, …), in every round.
+ */
+export function reusedName(i: number): string {
+  return `r${i % REUSED_NAMES}`;
+}
+
+/**
+ * (1) Uncontended: one caller, acquire + release in a loop, a distinct resource every time
+ * (`${tag}:${i}`), or the names that `names` gives (the reused-names scenario: {@link reusedName}).
  */
 export async function sequential(
   c: Contender,
   windowMs: number,
   tag: string,
+  names: (i: number) => string = (i) => `${tag}:${i}`,
 ): Promise<SequentialResult> {
   const lat: number[] = [];
   const cpu0 = process.cpuUsage();
@@ -81,7 +94,7 @@ export async function sequential(
   let i = 0;
   let now = start;
   while (now < end) {
-    const held = await c.lock(`${tag}:${i++}`);
+    const held = await c.lock(names(i++));
     await held.release();
     const t = performance.now();
     lat.push(t - now);

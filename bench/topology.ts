@@ -6,7 +6,14 @@
  */
 import type { Redis } from 'ioredis';
 import { RedisMasters } from '../test/harness/redis-masters';
-import { RETRY_PROFILES, RetryProfile, SLOW_RETRY } from './config';
+import {
+  CALLERS_PER_PROCESS,
+  FEW_CALLERS,
+  PROCESSES,
+  RETRY_PROFILES,
+  RetryProfile,
+  SLOW_RETRY,
+} from './config';
 import {
   CONTENDER_IDS,
   OURS_LABELS,
@@ -21,19 +28,13 @@ import { ProcessPool } from './multiproc';
 import { oursNest } from './nest-contender';
 import type { Options } from './options';
 import type { Metrics, Row, ScenarioSummary } from './report';
-import { parallel, sequential } from './scenarios';
+import { REUSED_NAMES, parallel, reusedName, sequential } from './scenarios';
 import { fmt, median } from './stats';
 import { manyWaiters } from './waiters';
 
 export const PARALLEL = 64;
 export const WORKERS = 16;
-export const PROCESSES = 4;
-export const CALLERS_PER_PROCESS = 4;
-/**
- * Callers per process of the few-callers scenario (same worker processes): every process's queue
- * is empty at each release, so no local hand-over hides a library's unfairness across processes.
- */
-export const FEW_CALLERS = 1;
+export { CALLERS_PER_PROCESS, FEW_CALLERS, PROCESSES } from './config';
 export const CRITICAL_MS = 1;
 
 /** Everything measured on one topology. */
@@ -136,10 +137,13 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
     withRedisCpu(() =>
       pool.run(id as ContenderId, p.id, tag, windowMs, callers, CRITICAL_MS, opts.graceMs),
     );
+  // Uncontended and cost: every row, with what each guarantee costs (one turned off per row).
   const all = [
     'raw',
     'ours',
     'ours-nofence',
+    'ours-noquarantine',
+    'ours-nohandoff',
     'ours-noclock',
     'ours-fair',
     'ours-node-redis',
@@ -149,6 +153,8 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
     'redis-semaphore',
     'redlock-universal',
   ];
+  // 64 parallel: without the quarantine-off and wake-ups-off rows (run time).
+  const parallelIds = all.filter((id) => id !== 'ours-noquarantine' && id !== 'ours-nohandoff');
   const contendedIds = [
     'raw',
     'ours',
@@ -164,16 +170,24 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
   if (opts.only.has('uncontended'))
     out.push({
       key: 'uncontended',
-      title: 'uncontended acquire + release',
+      title: 'uncontended acquire + release, fresh names',
       ids: all,
       description: `One caller, a new resource each time, ${opts.seqMs} ms per library per round.`,
       run: (id, tag) => local(id, (c) => sequential(c, opts.seqMs, tag)),
+    });
+  if (opts.only.has('uncontended'))
+    out.push({
+      key: 'uncontended-reused',
+      title: `uncontended acquire + release, ${REUSED_NAMES} names reused`,
+      ids: all,
+      description: `One caller, the same ${REUSED_NAMES} resource names in turn (r0 … r${REUSED_NAMES - 1}, then r0 again; the same names for every library, each under its own key prefix, every name already locked once in the warm-up), ${opts.seqMs} ms per library per round.`,
+      run: (id, tag) => local(id, (c) => sequential(c, opts.seqMs, tag, reusedName)),
     });
   if (opts.only.has('parallel'))
     out.push({
       key: 'parallel',
       title: `${PARALLEL} parallel, distinct resources`,
-      ids: all,
+      ids: parallelIds,
       description: `${PARALLEL} callers, each on its own resources, ${opts.parMs} ms per library per round; p50/p99 of acquire + release.`,
       run: (id, tag) => local(id, (c) => parallel(c, opts.parMs, PARALLEL, tag)),
     });
@@ -222,8 +236,9 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
 }
 
 /**
- * Warms the runner's own instances (sequential and parallel locking); the worker pools warm
- * each library themselves before its first measured run in a worker (ProcessPool.run).
+ * Warms the runner's own instances (sequential and parallel locking, and one lock of each name of
+ * the reused-names scenario, so that its rounds all find the names used before); the worker pools
+ * warm each library themselves before its first measured run in a worker (ProcessPool.run).
  */
 async function warmUp(opts: Options, libs: Map<string, Lib>): Promise<void> {
   const ms = opts.quick ? 120 : 300;
@@ -231,6 +246,7 @@ async function warmUp(opts: Options, libs: Map<string, Lib>): Promise<void> {
     if (isUnavailable(c) || !key.endsWith(`@${SLOW_RETRY.id}`)) continue;
     await sequential(c, ms, `warm:${key}:s`);
     await parallel(c, ms, PARALLEL, `warm:${key}:p`);
+    for (let i = 0; i < REUSED_NAMES; i++) await (await c.lock(reusedName(i))).release();
   }
 }
 

@@ -1,0 +1,94 @@
+/**
+ * The benchmark's uncontended and 64-parallel targets (bench/targets.ts, issue 54 "Targets"),
+ * judged on synthetic medians: both uncontended tables (fresh and reused names) get the same
+ * targets, the fencing-off rate is judged on the `ours-nofence` row against node-redlock's, the
+ * CPU targets against node-redlock's, and a target whose row is missing reads n/a.
+ */
+import type { Row, ScenarioSummary } from '../../bench/report';
+import { PARALLEL_GOAL, UNCONTENDED_GOALS, targetsByScenario } from '../../bench/targets';
+import type { Summaries } from '../../bench/targets';
+
+const row = (id: string, kind: Row['kind'], metrics: Row['metrics']): Row => ({
+  id,
+  label: id,
+  kind,
+  metrics,
+});
+
+function summary(key: string, rows: Row[]): ScenarioSummary {
+  return { key, title: key, description: '', rows, unavailable: [] };
+}
+
+function report(summaries: ScenarioSummary[]): Summaries {
+  return { summary: Object.fromEntries(summaries.map((s) => [s.key, s])) };
+}
+
+// node-redlock: 1000 ops/s, 400 µs client, 400 µs masters; the best other (sesamecare) 1100 ops/s.
+const others = (): Row[] => [
+  row('raw', 'floor', { opsPerSec: 1200, cpuUsPerOp: 300, redisCpuUsPerOp: 300 }),
+  row('node-redlock', 'other', { opsPerSec: 1000, cpuUsPerOp: 400, redisCpuUsPerOp: 400 }),
+  row('sesamecare', 'other', { opsPerSec: 1100, cpuUsPerOp: 500, redisCpuUsPerOp: 500 }),
+];
+
+const byName = (targets: ReturnType<typeof targetsByScenario>[string]) =>
+  Object.fromEntries(targets.map((t) => [t.name, t]));
+
+describe('bench targets', () => {
+  it('judges both uncontended tables alike, against node-redlock and the best other', () => {
+    const rows = [
+      ...others(),
+      // 0.95× node-redlock, 0.86× the best other; CPU 1.1× and 1.25× node-redlock's.
+      row('ours', 'ours', { opsPerSec: 950, cpuUsPerOp: 440, redisCpuUsPerOp: 500 }),
+      // 0.94× node-redlock: just under the fencing-off goal.
+      row('ours-nofence', 'ours', { opsPerSec: 940, cpuUsPerOp: 400, redisCpuUsPerOp: 400 }),
+    ];
+    const t = targetsByScenario(
+      report([summary('uncontended', rows), summary('uncontended-reused', rows)]),
+    );
+    for (const key of ['uncontended', 'uncontended-reused']) {
+      const got = byName(t[key]);
+      expect(Object.keys(got)).toEqual([
+        'ops/s',
+        'ops/s vs node-redlock',
+        'Node CPU µs/op',
+        'Redis CPU µs/op',
+        'fencing off: ops/s vs node-redlock',
+      ]);
+      expect(got['ops/s']).toMatchObject({ reference: '1,100 (sesamecare)', pass: false });
+      expect(got['ops/s vs node-redlock']).toMatchObject({
+        reference: '1,000 (node-redlock)',
+        pass: true,
+      });
+      expect(got['Node CPU µs/op'].pass).toBe(true);
+      expect(got['Redis CPU µs/op'].pass).toBe(false);
+      expect(got['fencing off: ops/s vs node-redlock']).toMatchObject({ ours: '940', pass: false });
+    }
+    expect(UNCONTENDED_GOALS).toEqual({
+      opsVsBestOther: 0.9,
+      opsVsNodeRedlock: 0.9,
+      nodeCpuVsNodeRedlock: 1.15,
+      redisCpuVsNodeRedlock: 1.2,
+      noFenceOpsVsNodeRedlock: 0.95,
+    });
+  });
+
+  it('reads n/a when the fencing-off row did not run', () => {
+    const rows = [
+      ...others(),
+      row('ours', 'ours', { opsPerSec: 1000, cpuUsPerOp: 400, redisCpuUsPerOp: 400 }),
+    ];
+    const got = byName(targetsByScenario(report([summary('uncontended', rows)])).uncontended);
+    expect(got['fencing off: ops/s vs node-redlock'].pass).toBeUndefined();
+    expect(got['ops/s vs node-redlock'].pass).toBe(true);
+  });
+
+  it('64 parallel: ops/s against 1.3× the best other', () => {
+    const at = (ops: number) =>
+      targetsByScenario(
+        report([summary('parallel', [...others(), row('ours', 'ours', { opsPerSec: ops })])]),
+      ).parallel[0];
+    expect(PARALLEL_GOAL).toBe(1.3);
+    expect(at(1430).pass).toBe(true);
+    expect(at(1420).pass).toBe(false);
+  });
+});
