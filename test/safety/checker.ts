@@ -133,6 +133,11 @@ export interface CheckReport {
   };
   /** Probe attempts after clock faults: `granted` or the refusal's error name, with counts. */
   readonly probes: Readonly<Record<string, number>>;
+  /**
+   * The engines' warnings, by kind: `clock-jumped` (a master's clock moved against the engine's
+   * monotonic clock), `clock-off` (at first contact, off the other masters'), `other`.
+   */
+  readonly warnings: Readonly<Record<string, number>>;
   readonly violations: readonly Violation[];
   /** Longest overlap found (ms), 0 when none. */
   readonly maxOverlap: number;
@@ -204,9 +209,19 @@ export function check(
   const exits = new Map<string, ExitEvent>();
   const acquireFailures: Record<string, number> = {};
   const probes: Record<string, number> = {};
+  const warnings: Record<string, number> = {};
   for (const e of events) {
     if (e.ev === 'probe') {
       probes[e.outcome] = (probes[e.outcome] ?? 0) + 1;
+      continue;
+    }
+    if (e.ev === 'warn') {
+      const kind = /clock jumped/.test(e.message)
+        ? 'clock-jumped'
+        : /clock is .* (ahead of|behind) the other masters/.test(e.message)
+          ? 'clock-off'
+          : 'other';
+      warnings[kind] = (warnings[kind] ?? 0) + 1;
       continue;
     }
     const id = `${e.worker}:${'seq' in e ? e.seq : ''}`;
@@ -444,6 +459,7 @@ export function check(
       last: tokenList[tokenList.length - 1] ?? null,
     },
     probes,
+    warnings,
     violations,
     maxOverlap,
   };
@@ -473,6 +489,7 @@ export function formatReport(r: CheckReport, maxViolations = 10): string {
     `counter:           ${r.counter ? `value=${r.counter.value} accepted=${r.counter.accepted}` : 'not read'}`,
     `fenced writes:     ${f ? `${f.attempts} made: accepted=${f.accepted} refused=${f.refused} error=${f.errors}; after the lock ended: ${f.lateRefused} refused, ${f.lateAccepted} accepted (no newer holder had written)` : 'not checked'}`,
     `probes:            ${kv(r.probes)}`,
+    `engine warnings:   ${kv(r.warnings)}`,
     `past validity:     ${r.pastValidity} section(s): ${r.pastValidityAbortEvent} told by the abort event before they ended, ${r.pastValiditySuperseded} while another worker already held the lock`,
     `acquire failures:  ${kv(r.acquireFailures)}`,
     `faults injected:   ${kv(r.faults)}`,

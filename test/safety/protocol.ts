@@ -184,8 +184,18 @@ export interface ProbeEvent {
   readonly outcome: string;
 }
 
+/** A warning of one of the worker's engines (its logger), e.g. a master's clock found jumping. */
+export interface WarnEvent {
+  readonly ev: 'warn';
+  readonly worker: number;
+  /** `main`, `probe` (the warm probe) or `fresh` (an engine made for one probe). */
+  readonly engine: 'main' | 'probe' | 'fresh';
+  readonly t: number;
+  readonly message: string;
+}
+
 /** Any line of a worker log. */
-export type WorkerEvent = EnterEvent | ExitEvent | FailEvent | ProbeEvent;
+export type WorkerEvent = EnterEvent | ExitEvent | FailEvent | ProbeEvent | WarnEvent;
 
 /** Kinds of injected faults (see controller.ts). */
 export type FaultKind =

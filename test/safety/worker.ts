@@ -35,6 +35,7 @@ import {
   WORKER_ENV,
   WorkerConfig,
   WorkerEvent,
+  WarnEvent,
   WorkerMessage,
   WriteOutcome,
   monoMs,
@@ -91,6 +92,13 @@ const masters = masterClients();
 const counter = new Redis({ host: '127.0.0.1', port: cfg.counterPort, maxRetriesPerRequest: 1 });
 counter.on('error', () => undefined);
 
+/** An engine's logger: its warnings go to the log (the checker counts the clock detections). */
+function logger(engine: WarnEvent['engine']): RedlockSettings['logger'] {
+  return {
+    warn: (message: string) => log({ ev: 'warn', worker: cfg.id, engine, t: monoMs(), message }),
+  };
+}
+
 const settings: RedlockSettings = {
   ttl: TIMING.ttl,
   maxTtl: TIMING.maxTtl,
@@ -106,14 +114,14 @@ const settings: RedlockSettings = {
   // r3, r3 restarts empty, B wins r3 r4 r5). With the defaults both are on.
   repairOnExtend: !cfg.noQuarantine,
   fairness: cfg.fairness,
-  logger: { warn: () => undefined },
+  logger: logger('main'),
   // false: the deliberately broken variant for the clock faults (cli.ts --no-clock-check).
   clockCheck: cfg.clockCheck,
 };
 const redlock = new Redlock(masters, settings);
 /** The warm probe: an engine of its own that has read every master's clock before it probes. */
 const probeMasters = masterClients();
-const probe = new Redlock(probeMasters, settings);
+const probe = new Redlock(probeMasters, { ...settings, logger: logger('probe') });
 
 let nextMode: SectionMode = 'normal';
 let seq = 0;
@@ -145,7 +153,7 @@ async function runProbe(fresh: boolean): Promise<void> {
   const t = monoMs();
   let outcome = 'granted';
   const clients = fresh ? masterClients() : probeMasters;
-  const engine = fresh ? new Redlock(clients, settings) : probe;
+  const engine = fresh ? new Redlock(clients, { ...settings, logger: logger('fresh') }) : probe;
   try {
     if (fresh) await ready(clients);
     await engine.using(RESOURCE, (signal, lock) => section(signal, lock, 'probe'), {
