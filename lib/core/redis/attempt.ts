@@ -201,9 +201,13 @@ export async function attemptOnMasters(
     // larger quorum is not needed here, and asking it made nearly every semaphore grant wait for a
     // raise round (its holders reach different masters, so their counters drift apart). Only
     // masters whose vote counts (not a quarantined one, which may have lost its counter).
-    const counters = tally.replies.map((r, i) =>
-      r?.kind === 'reply' && tally.votes[i].outcome === 'ok' ? r.value.counters : undefined,
-    );
+    // A master whose data set is too young to count (0: redis/scripts/fencing.ts
+    // YOUNG_DATA_SET_MS) is left out like one that did not grant.
+    const counters = tally.replies.map((r, i) => {
+      const c =
+        r?.kind === 'reply' && tally.votes[i].outcome === 'ok' ? r.value.counters : undefined;
+      return c && !c.includes(0) ? c : undefined;
+    });
     const found = fencingTokensOf(counters, resources, store.quorum);
     if (found.settled) fencingTokens = found.tokens;
     else {

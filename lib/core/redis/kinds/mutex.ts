@@ -68,7 +68,7 @@ if n > 1 then
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   end
 end
-if ARGV[7] == '1' then${writerGrantedLua('true')}
+if ARGV[7] == '1' then${writerGrantedLua('true', "ARGV[3] == '1' or ARGV[3] == '3'")}
 end
 local res = {1, age}
 ${fenceCountersLua("ARGV[3] == '1' or ARGV[3] == '3'", 'clock')}

@@ -19,12 +19,13 @@ import { script } from '../scripts/kind-lua';
  * plain lock, which refuses new readers by itself, and a writer still waiting raises its flag
  * again at its next refusal by readers. Its release announcement then wakes the readers, which
  * find no flag left. A master where it was refused keeps its flag until it expires or the writer
- * gives up.
+ * gives up. `fencing` (a Lua condition) says whether the fencing counters come before the flags
+ * (the mutex's ARGV[3] also carries the clock flag: redis/kinds/mutex.ts).
  */
-export const writerGrantedLua = (flagged: string): string => `
+export const writerGrantedLua = (flagged: string, fencing = "ARGV[3] == '1'"): string => `
 if ${flagged} then
   local w0 = n
-  if ARGV[3] == '1' then w0 = 2 * n end
+  if ${fencing} then w0 = 2 * n end
   -- (Read first: nothing is written where no flag is up, the common case.)
   if redis.call('EXISTS', unpack(KEYS, w0 + 1, w0 + n)) > 0 then
     redis.call('DEL', unpack(KEYS, w0 + 1, w0 + n))

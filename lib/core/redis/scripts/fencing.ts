@@ -18,21 +18,40 @@ end`;
 /**
  * Lua of an acquire script with fencing: when `on` (a Lua condition) holds, increments the
  * counters at KEYS[n+1..2n] ({@link fenceIncrLua}, TTL ARGV[6]) and appends them to the table
- * `res`. A counter that starts takes the server time from `clock` (a Lua expression: the script's
- * reading of TIME, or nil), else reads it.
+ * `res` — 0 for each instead on a master whose data set is younger than
+ * {@link YOUNG_DATA_SET_MS} (the script's local `age`). A counter that starts takes the server
+ * time from `clock` (a Lua expression: the script's reading of TIME, or nil), else reads it.
  */
 export function fenceCountersLua(on: string, clock?: string): string {
   const time = clock === undefined ? undefined : `${clock} or redis.call('TIME')`;
   return `
 if ${on} then
+  local young = age >= 0 and age < ${YOUNG_DATA_SET_MS}
   for i = 1, n do
-    local fk = KEYS[n + i]
-    ${fenceIncrLua('fk', 'ARGV[6]', time)}
-    res[#res + 1] = v
+    if young then
+      res[#res + 1] = 0
+    else
+      local fk = KEYS[n + i]
+      ${fenceIncrLua('fk', 'ARGV[6]', time)}
+      res[#res + 1] = v
+    end
   end
 end
 `;
 }
+
+/**
+ * A data set younger than this (ms, its boot marker's age) starts no fencing counter: the acquire
+ * scripts answer 0 for its counters, and the engine counts no token from them
+ * (redis/attempt.ts). A master that lost its counters (a restart without its data) would
+ * otherwise start them again from the clock second it restarted in — the very second the tokens
+ * it handed out before may come from — while its restart quarantine still runs, and vote with
+ * them once it ended: a token lower than one handed out before (seen under load in
+ * test/core/fencing.spec.ts; test/core/fence-young-master.spec.ts). Started at least a second
+ * after the data set's birth, a counter begins in a later clock second than every token handed
+ * out before the restart.
+ */
+export const YOUNG_DATA_SET_MS = 1000;
 
 /** {@link fenceCountersLua} when ARGV[3] == '1': shared by the acquire scripts of the other kinds. */
 export const FENCE_COUNTERS_LUA = fenceCountersLua("ARGV[3] == '1'");
