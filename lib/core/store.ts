@@ -197,7 +197,7 @@ export interface MasterDistrust {
   readonly name: string;
   /** How far its clock moved beyond the drift allowance (or is off the others), ms; + forward. */
   readonly jump: number;
-  /** `jumped`: against the engine's monotonic clock; `disagrees`: off the other masters at first contact. */
+  /** `jumped`: against the engine's monotonic clock; `disagrees`: off the other masters' clocks. */
   readonly cause: 'jumped' | 'disagrees';
   /** How long its votes do not count, ms. */
   readonly quarantine: number;

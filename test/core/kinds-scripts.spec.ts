@@ -78,6 +78,9 @@ describe('counting semaphore', () => {
       fencing: true,
       marker,
     });
+    // A data set born a minute ago: its counters start (a younger one answers 0 for them:
+    // redis/scripts/fencing.ts YOUNG_DATA_SET_MS; below).
+    await c.set(marker, String(Date.now() - 60_000));
     const a = await semaphore([r], 2, call(tok('a'), 5_000));
     const b = await semaphore([r], 2, call(tok('b')));
     expect(a).toMatchObject({ status: 'granted', markerAge: expect.any(Number) });
@@ -93,6 +96,10 @@ describe('counting semaphore', () => {
     }
     expect(await c.zcard(key(r))).toBe(3); // two holders + the kind marker
     expect(await c.pttl(key(r))).toBeGreaterThan(9_000); // the latest expiry
+    // A data set younger than a second (a new marker) starts no counter: 0.
+    const young = uniqueResource('sem-young');
+    const y = await semaphore([young], 2, { ...call(tok('y')), marker: `kinds:boot:${young}` });
+    expect(y).toMatchObject({ status: 'granted', fencing: [0] });
   });
 
   it('prunes expired holders with the server clock, so their slots come back', async () => {

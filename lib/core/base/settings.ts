@@ -131,17 +131,16 @@ export interface RedlockSettings {
    * Check the masters' clocks while running (docs/guarantees.md, "Clock jumps"): every acquire
    * and extension reads each standalone master's clock (`TIME`) in the same round trip as its
    * vote. A master whose clock moved against this engine's monotonic clock by more than the
-   * drift allowance (driftFactor × the time since its last reading + 2 ms) — or, at the engine's
-   * first contact with it, whose clock is off the other masters' by more than `clockTolerance` —
-   * is treated like a master that restarted empty: its votes do not count for
-   * `quarantine.duration`, and locks the engine holds that needed its vote are re-checked at once.
-   * Default `true`.
+   * drift allowance (driftFactor × the time since its last reading + 2 ms), or is off the other
+   * masters' by more than `clockTolerance`, is treated like a master that restarted empty: its
+   * votes do not count for `quarantine.duration` (and while it stays off), and locks the engine
+   * holds that needed its vote are re-checked at once. Default `true`.
    */
   clockCheck?: boolean;
   /**
-   * How far (ms) a master's clock may be off the other masters' at the engine's first contact
-   * with it before it is distrusted (see {@link clockCheck}). Masters whose clocks are kept in
-   * step by NTP agree within a few ms. Default 1000.
+   * How far (ms) a master's clock may be off the other masters' before its votes stop counting
+   * (see {@link clockCheck}). Masters whose clocks are kept in step by NTP agree within a few
+   * ms. Default 1000.
    */
   clockTolerance?: number;
   /** Where warnings go. */

@@ -70,7 +70,7 @@ export interface MasterHealth {
   readonly quarantineRemaining?: number;
   /**
    * While its votes do not count because its clock jumped (the `clockCheck` setting): how far,
-   * in ms (+ forward, − back; at the engine's first contact: how far it is off the other
+   * in ms (+ forward, − back; for a clock off the others': how far it is off the other
    * masters). `quarantined` is true then.
    */
   readonly clockJump?: number;

@@ -80,8 +80,8 @@ export interface LostEvent {
 }
 
 /**
- * A master's clock jumped (or, at the engine's first contact with it, is off the other masters'
- * by more than `clockTolerance`): its votes do not count for {@link quarantine} ms, and the
+ * A master's clock jumped (or is off the other masters' by more than `clockTolerance`): its
+ * votes do not count for {@link quarantine} ms, and the
  * locks the engine held that needed its vote were re-checked — those left without a quorum
  * were lost (a `lost` event each, emitted before this one). See docs/guarantees.md, "Clock jumps".
  */
@@ -94,7 +94,7 @@ export interface ClockJumpEvent {
   readonly name: string;
   /** How far its clock moved beyond the drift allowance (or is off the others), ms; + forward. */
   readonly jump: number;
-  /** `jumped`: against the engine's monotonic clock; `disagrees`: off the other masters at first contact. */
+  /** `jumped`: against the engine's monotonic clock; `disagrees`: off the other masters' clocks. */
   readonly cause: 'jumped' | 'disagrees';
   /** How long its votes do not count, ms. */
   readonly quarantine: number;

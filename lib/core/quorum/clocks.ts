@@ -14,11 +14,12 @@
  *   advanced as much as the monotonic clock did, within the bracket and the drift allowance
  *   (driftFactor × the time between them + 2 ms). Anything else — a step forward or back — is a
  *   jump of about the excess.
- * - **First contact** ({@link firstContact}): a master the engine has no earlier sample of can
- *   only be compared with the other masters: the offsets (server clock − monotonic clock) of
- *   masters whose clocks agree lie within `tolerance` of each other. A master outside the
- *   majority that agrees is an outlier; without such a majority (too few samples yet, or a tie)
- *   nothing is decided and the vote waits for more samples.
+ * - **Against the peers** ({@link againstPeers}): a master's reading is compared with the other
+ *   masters' latest readings — the offsets (server clock − monotonic clock) of masters whose
+ *   clocks agree lie within `tolerance` of each other. A master outside the majority that agrees
+ *   is an outlier; without such a majority (too few readings yet, or a tie) nothing is decided.
+ *   It catches what the rate check cannot: a master the engine never read before, and a clock
+ *   set back and jumped forward again between two of its readings.
  *
  * A master found jumping (or an outlier) is treated as one that restarted empty: its votes do not
  * count for the quarantine period (redis/masters/clock-watch.ts).
@@ -58,8 +59,8 @@ export function offsetOf(s: ClockSample): { readonly offset: number; readonly er
   return { offset: s.server - (s.sent + s.received) / 2, error: (s.received - s.sent) / 2 };
 }
 
-/** What a first contact found of one master (see the file comment). */
-export type FirstContact =
+/** What the comparison with the other masters found of one master (see the file comment). */
+export type PeerVerdict =
   /** Its clock agrees with a majority of the sampled masters. */
   | { readonly verdict: 'agrees' }
   /** Its clock is off the majority's by `by` ms (positive: ahead). */
@@ -68,19 +69,19 @@ export type FirstContact =
   | { readonly verdict: 'undecided' };
 
 /**
- * The verdict on master `i`'s first sample, against every master's latest sample (`samples`,
+ * The verdict on master `i`'s latest sample, against every master's latest sample (`samples`,
  * undefined where there is none; `samples[i]` is the one judged). Two offsets agree when they
  * differ by at most `tolerance` plus both error bounds plus the drift allowance over the time
  * between the samples. The reference is the median offset: masters within reach of it form the
  * agreeing group, which must hold more than half of the samples and at least two of them; a
  * lone engine over one master (`masters === 1`) has nobody to compare with and agrees.
  */
-export function firstContact(
+export function againstPeers(
   i: number,
   samples: readonly (ClockSample | undefined)[],
   tolerance: number,
   driftFactor: number,
-): FirstContact {
+): PeerVerdict {
   const mine = samples[i];
   if (!mine) return { verdict: 'undecided' };
   if (samples.length === 1) return { verdict: 'agrees' };

@@ -26,7 +26,7 @@ import { ClockMasters } from '../../harness/faults/clock-shift';
 import { SUITE_DEFAULTS } from '../../harness/engines';
 import { RedisMasters, freePort, lockClients } from '../../harness/redis-masters';
 import { closeRedis } from '../../harness/faults/link-proxy';
-import { recordingLogger, uniqueResource, waitUntil } from '../../harness/util';
+import { recordingLogger, sleep, uniqueResource, waitUntil } from '../../harness/util';
 
 const JUMP = 30_000;
 const M3 = 2;
@@ -216,7 +216,7 @@ describe('a master whose clock jumps +30 s while A holds a lock', () => {
 describe('clock check: the quarantine, backward jumps, a clock off from the start', () => {
   const SHORT: RedlockSettings = { ttl: 1000, maxTtl: 1000 };
 
-  it('a jumped master votes again once its quarantine ended, against its new clock', async () => {
+  it('a jumped master votes again once back in line and its quarantine ended', async () => {
     // B reaches M3–M5 only: every grant needs M3's vote.
     const b = engineOn(await partialClients([2, 3, 4]), SHORT);
     const R = uniqueResource('clock-end');
@@ -225,6 +225,11 @@ describe('clock check: the quarantine, backward jumps, a clock off from the star
     const during = await b.acquire(R).catch((err: unknown) => err);
     expect(during).toBeInstanceOf(NoQuorumError);
     expect((during as NoQuorumError).votes[M3].outcome).toBe('quarantined');
+    // Still 30 s off the others past the quarantine period: still no vote.
+    await sleep(b.settings.quarantine.duration + 200);
+    await expect(b.acquire(R)).rejects.toThrow(NoQuorumError);
+    await set.clocks[M3].set(0);
+    await expect(b.acquire(R)).rejects.toThrow(NoQuorumError);
     await waitUntil(async () => !(await b.health()).masters[M3].quarantined, 5000);
     const after = await b.acquire(R);
     expect(after.votes[M3].outcome).toBe('ok');
@@ -241,6 +246,8 @@ describe('clock check: the quarantine, backward jumps, a clock off from the star
     const during = await b.acquire(R).catch((err: unknown) => err);
     expect(during).toBeInstanceOf(NoQuorumError);
     expect((during as NoQuorumError).votes[M3].outcome).toBe('quarantined');
+    await set.clocks[M3].set(0);
+    await expect(b.acquire(R)).rejects.toThrow(NoQuorumError);
     await waitUntil(async () => !(await b.health()).masters[M3].quarantined, 5000);
     const after = await b.acquire(R);
     expect(after.votes[M3].outcome).toBe('ok');
@@ -248,7 +255,7 @@ describe('clock check: the quarantine, backward jumps, a clock off from the star
     await after.release();
   });
 
-  it('a master whose clock is off from the start is distrusted once, then checked by its rate', async () => {
+  it('a master whose clock is off the others does not vote while it is off, and again once in line', async () => {
     await set.clocks[M3].set(5000);
     const logger = recordingLogger();
     const b = engineOn(await partialClients([2, 3, 4]), { ...SHORT, logger });
@@ -256,15 +263,44 @@ describe('clock check: the quarantine, backward jumps, a clock off from the star
     const first = await b.acquire(R).catch((err: unknown) => err);
     expect(first).toBeInstanceOf(NoQuorumError);
     expect((first as NoQuorumError).votes[M3].outcome).toBe('quarantined');
-    expect(logger.messages.filter((m) => m.includes('ahead of the other masters')).length).toBe(1);
     const m3 = (await b.health()).masters[M3];
     expect(m3.clockJump).toBeGreaterThan(4000);
     expect(m3.clockJump).toBeLessThan(6000);
+    // Past the quarantine period, still off: still no vote, and no second warning.
+    await sleep(b.settings.quarantine.duration + 200);
+    const still = await b.acquire(R).catch((err: unknown) => err);
+    expect(still).toBeInstanceOf(NoQuorumError);
+    expect((still as NoQuorumError).votes[M3].outcome).toBe('quarantined');
+    expect(logger.messages.filter((m) => m.includes('ahead of the other masters')).length).toBe(1);
+    // Back in line: it votes again once the quarantine its last reading started is over.
+    await set.clocks[M3].set(0);
+    await expect(b.acquire(R)).rejects.toThrow(NoQuorumError);
     await waitUntil(async () => !(await b.health()).masters[M3].quarantined, 5000);
     const later = await b.acquire(R);
     expect(later.votes[M3].outcome).toBe('ok');
     await later.release();
-    expect(logger.messages.filter((m) => m.includes('ahead of the other masters')).length).toBe(1);
+  });
+
+  it('a clock set back and jumped forward again between two readings is still caught', async () => {
+    // B's last reading of M3 is from while it was 30 s ahead (and out of its quarantine by
+    // time); M3 is set back, A locks R on M1–M3, M3 jumps forward again: against B's previous
+    // reading nothing moved, but M3 is 30 s off the other masters.
+    const R = uniqueResource('clock-back-forth');
+    const b = engineOn(await allClients(), { quarantine: { enabled: false, duration: 1000 } });
+    await (await b.acquire(uniqueResource('clock-bf-warm'))).release();
+    await set.clocks[M3].set(JUMP);
+    await (await b.acquire(uniqueResource('clock-bf-ahead'))).release();
+    await sleep(1200);
+    await (await b.acquire(uniqueResource('clock-bf-ahead-2'))).release();
+    await set.clocks[M3].set(0);
+    const a = engineOn(await partialClients([0, 1, 2]), { clockCheck: false });
+    const held = await holdOnThree(a, R);
+    await jumpM3(JUMP, a.keyOf(R));
+    const refused = await b.acquire(R).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(LockContendedError);
+    expect((refused as LockContendedError).votes[M3].outcome).toBe('quarantined');
+    held.done();
+    await held.ended;
   });
 
   it('a larger clockTolerance accepts a master that is off by less', async () => {

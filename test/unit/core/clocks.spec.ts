@@ -1,10 +1,10 @@
 /**
  * The clock check's pure rules (lib/core/quorum/clocks.ts): the rate check between two samples of
- * one master, bracketed by the monotonic clock, and the first contact against the other masters.
+ * one master, bracketed by the monotonic clock, and the comparison with the other masters.
  * The real faults (a master's clock jumping under the wall-clock shim) are
  * test/core/faults/clock-jump.spec.ts.
  */
-import { CLOCK_SLACK, clockJump, firstContact, offsetOf } from '../../../lib/core/quorum/clocks';
+import { CLOCK_SLACK, clockJump, againstPeers, offsetOf } from '../../../lib/core/quorum/clocks';
 import type { ClockSample } from '../../../lib/core/quorum/clocks';
 
 const EPOCH = 1_800_000_000_000;
@@ -47,41 +47,41 @@ describe('clockJump (the rate check)', () => {
   });
 });
 
-describe('firstContact (a master the engine never sampled)', () => {
+describe("againstPeers (a reading against the other masters')", () => {
   const tol = 1000;
   const f = 0.01;
 
   it('agrees with the majority, singles out the outlier with its offset', () => {
     const samples = [sample(0, 0), sample(1, 2), sample(2, 30_000), sample(3, -1), sample(4, 1)];
-    expect(firstContact(0, samples, tol, f)).toEqual({ verdict: 'agrees' });
-    const out = firstContact(2, samples, tol, f);
+    expect(againstPeers(0, samples, tol, f)).toEqual({ verdict: 'agrees' });
+    const out = againstPeers(2, samples, tol, f);
     expect(out.verdict).toBe('outlier');
     expect(out.verdict === 'outlier' && out.by).toBeGreaterThan(29_990);
   });
 
   it('finds an outlier among the three first replies of five masters', () => {
     const samples = [undefined, undefined, sample(0, 30_000), sample(0, 0), sample(1, 0)];
-    expect(firstContact(2, samples, tol, f).verdict).toBe('outlier');
-    expect(firstContact(3, samples, tol, f).verdict).toBe('agrees');
+    expect(againstPeers(2, samples, tol, f).verdict).toBe('outlier');
+    expect(againstPeers(3, samples, tol, f).verdict).toBe('agrees');
   });
 
   it('decides nothing with two samples that disagree, or a tie', () => {
-    expect(firstContact(0, [sample(0, 0), sample(0, 30_000)], tol, f).verdict).toBe('undecided');
+    expect(againstPeers(0, [sample(0, 0), sample(0, 30_000)], tol, f).verdict).toBe('undecided');
     const tie = [sample(0, 0), sample(0, 0), sample(0, 30_000), sample(0, 30_000)];
-    expect(firstContact(0, tie, tol, f).verdict).toBe('undecided');
-    expect(firstContact(0, [sample(0, 0), undefined, undefined], tol, f).verdict).toBe('undecided');
+    expect(againstPeers(0, tie, tol, f).verdict).toBe('undecided');
+    expect(againstPeers(0, [sample(0, 0), undefined, undefined], tol, f).verdict).toBe('undecided');
   });
 
   it('agrees with two samples that agree, and alone over one master', () => {
-    expect(firstContact(1, [sample(0, 0), sample(0, 400)], tol, f).verdict).toBe('agrees');
-    expect(firstContact(0, [sample(0, 999_999)], tol, f).verdict).toBe('agrees');
+    expect(againstPeers(1, [sample(0, 0), sample(0, 400)], tol, f).verdict).toBe('agrees');
+    expect(againstPeers(0, [sample(0, 999_999)], tol, f).verdict).toBe('agrees');
   });
 
   it('takes the tolerance, the error bounds and the time between samples into account', () => {
     const mine = sample(60_000, 1500, 2);
     // 1.5 s off, 60 s after the others' samples: 1000 + 1 + 600 + 2 ms of allowance covers it.
-    expect(firstContact(2, [sample(0, 0), sample(0, 0), mine], tol, f).verdict).toBe('agrees');
-    expect(firstContact(2, [sample(59_000, 0), sample(59_000, 0), mine], tol, f).verdict).toBe(
+    expect(againstPeers(2, [sample(0, 0), sample(0, 0), mine], tol, f).verdict).toBe('agrees');
+    expect(againstPeers(2, [sample(59_000, 0), sample(59_000, 0), mine], tol, f).verdict).toBe(
       'outlier',
     );
   });

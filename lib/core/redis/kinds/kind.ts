@@ -225,7 +225,8 @@ export function decodeKindAcquire(reply: unknown, fencingCounters: number): Kind
   if (!isInt(markerAge, Number.MIN_SAFE_INTEGER)) throw bad();
   if (status === 1) {
     const fencing = reply.slice(2) as unknown[];
-    if (fencing.length !== fencingCounters || !fencing.every((v) => isInt(v, 1))) throw bad();
+    // 0: a data set too young to start a counter (redis/scripts/fencing.ts YOUNG_DATA_SET_MS).
+    if (fencing.length !== fencingCounters || !fencing.every((v) => isInt(v, 0))) throw bad();
     return { status: 'granted', markerAge, fencing: fencing as number[] };
   }
   const holderTtl: unknown = reply[2];

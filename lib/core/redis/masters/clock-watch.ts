@@ -2,7 +2,7 @@ import { formatMs, monotonicNow } from '../../base/clock';
 import { withFields } from '../../base/fields';
 import type { NodeVote } from '../../base/errors';
 import type { RedlockLogger } from '../../base/settings';
-import { clockJump, firstContact } from '../../quorum/clocks';
+import { clockJump, againstPeers } from '../../quorum/clocks';
 import type { ClockSample } from '../../quorum/clocks';
 import type { MasterNode } from './node';
 
@@ -10,33 +10,39 @@ import type { MasterNode } from './node';
  * The masters' clocks, watched while the engine runs (the rules: quorum/clocks.ts; the promise:
  * docs/guarantees.md, "Clock jumps"). Every acquire and extension reads each standalone master's
  * clock (`TIME`) in the same round trip as its vote — inside the script when the kind's script
- * can carry it (the mutex's: redis/scripts/lua.ts `clockLua`), else as a command of its own sent
- * on the same connection right before the script (redis/masters/dispatch.ts); the reading is
- * judged before the vote counts:
+ * can carry it (the mutex's: redis/scripts/lua.ts `clockLua`, read in the same atomic run as the
+ * vote), else as a command of its own sent on the same connection right after the script
+ * (redis/masters/dispatch.ts); the reading is judged before the vote counts:
  *
- * - a master with an earlier sample whose clock moved against the engine's monotonic clock by
- *   more than the drift allowance has **jumped**: its keys may have expired early (forward) or
- *   live too long (back), so it is treated like a master that restarted empty — its votes do
- *   not count for the quarantine period (`quarantine.duration`, about maxTtl: by then every lock
- *   it may have lost has ended), counted from the detection, which is after the jump;
- * - a master the engine had no sample of is compared with the other masters: one whose clock is
- *   off the agreeing majority by more than `clockTolerance` is distrusted the same way; while no
- *   majority agrees yet, its vote does not count for that attempt (nothing is started).
+ * - against the master's previous reading: a clock that moved against the engine's monotonic
+ *   clock by more than the drift allowance has **jumped** — its keys may have expired early
+ *   (forward) or live too long (back);
+ * - against the other masters' latest readings, on every reading: a clock off the agreeing
+ *   majority by more than `clockTolerance` **disagrees** — this also catches a clock set back and
+ *   jumped forward again between two readings, which its own previous reading cannot show; a
+ *   master never yet found in line with the others (its first reading, with too few others read)
+ *   does not count for that attempt (nothing is started).
  *
- * A distrusted master's sample becomes its new baseline: once its quarantine ended, it votes
- * again, checked against that. Detections are logged once each, reported to the listener (the
- * engine re-checks the locks it holds that counted that master and emits an event) and shown in
- * `health()`. Cluster masters are not sampled (TIME would reach any one of their nodes).
+ * Either way it is treated like a master that restarted empty: its votes do not count for the
+ * quarantine period (`quarantine.duration`, about maxTtl: by then every lock it may have lost has
+ * ended), counted from the detection, which is after the jump — and for longer while it stays off
+ * the others. Detections are logged once per episode, reported to the listener (the engine
+ * re-checks the locks it holds that counted that master and emits an event) and shown in
+ * `health()`. Cluster masters are not read (TIME would reach any one of their nodes).
  */
 export class ClockWatch {
-  /** The accepted sample per master: the baseline of its next rate check. */
-  private readonly baseline: (ClockSample | undefined)[];
-  /** The latest sample per master of a first contact not yet decided. */
-  private readonly contact: (ClockSample | undefined)[];
+  /** The latest reading per master (every reading: the rate check's baseline, the peers' median). */
+  private readonly latest: (ClockSample | undefined)[];
+  /** Whether the master's clock was found in line with the other masters' since its first reading. */
+  private readonly known: boolean[];
+  /** Masters read since the last {@link review} (their peer check is due). */
+  private readonly fresh: boolean[];
   /** Monotonic end of each master's clock quarantine (0: none). */
   private readonly until: number[];
   /** The jump (or disagreement) that started it, ms. */
   private readonly jumps: number[];
+  /** Whether the log said so since the master was last found in line with the others. */
+  private readonly said: boolean[];
   private readonly listeners = new Set<(e: ClockDistrust) => void>();
 
   constructor(
@@ -50,10 +56,12 @@ export class ClockWatch {
     },
   ) {
     const n = nodes.length;
-    this.baseline = new Array<ClockSample | undefined>(n).fill(undefined);
-    this.contact = new Array<ClockSample | undefined>(n).fill(undefined);
+    this.latest = new Array<ClockSample | undefined>(n).fill(undefined);
+    this.known = new Array<boolean>(n).fill(false);
+    this.fresh = new Array<boolean>(n).fill(false);
     this.until = new Array<number>(n).fill(0);
     this.jumps = new Array<number>(n).fill(0);
+    this.said = new Array<boolean>(n).fill(false);
   }
 
   /** Whether the clock check runs. */
@@ -68,9 +76,10 @@ export class ClockWatch {
   }
 
   /**
-   * Sends `TIME` to `node` now (before the vote's script, on the same connection) and records the
-   * reading when it comes; `undefined` when the master is not sampled. Never rejects: a master
-   * that refuses TIME, or fails, is judged as before, without a sample.
+   * Sends `TIME` to `node` now (after the vote's script, on the same connection: a jump between
+   * the two shows in the reading) and records the reading when it comes; `undefined` when the
+   * master is not read. Never rejects: a master that refuses TIME, or fails, is judged without a
+   * reading.
    */
   sample(node: MasterNode): Promise<void> | undefined {
     if (!this.options.enabled || node.cluster) return undefined;
@@ -90,23 +99,21 @@ export class ClockWatch {
   /** Records one reading of master `i`'s clock (the rate check runs here). */
   record(i: number, s: ClockSample): void {
     if (!this.options.enabled) return;
-    const prev = this.baseline[i];
-    if (!prev) {
-      this.contact[i] = s;
-      return;
-    }
-    this.baseline[i] = s;
+    const prev = this.latest[i];
+    this.latest[i] = s;
+    this.fresh[i] = true;
+    if (!prev) return;
     const jump = clockJump(prev, s, this.options.driftFactor);
     if (jump !== 0) this.distrust(i, jump, 'jumped');
   }
 
   /**
-   * Whether master `i`'s votes count now: not in a clock quarantine. A first contact is decided
-   * here when the samples allow it; one still undecided counts for now, and {@link review}
-   * takes it back before the round's verdict.
+   * Whether master `i`'s votes count now: not in a clock quarantine, and its latest reading in
+   * line with the other masters'. A master the engine never found in line yet (its first reading,
+   * while too few others were read) counts for now; {@link review} decides before the verdict.
    */
   counts(i: number): boolean {
-    if (this.contact[i]) this.decide(i);
+    if (this.fresh[i]) this.peerCheck(i, false);
     return !(this.until[i] > monotonicNow());
   }
 
@@ -117,14 +124,14 @@ export class ClockWatch {
   }
 
   /**
-   * Before a round's votes are counted: decides the first contacts it sampled, and turns the
-   * `ok` votes of masters whose clock cannot be trusted (distrusted, or a first contact still
-   * undecided) into `quarantined`; every such vote gets the time its quarantine has left.
-   * Changes `votes` in place; returns how many `ok` votes it turned.
+   * Before a round's votes are counted: checks every reading it brought against the other
+   * masters', and turns the `ok` votes of masters whose clock cannot be trusted (distrusted, or
+   * never yet found in line with the others) into `quarantined`; every such vote gets the time
+   * its quarantine has left. Changes `votes` in place; returns how many `ok` votes it turned.
    */
   review(votes: NodeVote[]): number {
     if (!this.options.enabled) return 0;
-    for (let i = 0; i < this.contact.length; i++) if (this.contact[i]) this.decide(i);
+    for (let i = 0; i < this.fresh.length; i++) if (this.fresh[i]) this.peerCheck(i, true);
     const now = monotonicNow();
     let turned = 0;
     for (let k = 0; k < votes.length; k++) {
@@ -132,7 +139,9 @@ export class ClockWatch {
       if (v.outcome !== 'ok' && v.outcome !== 'quarantined') continue;
       const i = v.node;
       const distrusted = this.until[i] > now;
-      if (!distrusted && !this.contact[i]) continue;
+      // A master read but never found in line with the others (too few others read yet).
+      const undecided = !this.known[i] && this.latest[i] !== undefined;
+      if (!distrusted && !undecided) continue;
       if (v.outcome === 'ok') turned++;
       const remaining = distrusted ? Math.ceil(this.until[i] - now) : 0;
       votes[k] = withFields(
@@ -147,7 +156,7 @@ export class ClockWatch {
 
   /**
    * Reads every connected standalone master's clock now (the engine's start), so that the
-   * first votes are judged with every master's sample at hand, not just those of the first
+   * first votes are judged with every master's reading at hand, not just those of the first
    * replies.
    */
   warm(): void {
@@ -155,21 +164,44 @@ export class ClockWatch {
     for (const node of this.nodes) if (node.connection.isReady) void this.sample(node);
   }
 
-  /** Decides master `i`'s first contact, if the samples allow it. */
-  private decide(i: number): void {
-    const latest = this.baseline.map((b, j) => this.contact[j] ?? b);
-    const found = firstContact(i, latest, this.options.tolerance, this.options.driftFactor);
+  /**
+   * Master `i`'s latest reading against the other masters' (quorum/clocks.ts `againstPeers`):
+   * off the agreeing majority by more than `clockTolerance`, it is distrusted — on every reading,
+   * not only the first: a master whose clock was set back and jumped forward again between two
+   * of this engine's readings shows no jump against its own earlier reading, but is off the
+   * others all the same. An older reading of another master counts with a wider allowance (the
+   * drift factor times the time between the two). Without enough readings of the others nothing
+   * is decided: again at the round's review (`last`), when its other readings are in.
+   */
+  private peerCheck(i: number, last: boolean): void {
+    const found = againstPeers(i, this.latest, this.options.tolerance, this.options.driftFactor);
+    // Undecided while the round's other readings are still coming: decided again at its review.
+    if (found.verdict === 'undecided' && !last) return;
+    this.fresh[i] = false;
     if (found.verdict === 'undecided') return;
-    this.baseline[i] = this.contact[i];
-    this.contact[i] = undefined;
+    this.known[i] = true;
     if (found.verdict === 'outlier') this.distrust(i, found.by, 'disagrees');
+    else this.said[i] = false; // in line: a later jump is news again
   }
 
+  /**
+   * Master `i`'s votes do not count for the quarantine period from now. The listeners (the
+   * engine's re-check of its locks) are told once per episode — a master found off again while
+   * still distrusted only has its quarantine extended —, the log once until the master is found
+   * in line with the others again.
+   */
   private distrust(i: number, jump: number, cause: ClockDistrust['cause']): void {
     const { duration, logger } = this.options;
-    this.until[i] = monotonicNow() + duration;
+    const now = monotonicNow();
+    const ongoing = this.until[i] > now;
+    this.until[i] = now + duration;
+    if (ongoing) return;
     this.jumps[i] = jump;
     const node = this.nodes[i];
+    const event: ClockDistrust = { node: i, name: node.name, jump, cause, quarantine: duration };
+    for (const l of this.listeners) l(event);
+    if (this.said[i]) return;
+    this.said[i] = true;
     const amount = `${jump > 0 ? '+' : '−'}${formatMs(Math.abs(jump))}`;
     const what =
       cause === 'jumped'
@@ -177,12 +209,11 @@ export class ClockWatch {
         : `clock is ${formatMs(Math.abs(jump))} ${jump > 0 ? 'ahead of' : 'behind'} the other masters' (tolerance ${this.options.tolerance} ms)`;
     logger.warn(
       `Redlock: master ${node.name}'s ${what}: keys it holds may expire ${jump > 0 ? 'early' : 'late'}. ` +
-        `Its votes do not count for ${formatMs(duration)}, until about ${new Date(Date.now() + duration).toISOString()}, ` +
-        'as after a restart without its data; locks that needed its vote are re-checked. ' +
-        'Keep the masters\u2019 clocks disciplined (NTP slewing, no steps).',
+        `Its votes do not count for ${formatMs(duration)}, until about ${new Date(Date.now() + duration).toISOString()} ` +
+        '(longer while its clock stays off the others), as after a restart without its data; ' +
+        'locks that needed its vote are re-checked. Keep the masters\u2019 clocks disciplined ' +
+        '(NTP slewing, no steps), or raise `clockTolerance` for masters whose clocks disagree.',
     );
-    const event: ClockDistrust = { node: i, name: node.name, jump, cause, quarantine: duration };
-    for (const l of this.listeners) l(event);
   }
 }
 
@@ -194,7 +225,7 @@ export interface ClockDistrust {
   readonly name: string;
   /** How far its clock moved beyond the allowance (or is off the others), ms; + is forward. */
   readonly jump: number;
-  /** `jumped`: against its earlier sample; `disagrees`: first contact, off the other masters. */
+  /** `jumped`: against its earlier reading; `disagrees`: off the other masters' clocks. */
   readonly cause: 'jumped' | 'disagrees';
   /** How long its votes do not count, ms. */
   readonly quarantine: number;

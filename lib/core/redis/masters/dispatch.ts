@@ -39,7 +39,7 @@ export class Dispatch {
    * {@link grouped}, with the group replies read by `read` in the same continuation. With
    * `clocks` (a vote: the clock check, redis/masters/clock-watch.ts) the master's clock is read
    * in the same round trip — inside the script when the call can carry it (`ScriptCall.clocked`),
-   * else by a TIME sent right before it — and recorded before `read` runs.
+   * else by a TIME sent right after it — and recorded before the vote is judged.
    */
   read<T>(
     node: MasterNode,
@@ -54,13 +54,15 @@ export class Dispatch {
       // The hot path: one call, one continuation (a follow-up, when asked for, adds its own).
       const call = build(keys, resources);
       const sent = clocks ? monotonicNow() : 0;
-      const sampled = clocks && !call.clocked ? clocks.sample(node) : undefined;
       const voted = node.evalScript(call.script, call.keys, call.args, wanted).then((raw) => {
         const value = call.clocked ? unclocked(raw, call, node, sent, clocks) : raw;
         const next = nextCall(call, value, wanted);
         if (!next) return read([{ resources, value }]);
         return sendFollowed(node, next, wanted).then((v) => read([{ resources, value: v }]));
       });
+      // A call that cannot carry the clock: a TIME right after it, so that a jump between the
+      // two shows in the reading (one before it would vouch for a vote cast after a jump).
+      const sampled = clocks && !call.clocked ? clocks.sample(node) : undefined;
       return sampled ? Promise.all([sampled, voted]).then((both) => both[1]) : voted;
     }
     return Promise.all(
