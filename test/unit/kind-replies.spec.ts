@@ -23,6 +23,12 @@ describe('decodeKindAcquire', () => {
       markerAge: 5000,
       fencing: [7, 9],
     });
+    // A data set younger than a second answers 0 for its counters (redis/scripts/fencing.ts).
+    expect(decodeKindAcquire([1, 50, 0], 1)).toEqual({
+      status: 'granted',
+      markerAge: 50,
+      fencing: [0],
+    });
     expect(decodeKindAcquire([0, 12, 300], 0)).toEqual({
       status: 'held',
       markerAge: 12,
@@ -68,7 +74,7 @@ describe('decodeKindAcquire', () => {
     [[1], 0],
     [[1, -1], 1], // a fencing counter is missing
     [[1, -1, 5], 0], // an unexpected counter
-    [[1, -1, 0], 1], // counters are positive
+    [[1, -1, -1], 1], // counters are not negative (0: a data set too young to start one)
     [[1, 1.5], 0],
     [[0, -1], 0],
     [[0, -1, -5], 0],
