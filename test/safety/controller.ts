@@ -18,18 +18,20 @@
  *   lock lives on exactly 3; one of those 3 masters' wall clock jumps 30 s forward (its key
  *   expires at once), and another worker's probe engine — warm (it has read every master's clock
  *   before) or fresh — contends right away: the case of the published Redlock critique
- *   (docs/REDLOCK.md, "Clocks"; issue 53). The master keeps its new offset.
+ *   (docs/REDLOCK.md, "Clocks"; issue 53). Once the holder's section ended the clock is set
+ *   back (a jump the other way).
  * - `bare-majority-restart`: 2 masters refuse scripts (ACL `-@scripting`: a partition where
  *   requests fail fast) while a worker acquires a `long` section, so its lock lives on exactly 3
  *   masters; the partition heals, 1 of those 3 is SIGKILLed and restarted empty, and a probe
  *   contends right away.
  * - `pause-holder`: a worker is asked for a `hold` section; right after it enters, the worker
  *   process is SIGSTOPped past its whole ttl, then resumed.
- * - `clock-jump-back`: the same set-up as `clock-jump`; the master with the largest offset jumps
- *   30 s back (its keys now outlive their ttl), a probe contends, and once the holder's section
- *   ended the master is killed and restarted empty under its late clock, so its fencing counter
- *   is born again from a clock 30 s behind the one it had. Jumps forward take the master with the
- *   smallest offset: with both kinds in the cycle every offset stays within ±30 s.
+ * - `clock-jump-back`: the same set-up as `clock-jump`; the master jumps 30 s back (its keys now
+ *   outlive their ttl), a probe contends, and once the holder's section ended the master is
+ *   killed and restarted empty under its late clock, so that its fencing counters are born again
+ *   from a clock 30 s behind; 1.5 s later its clock is set right (a jump forward).
+ *   Each clock fault sets its master's clock back as it was: between them every clock is on time
+ *   (a master whose clock is off the others' does not vote, so faults that need it would fail).
  * - `minority-down`: SIGKILL 2 masters, keep them down 1–2.5 s, restart them empty.
  * - `pause-worker`: SIGSTOP a random worker at a random moment (acquiring, extending, releasing,
  *   holding, ...) for 0.3–0.9 s.
@@ -390,7 +392,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       const details = [
         extra.link,
         extra.clock &&
-          `clock ${extra.clock.jumpMs > 0 ? '+' : ''}${extra.clock.jumpMs / 1000} s → offset ${extra.clock.offsetMs / 1000} s`,
+          `clock ${extra.clock.jumpMs > 0 ? '+' : ''}${extra.clock.jumpMs / 1000} s → offset ${extra.clock.offsetMs / 1000} s, then set back`,
         extra.probe &&
           `probe=worker ${extra.probe.worker} (${extra.probe.fresh ? 'fresh' : 'warm'})`,
       ].filter(Boolean);
@@ -493,9 +495,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         case 'clock-jump':
         case 'clock-jump-back': {
           const forward = kind === 'clock-jump';
-          const offsets = m.clocks.map((c) => c.offsetMs);
-          const extreme = forward ? Math.min(...offsets) : Math.max(...offsets);
-          const target = pick(all.filter((i) => offsets[i] === extreme));
+          // Every master's clock is on time between the clock faults (each sets its own back).
+          const target = pick(all);
           // The holder's lock must live on exactly 3 masters, the jumped one among them: its links
           // to 2 others refuse while it acquires.
           const cut = shuffle(all.filter((i) => i !== target)).slice(0, 2);
@@ -519,15 +520,20 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
           // The critique's client B: another process contends right after the jump.
           const probe = contender(h);
           await probed(probe, kind);
+          await until(() => h.current?.seq !== seq, 5000);
+          const offsetMs = m.clocks[target].offsetMs;
           if (!forward) {
-            // Its fencing counter is born again from a clock 30 s behind (the holder gone first).
-            await until(() => h.current?.seq !== seq, 5000);
+            // Its fencing counters are born again from a clock 30 s behind: restarted empty, it
+            // starts none for a second (a data set that young starts none), then the workers'
+            // acquires start them.
             await m.masters[target].restart();
+            await sleep(1500);
           }
-          record(kind, t, wall, [target], h, seq, cut, {
-            clock: { offsetMs: m.clocks[target].offsetMs, jumpMs },
-            probe,
-          });
+          // The clock is set right again, itself a jump the other way: an engine that read the
+          // master during the fault and not after it sees a jump at its next reading; keys set
+          // during a forward jump now outlive their ttl by 30 s.
+          await m.clocks[target].shift(-jumpMs);
+          record(kind, t, wall, [target], h, seq, cut, { clock: { offsetMs, jumpMs }, probe });
           return;
         }
         case 'pause-holder': {

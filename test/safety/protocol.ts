@@ -256,7 +256,7 @@ export interface FaultEvent {
   readonly seq: number | null;
   /** Partition faults: what the cut links did (`blackhole-both-hold`, `refuse`, ...). */
   readonly link?: string;
-  /** Clock faults: the jumped master's clock offset after the jump (ms), and by how much it moved. */
+  /** Clock faults: the jumped master's offset during the fault (ms; set back at its end), and the jump. */
   readonly clock?: { readonly offsetMs: number; readonly jumpMs: number };
   /** Clock faults: the worker asked to contend right after the jump, and with which engine. */
   readonly probe?: { readonly worker: number; readonly fresh: boolean };
