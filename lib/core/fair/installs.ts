@@ -240,9 +240,11 @@ export class Installs {
   }
 
   /**
-   * Whether master `i`'s install counts as a vote: not in restart quarantine, and with a fencing
-   * counter when fencing is on (a yielding engine with other settings may not have sent what
-   * this one needs: then the marker's age is -1, the counter 0).
+   * Whether master `i`'s install counts as a vote: not in restart quarantine, its clock trusted by
+   * this engine (redis/masters/clock-watch.ts: an install is heard, not answered, so it carries
+   * no reading of its own; a master this engine found jumping must not vote through an install
+   * either), and with a fencing counter when fencing is on (a yielding engine with other settings
+   * may not have sent what this one needs: then the marker's age is -1, the counter 0).
    */
   private counts(i: number, v: Installed): boolean {
     return this.outcomeOf(i, v) === 'ok';
@@ -250,6 +252,7 @@ export class Installs {
 
   private outcomeOf(i: number, v: Installed): 'ok' | 'quarantined' | 'error' {
     if (this.store.settings.fencing && !(v.fence > 0)) return 'error';
+    if (!this.store.clocks.counts(i)) return 'quarantined';
     if (!this.store.nodes[i].checksMarker) return 'ok';
     return v.age === -2 || v.age >= this.store.settings.quarantine.duration ? 'ok' : 'quarantined';
   }
