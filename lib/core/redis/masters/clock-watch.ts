@@ -43,6 +43,8 @@ export class ClockWatch {
   private readonly jumps: number[];
   /** Whether the log said so since the master was last found in line with the others. */
   private readonly said: boolean[];
+  /** Whether the log said its clock cannot be checked (no majority agrees) since then. */
+  private readonly saidUnsettled: boolean[];
   private readonly listeners = new Set<(e: ClockDistrust) => void>();
 
   constructor(
@@ -62,6 +64,7 @@ export class ClockWatch {
     this.until = new Array<number>(n).fill(0);
     this.jumps = new Array<number>(n).fill(0);
     this.said = new Array<boolean>(n).fill(false);
+    this.saidUnsettled = new Array<boolean>(n).fill(false);
   }
 
   /** Whether the clock check runs. */
@@ -142,6 +145,7 @@ export class ClockWatch {
       // A master read but never found in line with the others (too few others read yet).
       const undecided = !this.known[i] && this.latest[i] !== undefined;
       if (!distrusted && !undecided) continue;
+      if (undecided) this.unsettled(i);
       if (v.outcome === 'ok') turned++;
       const remaining = distrusted ? Math.ceil(this.until[i] - now) : 0;
       votes[k] = withFields(
@@ -152,6 +156,25 @@ export class ClockWatch {
       );
     }
     return turned;
+  }
+
+  /**
+   * Master `i` was never found in line with the others although enough of them were read: no
+   * majority of the masters' clocks agrees within `clockTolerance`, so none can vouch for the
+   * others. Said once per master (until it is found in line): otherwise its votes would just
+   * not count, without a word.
+   */
+  private unsettled(i: number): void {
+    let read = 0;
+    for (const s of this.latest) if (s) read++;
+    if (this.saidUnsettled[i] || read < Math.min(3, this.latest.length)) return;
+    this.saidUnsettled[i] = true;
+    this.options.logger.warn(
+      `Redlock: master ${this.nodes[i].name}'s clock cannot be checked: no majority of the ` +
+        `masters' clocks agrees within clockTolerance (${this.options.tolerance} ms), so its ` +
+        'votes do not count until they do. Keep the masters\u2019 clocks in step (NTP), or raise ' +
+        '`clockTolerance`.',
+    );
   }
 
   /**
@@ -181,7 +204,7 @@ export class ClockWatch {
     if (found.verdict === 'undecided') return;
     this.known[i] = true;
     if (found.verdict === 'outlier') this.distrust(i, found.by, 'disagrees');
-    else this.said[i] = false; // in line: a later jump is news again
+    else this.said[i] = this.saidUnsettled[i] = false; // in line: later news is news again
   }
 
   /**
