@@ -57,6 +57,7 @@ import { LinkMatrix, type PartitionMode } from '../../harness/faults/link-proxy'
 import { SUITE_DEFAULTS, useMasters } from '../../harness/engines';
 import { RedisMasters } from '../../harness/redis-masters';
 import { sleep, uniqueResource } from '../../harness/util';
+import { seededRandom } from '../../safety/protocol';
 
 const SEED = Number(process.env.PARTITIONS_SEED ?? randomInt(2 ** 31));
 const TTL = 600;
@@ -87,18 +88,6 @@ const MAJORITY = [0, 1, 2];
 const MINORITY = [3, 4];
 
 const suite = useMasters(5);
-
-/** A small seeded generator (mulberry32): the same seed replays the same contention. */
-function generator(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 type Phase = 'before' | 'partitioned' | 'healed';
 
@@ -395,7 +384,7 @@ describe.each(MODES)('links %s', (name, mode) => {
   it('a majority cut loses its lock and is refused, a minority cut keeps locking, no overlap', async () => {
     const seed = (SEED + MODES.findIndex(([n]) => n === name)) >>> 0;
     // One generator per engine: each one's choices replay whatever the interleaving.
-    const random = [0, 1, 2].map((i) => generator((seed + i * 0x9e3779b9) >>> 0));
+    const random = [0, 1, 2].map((i) => seededRandom((seed + i * 0x9e3779b9) >>> 0));
     const [major, minor, healthy] = actors;
     const [a, b] = [uniqueResource('part-a'), uniqueResource('part-b')];
     record = new CaseRecord();

@@ -17,7 +17,8 @@ import type { MasterNode } from './node';
  * - against the master's previous reading: a clock that moved against the engine's monotonic
  *   clock by more than the drift allowance has **jumped** — its keys may have expired early
  *   (forward) or live too long (back);
- * - against the other masters' latest readings, on every reading: a clock off the agreeing
+ * - against the other masters' latest readings, for every reading (directly, or through the
+ *   previous reading it moved with, when that one was found in line): a clock off the agreeing
  *   majority by more than `clockTolerance` **disagrees** — this also catches a clock set back and
  *   jumped forward again between two readings, which its own previous reading cannot show; a
  *   master never yet found in line with the others (its first reading, with too few others read)
@@ -35,8 +36,10 @@ export class ClockWatch {
   private readonly latest: (ClockSample | undefined)[];
   /** Whether the master's clock was found in line with the other masters' since its first reading. */
   private readonly known: boolean[];
-  /** Masters read since the last {@link review} (their peer check is due). */
+  /** Masters read since the last {@link review} whose peer check is due. */
   private readonly fresh: boolean[];
+  /** Whether the master's latest reading was found in line with the other masters'. */
+  private readonly inLine: boolean[];
   /** Monotonic end of each master's clock quarantine (0: none). */
   private readonly until: number[];
   /** The jump (or disagreement) that started it, ms. */
@@ -61,6 +64,7 @@ export class ClockWatch {
     this.latest = new Array<ClockSample | undefined>(n).fill(undefined);
     this.known = new Array<boolean>(n).fill(false);
     this.fresh = new Array<boolean>(n).fill(false);
+    this.inLine = new Array<boolean>(n).fill(false);
     this.until = new Array<number>(n).fill(0);
     this.jumps = new Array<number>(n).fill(0);
     this.said = new Array<boolean>(n).fill(false);
@@ -99,14 +103,20 @@ export class ClockWatch {
     );
   }
 
-  /** Records one reading of master `i`'s clock (the rate check runs here). */
+  /**
+   * Records one reading of master `i`'s clock. The rate check runs here; the peer check is due
+   * only when this reading cannot inherit its previous one's: a reading that moved with the
+   * monotonic clock since one found in line with the other masters is in line by that alone
+   * (the steady state: no comparison, nothing allocated on the acquire path).
+   */
   record(i: number, s: ClockSample): void {
     if (!this.options.enabled) return;
     const prev = this.latest[i];
     this.latest[i] = s;
+    const jump = prev ? clockJump(prev, s, this.options.driftFactor) : 0;
+    if (prev && jump === 0 && this.inLine[i]) return;
+    this.inLine[i] = false;
     this.fresh[i] = true;
-    if (!prev) return;
-    const jump = clockJump(prev, s, this.options.driftFactor);
     if (jump !== 0) this.distrust(i, jump, 'jumped');
   }
 
@@ -189,10 +199,11 @@ export class ClockWatch {
 
   /**
    * Master `i`'s latest reading against the other masters' (quorum/clocks.ts `againstPeers`):
-   * off the agreeing majority by more than `clockTolerance`, it is distrusted — on every reading,
-   * not only the first: a master whose clock was set back and jumped forward again between two
-   * of this engine's readings shows no jump against its own earlier reading, but is off the
-   * others all the same. An older reading of another master counts with a wider allowance (the
+   * off the agreeing majority by more than `clockTolerance`, it is distrusted — for every
+   * reading not already in line through its previous one ({@link record}), not only the first:
+   * a master whose clock was set back and jumped forward again between two of this engine's
+   * readings (the first one taken while it was off) shows no jump against its own earlier
+   * reading, but is off the others all the same. An older reading of another master counts with a wider allowance (the
    * drift factor times the time between the two). Without enough readings of the others nothing
    * is decided: again at the round's review (`last`), when its other readings are in.
    */
@@ -204,7 +215,10 @@ export class ClockWatch {
     if (found.verdict === 'undecided') return;
     this.known[i] = true;
     if (found.verdict === 'outlier') this.distrust(i, found.by, 'disagrees');
-    else this.said[i] = this.saidUnsettled[i] = false; // in line: later news is news again
+    else {
+      this.inLine[i] = true;
+      this.said[i] = this.saidUnsettled[i] = false; // in line: later news is news again
+    }
   }
 
   /**
