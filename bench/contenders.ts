@@ -12,6 +12,7 @@ import { createClient } from 'redis';
 import { Redlock } from '../lib/core';
 import type { RedlockClient } from '../lib/core';
 import { BENCH_SETTINGS, RetryProfile, maxTtlFor } from './config';
+import { GuardedFloor } from './guarded-floor';
 import { RawFloor } from './raw-floor';
 import type { ContenderKind } from './report';
 
@@ -297,6 +298,32 @@ export async function rawFloor(clients: Redis[], retry: RetryProfile): Promise<C
   };
 }
 
+/** The guarantees' floor (see guarded-floor.ts): the raw floor with our guarantees' commands. */
+export async function guardedFloor(clients: Redis[], retry: RetryProfile): Promise<Contender> {
+  const prefix = 'bench:raw-guarded:';
+  const floor = new GuardedFloor(
+    clients,
+    BENCH_SETTINGS.ttl,
+    { ...retry, retryCount: BENCH_SETTINGS.retryCount },
+    `${prefix}marker`,
+  );
+  await floor.init();
+  return {
+    id: 'raw-guarded',
+    label: GUARDED_FLOOR_LABEL,
+    kind: 'floor',
+    async lock(resource) {
+      const key = prefix + resource;
+      const token = await floor.lock(key);
+      return { release: () => floor.unlock(key, token) };
+    },
+    close: async () => undefined,
+  };
+}
+
+/** The guarantees' floor's table label. */
+export const GUARDED_FLOOR_LABEL = "guarantees' floor (raw + marker GET, TIME, INCR, PUBLISH)";
+
 /** Whether a value is an {@link Unavailable} marker. */
 export function isUnavailable(c: Contender | Unavailable): c is Unavailable {
   return 'reason' in c;
@@ -305,6 +332,7 @@ export function isUnavailable(c: Contender | Unavailable): c is Unavailable {
 /** Ids of the contenders that {@link makeContender} builds (everything but the Nest row). */
 export const CONTENDER_IDS = [
   'raw',
+  'raw-guarded',
   'ours',
   'ours-nofence',
   'ours-noquarantine',
@@ -329,6 +357,8 @@ export async function makeContender(
   switch (id) {
     case 'raw':
       return rawFloor(clients, retry);
+    case 'raw-guarded':
+      return guardedFloor(clients, retry);
     case 'ours':
     case 'ours-nofence':
     case 'ours-noquarantine':

@@ -24,11 +24,11 @@ export interface RawRetry {
 
 /** Minimal parallel SET NX PX + compare-and-delete over N masters. */
 export class RawFloor {
-  private readonly quorum: number;
+  protected readonly quorum: number;
 
   constructor(
-    private readonly clients: readonly Redis[],
-    private readonly ttl: number,
+    protected readonly clients: readonly Redis[],
+    protected readonly ttl: number,
     private readonly retry: RawRetry,
   ) {
     this.quorum = Math.floor(clients.length / 2) + 1;
@@ -72,7 +72,7 @@ export class RawFloor {
   }
 
   /** Resolves `true` once `quorum` replies pass `ok`, `false` once that cannot happen. */
-  private majority<T>(requests: Promise<T>[], ok: (reply: T) => boolean): Promise<boolean> {
+  protected majority<T>(requests: Promise<T>[], ok: (reply: T) => boolean): Promise<boolean> {
     return new Promise((resolve) => {
       let yes = 0;
       let no = 0;

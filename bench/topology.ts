@@ -16,6 +16,7 @@ import {
 } from './config';
 import {
   CONTENDER_IDS,
+  GUARDED_FLOOR_LABEL,
   OURS_LABELS,
   Contender,
   ContenderId,
@@ -62,6 +63,7 @@ interface Plan {
 function labelOf(id: string): string {
   const labels: Record<string, string> = {
     raw: 'raw floor (SET NX PX + Lua DEL)',
+    'raw-guarded': GUARDED_FLOOR_LABEL,
     ...OURS_LABELS,
     'ours-nest': 'nestjs-redlock, RedlockService.using() in Nest',
     'node-redlock': 'redlock 5.0.0-beta.2',
@@ -73,7 +75,7 @@ function labelOf(id: string): string {
 }
 
 function kindOf(id: string): Row['kind'] {
-  return id === 'raw' ? 'floor' : id.startsWith('ours') ? 'ours' : 'other';
+  return id.startsWith('raw') ? 'floor' : id.startsWith('ours') ? 'ours' : 'other';
 }
 
 /** CPU µs (user + system) used so far by all masters' redis-server processes. */
@@ -140,6 +142,7 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
   // Uncontended and cost: every row, with what each guarantee costs (one turned off per row).
   const all = [
     'raw',
+    'raw-guarded',
     'ours',
     'ours-nofence',
     'ours-noquarantine',
@@ -154,7 +157,9 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
     'redlock-universal',
   ];
   // 64 parallel: without the quarantine-off and wake-ups-off rows (run time).
-  const parallelIds = all.filter((id) => id !== 'ours-noquarantine' && id !== 'ours-nohandoff');
+  const parallelIds = all.filter(
+    (id) => id !== 'ours-noquarantine' && id !== 'ours-nohandoff' && id !== 'raw-guarded',
+  );
   const contendedIds = [
     'raw',
     'ours',
