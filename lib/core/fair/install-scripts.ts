@@ -5,7 +5,7 @@
  */
 import { NOW_LUA, num } from '../redis/scripts/kind-lua';
 import { RESERVED_SEP, YIELD_PREFIX } from './yield-announce';
-import { fenceIncrLua } from '../redis/scripts/fencing';
+import { YOUNG_DATA_SET_MS, fenceIncrLua } from '../redis/scripts/fencing';
 import { bootMarkerAge } from '../redis/scripts/lua';
 import { ENGINE_ID_LENGTH } from '../base/token';
 
@@ -38,7 +38,9 @@ if redis.call('PTTL', ${hash}) < ${keep} then redis.call('PEXPIRE', ${hash}, ${k
  * `key`, the counter; a new counter starts from the server time like an acquire's, with the TTL
  * `ttl`), the boot marker's age is taken (`age`: Lua statements that leave it in the local
  * `iage`, -1 when not checked), and `inst` becomes the announcement's suffix
- * `:<token>:<counter>:<age>` (counter 0: not counted). The parked entry is used up either way.
+ * `:<token>:<counter>:<age>` (counter 0: not counted — also where the data set is younger than
+ * redis/scripts/fencing.ts YOUNG_DATA_SET_MS, which starts no counter, as an acquire would not).
+ * The parked entry is used up either way.
  * `now`, `clock` (the master's TIME) and `inst` must be in scope. Used by a yield or a pass
  * that names `nx` (RELEASE_SCRIPT, INSTALL_LUA) and by an attempt that finds the key free while
  * `nx` heads the order (FAIR_ACQUIRE_SCRIPT).
@@ -60,13 +62,15 @@ if pv then
   if till and till >= now and ittl and ittl > 0 and a > 1 then
     local itok = string.sub(pv, 1, a - 1)
     redis.call('SET', ${key}, itok, 'PX', ${num('ittl')})
+    local iage = -1${age}
     local f = '0'
-    if ${fence.on} then
+    -- (No counter starts on a data set younger than a second, as in an acquire:
+    -- redis/scripts/fencing.ts YOUNG_DATA_SET_MS.)
+    if ${fence.on} and not (iage >= 0 and iage < ${YOUNG_DATA_SET_MS}) then
       local fk = ${fence.key}
       ${fenceIncrLua('fk', fence.ttl, 'clock')}
       f = ${num('v')}
     end
-    local iage = -1${age}
     inst = '${RESERVED_SEP}' .. itok .. '${RESERVED_SEP}' .. f .. '${RESERVED_SEP}' .. iage
   end
 end`;

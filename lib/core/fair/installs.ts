@@ -251,10 +251,15 @@ export class Installs {
   }
 
   private outcomeOf(i: number, v: Installed): 'ok' | 'quarantined' | 'error' {
-    if (this.store.settings.fencing && !(v.fence > 0)) return 'error';
     if (!this.store.clocks.counts(i)) return 'quarantined';
-    if (!this.store.nodes[i].checksMarker) return 'ok';
-    return v.age === -2 || v.age >= this.store.settings.quarantine.duration ? 'ok' : 'quarantined';
+    // (A master in quarantine first: one whose data set is younger than a second sends no
+    // counter, redis/scripts/fencing.ts YOUNG_DATA_SET_MS.)
+    const young =
+      this.store.nodes[i].checksMarker &&
+      v.age !== -2 &&
+      v.age < this.store.settings.quarantine.duration;
+    if (young) return 'quarantined';
+    return this.store.settings.fencing && !(v.fence > 0) ? 'error' : 'ok';
   }
 
   private decide(p: Park): void {

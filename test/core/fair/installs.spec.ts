@@ -11,6 +11,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { monotonicNow } from '../../../lib/core/base/clock';
 import { orderKey, parkKey } from '../../../lib/core/fair/fair-keys';
+import { fenceKey, markerKey } from '../../../lib/core/base/keys';
 import type { ReleaseWatch } from '../../../lib/core/store';
 import type { FairAttemptRequest, FairGrant } from '../../../lib/core/fair/fair-store';
 import { Redlock } from '../../../lib/core/redlock';
@@ -476,4 +477,50 @@ describe('hand-over across processes', () => {
       expect(overlaps).toBe(0);
       for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]);
     }));
+
+  it('an install on a master whose data set is younger than a second starts no fencing counter there', async () => {
+    // As an acquire would not (redis/scripts/fencing.ts YOUNG_DATA_SET_MS): a counter started in
+    // a restarted master's first second may restart below the tokens handed out in that second.
+    // Engines that check the boot marker; every master's marker old, master 0's made young (its
+    // counter gone, as after a restart) before the yield that installs b's token everywhere.
+    const marker = markerKey(PREFIX);
+    const old = await Promise.all(suite.probe.map((p) => p.get(marker)));
+    const longAgo = Date.now() - 600_000;
+    await Promise.all(suite.probe.map((p) => p.set(marker, String(longAgo))));
+    // (The engines also take a server started less than the quarantine ago as restarted.)
+    const uptime = async (p: (typeof suite.probe)[number]): Promise<number> =>
+      Number(/uptime_in_seconds:(\d+)/.exec(await p.info('server'))?.[1]);
+    await waitUntil(
+      async () => (await Promise.all(suite.probe.map(uptime))).every((s) => s >= 2),
+      5000,
+    );
+    const e = await enginesOver(suite.clients, 2, {}, { quarantine: { duration: 1000 } });
+    try {
+      const [a, b] = e.all;
+      const got = outcomes(b);
+      const r = uniqueResource('install-young');
+      const { held, watch } = await parkedBehind(a, b, r);
+      const [sec, usec] = await suite.probe[0].time();
+      await suite.probe[0].set(
+        marker,
+        String(Number(sec) * 1000 + Math.floor(Number(usec) / 1000)),
+      );
+      await suite.probe[0].del(fenceKey(PREFIX, r));
+      await a.release(held, true, undefined, undefined, 'yield');
+      await waitUntil(() => got.length > 0);
+      const grant = got[0] as FairGrant;
+      // Installed on master 0 too (its yield may run after the others were heard).
+      await waitUntil(async () => (await suite.probe[0].get(a.keyOf(r))) === grant.token);
+      expect(grant.fencingTokens[0]).toBeGreaterThan(held.fencingTokens[0]);
+      expect(await suite.probe[0].exists(fenceKey(PREFIX, r))).toBe(0);
+      for (const p of suite.probe.slice(1)) expect(await p.exists(fenceKey(PREFIX, r))).toBe(1);
+      await b.release(grant, true);
+      watch.stop();
+    } finally {
+      await e.close();
+      await Promise.all(
+        suite.probe.map((p, i) => (old[i] === null ? p.del(marker) : p.set(marker, old[i]))),
+      );
+    }
+  });
 });
