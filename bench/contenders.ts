@@ -298,19 +298,28 @@ export async function rawFloor(clients: Redis[], retry: RetryProfile): Promise<C
   };
 }
 
-/** The guarantees' floor (see guarded-floor.ts): the raw floor with our guarantees' commands. */
-export async function guardedFloor(clients: Redis[], retry: RetryProfile): Promise<Contender> {
-  const prefix = 'bench:raw-guarded:';
+/**
+ * The guarantees' floor (see guarded-floor.ts): the raw floor with our default guarantees'
+ * commands (`raw-guarded`), or with those of the fencing-off row (`raw-guarded-nofence`).
+ */
+export async function guardedFloor(
+  clients: Redis[],
+  retry: RetryProfile,
+  fencing: boolean,
+): Promise<Contender> {
+  const id = fencing ? 'raw-guarded' : 'raw-guarded-nofence';
+  const prefix = `bench:${id}:`;
   const floor = new GuardedFloor(
     clients,
     BENCH_SETTINGS.ttl,
     { ...retry, retryCount: BENCH_SETTINGS.retryCount },
     `${prefix}marker`,
+    fencing,
   );
   await floor.init();
   return {
-    id: 'raw-guarded',
-    label: GUARDED_FLOOR_LABEL,
+    id,
+    label: GUARDED_FLOOR_LABELS[id],
     kind: 'floor',
     async lock(resource) {
       const key = prefix + resource;
@@ -321,8 +330,11 @@ export async function guardedFloor(clients: Redis[], retry: RetryProfile): Promi
   };
 }
 
-/** The guarantees' floor's table label. */
-export const GUARDED_FLOOR_LABEL = "guarantees' floor (raw + marker GET, TIME, INCR, PUBLISH)";
+/** The guarantees' floors' table labels. */
+export const GUARDED_FLOOR_LABELS = Object.freeze({
+  'raw-guarded': "guarantees' floor (raw + marker GET, TIME, INCR, PUBLISH)",
+  'raw-guarded-nofence': "guarantees' floor, fencing off (raw + marker GET, TIME, PUBLISH)",
+});
 
 /** Whether a value is an {@link Unavailable} marker. */
 export function isUnavailable(c: Contender | Unavailable): c is Unavailable {
@@ -333,6 +345,7 @@ export function isUnavailable(c: Contender | Unavailable): c is Unavailable {
 export const CONTENDER_IDS = [
   'raw',
   'raw-guarded',
+  'raw-guarded-nofence',
   'ours',
   'ours-nofence',
   'ours-noquarantine',
@@ -358,7 +371,8 @@ export async function makeContender(
     case 'raw':
       return rawFloor(clients, retry);
     case 'raw-guarded':
-      return guardedFloor(clients, retry);
+    case 'raw-guarded-nofence':
+      return guardedFloor(clients, retry, id === 'raw-guarded');
     case 'ours':
     case 'ours-nofence':
     case 'ours-noquarantine':

@@ -12,7 +12,8 @@
  * grant. Release = compare-and-delete plus the release announcement (`PUBLISH`), done at a
  * majority. The client reads nothing of the marker, the clock or the counter and judges no
  * validity: like the raw floor it is NOT a safe lock client, only the masters' work of the
- * guarantees and the round trips, as seen from Node with ioredis.
+ * guarantees and the round trips, as seen from Node with ioredis. Without fencing (the floor of
+ * our fencing-off row), the acquire leaves out the counter: `{seconds, microseconds, {1, marker}}`.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -20,8 +21,9 @@ import { RawFloor } from './raw-floor';
 import type { RawRetry } from './raw-floor';
 
 const ACQUIRE_LUA = `local t = redis.call('TIME')
-local m = redis.call('GET', KEYS[3])
+local m = redis.call('GET', KEYS[#KEYS])
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {t[1], t[2], {0}} end
+if #KEYS == 2 then return {t[1], t[2], {1, m}} end
 local v = redis.call('INCR', KEYS[2])
 if v == 1 then
   v = tonumber(t[1]) * 1000000 + 1
@@ -43,7 +45,8 @@ const COUNTER_TTL = String(60 * 60 * 1000);
 
 /**
  * The raw floor with the guarantees' commands (see the file comment); `marker` is the boot
- * marker's key, a resource key's fencing counter is that key + `:fence`.
+ * marker's key, a resource key's fencing counter is that key + `:fence` (none when not
+ * `fencing`).
  */
 export class GuardedFloor extends RawFloor {
   constructor(
@@ -51,6 +54,7 @@ export class GuardedFloor extends RawFloor {
     ttl: number,
     retry: RawRetry,
     private readonly marker: string,
+    private readonly fencing = true,
   ) {
     super(clients, ttl, retry);
   }
@@ -73,7 +77,9 @@ export class GuardedFloor extends RawFloor {
     const ttl = String(this.ttl);
     const granted = await this.majority(
       this.clients.map((c) =>
-        c.evalsha(ACQUIRE_SHA, 3, key, `${key}:fence`, this.marker, token, ttl, COUNTER_TTL),
+        this.fencing
+          ? c.evalsha(ACQUIRE_SHA, 3, key, `${key}:fence`, this.marker, token, ttl, COUNTER_TTL)
+          : c.evalsha(ACQUIRE_SHA, 2, key, this.marker, token, ttl),
       ),
       (r) => Array.isArray(r) && Array.isArray(r[2]) && r[2][0] === 1,
     );

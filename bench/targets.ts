@@ -112,6 +112,16 @@ function uncontendedTargets(sum: ScenarioSummary): Target[] {
       'ours-nofence',
       NR,
     ),
+    ratioTarget(
+      sum,
+      "guarantees' floor, fencing off: ops/s vs node-redlock",
+      'opsPerSec',
+      true,
+      g.noFenceOpsVsNodeRedlock,
+      0,
+      `${GUARDED}-nofence`,
+      NR,
+    ),
   ];
 }
 

@@ -16,7 +16,7 @@ import {
 } from './config';
 import {
   CONTENDER_IDS,
-  GUARDED_FLOOR_LABEL,
+  GUARDED_FLOOR_LABELS,
   OURS_LABELS,
   Contender,
   ContenderId,
@@ -63,7 +63,7 @@ interface Plan {
 function labelOf(id: string): string {
   const labels: Record<string, string> = {
     raw: 'raw floor (SET NX PX + Lua DEL)',
-    'raw-guarded': GUARDED_FLOOR_LABEL,
+    ...GUARDED_FLOOR_LABELS,
     ...OURS_LABELS,
     'ours-nest': 'nestjs-redlock, RedlockService.using() in Nest',
     'node-redlock': 'redlock 5.0.0-beta.2',
@@ -143,6 +143,7 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
   const all = [
     'raw',
     'raw-guarded',
+    'raw-guarded-nofence',
     'ours',
     'ours-nofence',
     'ours-noquarantine',
@@ -158,7 +159,7 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
   ];
   // 64 parallel: without the quarantine-off and wake-ups-off rows (run time).
   const parallelIds = all.filter(
-    (id) => id !== 'ours-noquarantine' && id !== 'ours-nohandoff' && id !== 'raw-guarded',
+    (id) => id !== 'ours-noquarantine' && id !== 'ours-nohandoff' && !id.startsWith('raw-guarded'),
   );
   const contendedIds = [
     'raw',
