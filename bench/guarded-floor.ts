@@ -20,7 +20,8 @@ import type { Redis } from 'ioredis';
 import { RawFloor } from './raw-floor';
 import type { RawRetry } from './raw-floor';
 
-const ACQUIRE_LUA = `local t = redis.call('TIME')
+/** The acquire script (KEYS: lock key, [fencing counter,] boot marker; ARGV: token, ttl, counter ttl). */
+export const GUARDED_ACQUIRE_LUA = `local t = redis.call('TIME')
 local m = redis.call('GET', KEYS[#KEYS])
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {t[1], t[2], {0}} end
 if #KEYS == 2 then return {t[1], t[2], {1, m}} end
@@ -30,15 +31,16 @@ if v == 1 then
   redis.call('SET', KEYS[2], string.format('%.0f', v), 'PX', ARGV[3])
 end
 return {t[1], t[2], {1, m, v}}`;
-const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then
+/** The release script: compare-and-delete and the announcement (KEYS: lock key; ARGV: token). */
+export const GUARDED_RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', KEYS[1], ARGV[1])
   return 1
 end
 return 0`;
 const sha = (s: string): string => createHash('sha1').update(s).digest('hex');
-const ACQUIRE_SHA = sha(ACQUIRE_LUA);
-const RELEASE_SHA = sha(RELEASE_LUA);
+const ACQUIRE_SHA = sha(GUARDED_ACQUIRE_LUA);
+const RELEASE_SHA = sha(GUARDED_RELEASE_LUA);
 
 /** The fencing counters' ttl (ms): our engine's default `fencingKeyTtl`, one hour. */
 const COUNTER_TTL = String(60 * 60 * 1000);
@@ -64,8 +66,8 @@ export class GuardedFloor extends RawFloor {
     await super.init();
     await Promise.all(
       this.clients.map(async (c) => {
-        await c.script('LOAD', ACQUIRE_LUA);
-        await c.script('LOAD', RELEASE_LUA);
+        await c.script('LOAD', GUARDED_ACQUIRE_LUA);
+        await c.script('LOAD', GUARDED_RELEASE_LUA);
         await c.set(this.marker, String(Date.now()), 'NX');
       }),
     );
