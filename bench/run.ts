@@ -65,8 +65,11 @@ function parseArgs(argv: string[]): Options {
     quick,
     only,
     masters,
-    seqMs: quick ? 200 : 600,
-    parMs: quick ? 200 : 600,
+    // Uncontended and 64 parallel: windows of a few thousand operations. With 600 ms windows
+    // one library's rate spread 2–4× across the rounds of one run on a shared machine (fresh
+    // names: ours 470–1,900, node-redlock 1,196–2,588 ops/s).
+    seqMs: quick ? 200 : 2000,
+    parMs: quick ? 200 : 1500,
     contMs: quick ? 500 : 1500,
     multiMs: quick ? 600 : 2000,
     waitersMs: quick ? 2000 : 5000,
