@@ -10,7 +10,7 @@
  * (bench/guarded-floor.ts) is this work, made larger by the network's (a real run interleaves
  * it with socket reads and writes and with five masters on the same cores).
  *
- *   npx ts-node --transpile-only bench/engine-cost.ts [--ops 20000] [--reps 5] [--profile out.cpuprofile]
+ *   npx ts-node --transpile-only bench/engine-cost.ts [--ops 20000] [--reps 5] [--profile out.cpuprofile] [--alloc]
  *
  * Settings: the defaults with fencing and the clock check on, the restart quarantine and the
  * wake-ups off (their extra work is on the masters and the subscriber connection, which the
@@ -91,6 +91,49 @@ class InstantMaster extends EventEmitter {
   disconnect(): void {}
 }
 
+/** A node of V8's sampling heap profile. */
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapNode[];
+}
+
+/**
+ * Runs `f` under V8's sampling heap profiler; the bytes allocated by each function (self), most
+ * first — where the garbage the collector spends its time on comes from.
+ */
+async function allocations(f: () => Promise<void>): Promise<[string, number][]> {
+  const s = new Session();
+  s.connect();
+  const post = <T>(method: string, params: object = {}): Promise<T> =>
+    new Promise((resolve, reject) =>
+      s.post(method, params, (err, res) => (err ? reject(err) : resolve(res as T))),
+    );
+  try {
+    await post('HeapProfiler.enable');
+    await post('HeapProfiler.startSampling', {
+      samplingInterval: 256,
+      // Every allocation, not only what is still alive at the end.
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+    await f();
+    const { profile } = await post<{ profile: { head: HeapNode } }>('HeapProfiler.stopSampling');
+    const bytes = new Map<string, number>();
+    const walk = (n: HeapNode): void => {
+      const { functionName, url, lineNumber } = n.callFrame;
+      const where = url.replace(/^.*\/(lib|node_modules|bench)\//, '$1/');
+      const key = `${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`;
+      bytes.set(key, (bytes.get(key) ?? 0) + n.selfSize);
+      for (const c of n.children) walk(c);
+    };
+    walk(profile.head);
+    return [...bytes].sort((a, b) => b[1] - a[1]);
+  } finally {
+    s.disconnect();
+  }
+}
+
 /** Runs `f` under the CPU profiler (50 µs sampling); its profile. */
 async function profiled(f: () => Promise<void>): Promise<CpuProfile> {
   const s = new Session();
@@ -159,6 +202,13 @@ async function main(): Promise<void> {
         ),
       ].join('\n'),
     );
+    if (process.argv.includes('--alloc')) {
+      const top = await allocations(() => loop(ops, true).then(() => undefined));
+      const total = top.reduce((sum, [, b]) => sum + b, 0);
+      console.log(`\nAllocated per operation (sampled, reused names): ${fmt(total / ops)} B`);
+      for (const [where, b] of top.slice(0, 25))
+        console.log(`${fmt(b / ops).padStart(6)} B  ${where}`);
+    }
     if (profileOut) {
       const profile = await profiled(() => loop(ops, true).then(() => undefined));
       writeFileSync(profileOut, JSON.stringify(profile));
