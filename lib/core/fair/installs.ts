@@ -252,13 +252,13 @@ export class Installs {
 
   private outcomeOf(i: number, v: Installed): 'ok' | 'quarantined' | 'error' {
     if (!this.store.clocks.counts(i)) return 'quarantined';
-    // (A master in quarantine first: one whose data set is younger than a second sends no
-    // counter, redis/scripts/fencing.ts YOUNG_DATA_SET_MS.)
-    const young =
+    // The restart quarantine before the counter: a master whose data set is younger than a
+    // second (redis/scripts/fencing.ts YOUNG_DATA_SET_MS) sends none, and is in quarantine.
+    const restarted =
       this.store.nodes[i].checksMarker &&
       v.age !== -2 &&
       v.age < this.store.settings.quarantine.duration;
-    if (young) return 'quarantined';
+    if (restarted) return 'quarantined';
     return this.store.settings.fencing && !(v.fence > 0) ? 'error' : 'ok';
   }
 
