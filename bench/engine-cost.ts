@@ -19,12 +19,12 @@
  */
 import { EventEmitter } from 'node:events';
 import { writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector';
 import NodeRedlock from 'redlock';
 import { Redlock } from '../lib/core/redlock';
 import type { RedlockClient } from '../lib/core';
 import { ACQUIRE_SCRIPT } from '../lib/core/redis/kinds/mutex';
-import { CpuProfile, formatSummary, summarizeProfile } from './profile-summary';
+import { allocations, profiled } from './inspector';
+import { formatSummary, summarizeProfile } from './profile-summary';
 import { fmt, median } from './stats';
 
 /**
@@ -91,68 +91,6 @@ class InstantMaster extends EventEmitter {
   disconnect(): void {}
 }
 
-/** A node of V8's sampling heap profile. */
-interface HeapNode {
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  selfSize: number;
-  children: HeapNode[];
-}
-
-/**
- * Runs `f` under V8's sampling heap profiler; the bytes allocated by each function (self), most
- * first — where the garbage the collector spends its time on comes from.
- */
-async function allocations(f: () => Promise<void>): Promise<[string, number][]> {
-  const s = new Session();
-  s.connect();
-  const post = <T>(method: string, params: object = {}): Promise<T> =>
-    new Promise((resolve, reject) =>
-      s.post(method, params, (err, res) => (err ? reject(err) : resolve(res as T))),
-    );
-  try {
-    await post('HeapProfiler.enable');
-    await post('HeapProfiler.startSampling', {
-      samplingInterval: 256,
-      // Every allocation, not only what is still alive at the end.
-      includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
-    });
-    await f();
-    const { profile } = await post<{ profile: { head: HeapNode } }>('HeapProfiler.stopSampling');
-    const bytes = new Map<string, number>();
-    const walk = (n: HeapNode): void => {
-      const { functionName, url, lineNumber } = n.callFrame;
-      const where = url.replace(/^.*\/(lib|node_modules|bench)\//, '$1/');
-      const key = `${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`;
-      bytes.set(key, (bytes.get(key) ?? 0) + n.selfSize);
-      for (const c of n.children) walk(c);
-    };
-    walk(profile.head);
-    return [...bytes].sort((a, b) => b[1] - a[1]);
-  } finally {
-    s.disconnect();
-  }
-}
-
-/** Runs `f` under the CPU profiler (50 µs sampling); its profile. */
-async function profiled(f: () => Promise<void>): Promise<CpuProfile> {
-  const s = new Session();
-  s.connect();
-  const post = <T>(method: string, params: object = {}): Promise<T> =>
-    new Promise((resolve, reject) =>
-      s.post(method, params, (err, res) => (err ? reject(err) : resolve(res as T))),
-    );
-  try {
-    await post('Profiler.enable');
-    await post('Profiler.setSamplingInterval', { interval: 50 });
-    await post('Profiler.start');
-    await f();
-    return (await post<{ profile: CpuProfile }>('Profiler.stop')).profile;
-  } finally {
-    s.disconnect();
-  }
-}
-
 async function main(): Promise<void> {
   const arg = (name: string): string | undefined => {
     const i = process.argv.indexOf(name);
@@ -203,14 +141,14 @@ async function main(): Promise<void> {
       ].join('\n'),
     );
     if (process.argv.includes('--alloc')) {
-      const top = await allocations(() => loop(ops, true).then(() => undefined));
+      const top = await allocations(() => loop(ops, true));
       const total = top.reduce((sum, [, b]) => sum + b, 0);
       console.log(`\nAllocated per operation (sampled, reused names): ${fmt(total / ops)} B`);
       for (const [where, b] of top.slice(0, 25))
         console.log(`${fmt(b / ops).padStart(6)} B  ${where}`);
     }
     if (profileOut) {
-      const profile = await profiled(() => loop(ops, true).then(() => undefined));
+      const { profile } = await profiled(() => loop(ops, true));
       writeFileSync(profileOut, JSON.stringify(profile));
       console.log(`\nCPU profile (reused names): ${profileOut}`);
       console.log(formatSummary(summarizeProfile(profile, ops)));

@@ -15,35 +15,12 @@
  * (bench/profile-summary.ts); open the file in Chrome DevTools or speedscope for more.
  */
 import { writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector';
 import { RedisMasters } from '../test/harness/redis-masters';
 import { SLOW_RETRY } from './config';
 import { CONTENDER_IDS, Contender, ContenderId, isUnavailable, makeContender } from './contenders';
 import { contended, parallel, reusedName, sequential } from './scenarios';
-import { CpuProfile, formatSummary, summarizeProfile } from './profile-summary';
-
-/** Sends one inspector command. */
-function post<T>(s: Session, method: string, params: object = {}): Promise<T> {
-  return new Promise((resolve, reject) =>
-    s.post(method, params, (err, res) => (err ? reject(err) : resolve(res as T))),
-  );
-}
-
-/** Runs `f` under the CPU profiler (50 µs sampling); its result and the profile. */
-async function profiled<T>(f: () => Promise<T>): Promise<{ result: T; profile: CpuProfile }> {
-  const s = new Session();
-  s.connect();
-  try {
-    await post(s, 'Profiler.enable');
-    await post(s, 'Profiler.setSamplingInterval', { interval: 50 });
-    await post(s, 'Profiler.start');
-    const result = await f();
-    const { profile } = await post<{ profile: CpuProfile }>(s, 'Profiler.stop');
-    return { result, profile };
-  } finally {
-    s.disconnect();
-  }
-}
+import { profiled } from './inspector';
+import { formatSummary, summarizeProfile } from './profile-summary';
 
 async function main(): Promise<void> {
   const [id = 'ours', scenario = 'uncontended', windowArg = '5000', mastersArg = '3'] =

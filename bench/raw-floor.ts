@@ -12,7 +12,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { sleep } from './stats';
 
-const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+/** The raw floor's release: compare-and-delete of one key (KEYS: the key; ARGV: the token). */
+export const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 const RELEASE_SHA = createHash('sha1').update(RELEASE_LUA).digest('hex');
 
 /** Retry settings of the raw floor (used only when a resource is contended). */

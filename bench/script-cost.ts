@@ -22,6 +22,7 @@ import type { AcquireInput, ScriptCall } from '../lib/core/redis/kinds/kind';
 import { fenceKey, lockKey, markerKey } from '../lib/core/base/keys';
 import { RedisMasters } from '../test/harness/redis-masters';
 import { GUARDED_ACQUIRE_LUA, GUARDED_RELEASE_LUA } from './guarded-floor';
+import { RELEASE_LUA } from './raw-floor';
 import { fmt, median } from './stats';
 
 const PREFIX = 'sc:';
@@ -39,7 +40,6 @@ interface Raw {
 }
 
 const BARE_ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0`;
-const BARE_RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
 /** Our plain lock's pair, as the engine builds it (`knownMarker`: the marker value it knows). */
 function ours(
@@ -69,7 +69,7 @@ function rows(knownMarker: string): [string, Pair][] {
       'raw floor commands (SET NX PX; GET, DEL)',
       (r, t) => [
         { lua: BARE_ACQUIRE, keys: [lockKey(PREFIX, r)], args: [t, String(TTL)] },
-        { lua: BARE_RELEASE, keys: [lockKey(PREFIX, r)], args: [t] },
+        { lua: RELEASE_LUA, keys: [lockKey(PREFIX, r)], args: [t] },
       ],
     ],
     [
@@ -146,9 +146,8 @@ async function main(): Promise<void> {
             for (let j = i; j < Math.min(pairs, i + 500); j++) {
               const resource = fresh ? `${name.length}:${rep}:${j}` : `r${j % 50}`;
               for (const call of pair(resource, randomBytes(16).toString('base64url'))) {
-                const lua = source(call);
-                const keys = 'lua' in call ? call.keys : call.keys;
-                p.evalsha(shas.get(lua) as string, keys.length, ...keys, ...call.args);
+                const sha = shas.get(source(call)) as string;
+                p.evalsha(sha, call.keys.length, ...call.keys, ...call.args);
               }
             }
             await p.exec();

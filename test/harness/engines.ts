@@ -43,6 +43,8 @@ export interface MasterSuite {
   readonly probe: Redis[];
   /** An engine on `clients` (or `on`), closed after the file. */
   engine(settings?: RedlockSettings, on?: Redis[]): Redlock;
+  /** {@link engine}, its masters checked already ({@link withCheckedMasters}). */
+  checkedEngine(settings?: RedlockSettings, on?: Redis[]): Promise<Redlock>;
   /**
    * Runs `close` after the file, before the engines are closed and the masters stopped: for what
    * the file made over the masters itself (Nest applications, engines on other connections).
@@ -87,6 +89,9 @@ export function useMasters(n: number, defaults: RedlockSettings = {}): MasterSui
       const rl = new Redlock(on, { ...SUITE_DEFAULTS, ...defaults, ...settings });
       engines.push(rl);
       return rl;
+    },
+    checkedEngine(settings = {}, on = clients) {
+      return withCheckedMasters(this.engine(settings, on));
     },
     closeFirst(close) {
       closers.push(close);
@@ -140,6 +145,18 @@ export interface EngineSet {
 }
 
 /**
+ * `rl`, once it took and released one lock on a resource of its own: its masters' checks after
+ * connecting are done (redis/masters/master-checks.ts). A fresh engine's first attempt waits for
+ * them, a master for the checks of those listed before it too, and an attempt refused by a quorum
+ * before a master's check answered is never sent to that master (redis/masters/dispatch.ts
+ * `afterCheck`): a test that expects every master to see an attempt starts from here.
+ */
+export async function withCheckedMasters(rl: Redlock): Promise<Redlock> {
+  await (await rl.acquire(`engines-warm-up:${Math.random().toString(36).slice(2)}`)).release();
+  return rl;
+}
+
+/**
  * `count` engines over `clients` — shared, or a new set per engine from a function (each engine
  * over its own connections, as separate processes would be) — with the fair suites' settings
  * ({@link FAIR_DEFAULTS}) and
@@ -164,9 +181,7 @@ export async function enginesOver(
         { ...FAIR_DEFAULTS, ...every, ...(i === 0 ? first : {}) },
       ),
   );
-  for (const e of locks) {
-    await (await e.acquire(`engines-warm-up:${Math.random().toString(36).slice(2)}`)).release();
-  }
+  for (const e of locks) await withCheckedMasters(e);
   return {
     all,
     locks,

@@ -5,7 +5,7 @@
  */
 import { NOW_LUA, num } from '../redis/scripts/kind-lua';
 import { RESERVED_SEP, YIELD_PREFIX } from './yield-announce';
-import { YOUNG_DATA_SET_MS, fenceIncrLua } from '../redis/scripts/fencing';
+import { fenceIncrLua, youngDataSetLua } from '../redis/scripts/fencing';
 import { bootMarkerAge } from '../redis/scripts/lua';
 import { ENGINE_ID_LENGTH } from '../base/token';
 
@@ -66,7 +66,7 @@ if pv then
     local f = '0'
     -- (No counter starts on a data set younger than a second, as in an acquire:
     -- redis/scripts/fencing.ts YOUNG_DATA_SET_MS.)
-    if ${fence.on} and not (iage >= 0 and iage < ${YOUNG_DATA_SET_MS}) then
+    if ${fence.on} and not (${youngDataSetLua('iage')}) then
       local fk = ${fence.key}
       ${fenceIncrLua('fk', fence.ttl, 'clock')}
       f = ${num('v')}

@@ -12,10 +12,15 @@ import { pollKey } from '../../../lib/core/fair/fair-keys';
 import type { Line } from '../../../lib/core/fair/queue-lines';
 import { MAX_ALONE_STREAK, MAX_LOCAL_STREAK, mustYield } from '../../../lib/core/fair/streak';
 import { Redlock } from '../../../lib/core/redlock';
-import type { RedlockSettings } from '../../../lib/core/base/settings';
 import type { FairRedisStore } from '../../../lib/core/fair/fair-redis-store';
 import { ENGINE_ID_LENGTH } from '../../../lib/core/base/token';
-import { FAIR_DEFAULTS, observedStore, fairStoreWith, useMasters } from '../../harness/engines';
+import {
+  FAIR_DEFAULTS,
+  observedStore,
+  fairStoreWith,
+  useMasters,
+  withCheckedMasters,
+} from '../../harness/engines';
 import { uniqueResource, waitUntil } from '../../harness/util';
 import type { FairAttemptRequest, FairGrant } from '../../../lib/core/fair/fair-store';
 
@@ -24,20 +29,6 @@ const noop = (): void => undefined;
 const PREFIX = 'lock:'; // the default keyPrefix
 const suite = useMasters(3, FAIR_DEFAULTS);
 
-/**
- * An engine over the suite's masters whose masters were checked already (one lock taken and
- * released): the tests below expect an attempt, and so a mark, on every master. A fresh engine's
- * first attempt waits for its masters' checks (redis/masters/master-checks.ts, `gate`: a master
- * waits for the first checks of the masters listed before it), and one refused by a quorum
- * before the last master's check answered is never sent there (redis/masters/dispatch.ts
- * `afterCheck`) — nor is a fresh holder's key there yet when the first attempt against it comes.
- */
-async function checkedEngine(settings: RedlockSettings): Promise<Redlock> {
-  const rl = suite.engine(settings);
-  await (await rl.acquire(uniqueResource('checked'))).release();
-  return rl;
-}
-
 /** PTTL of `key` on every master (-2: missing). */
 function pttls(key: string): Promise<number[]> {
   return Promise.all(suite.probe.map((c) => c.pttl(key)));
@@ -45,8 +36,8 @@ function pttls(key: string): Promise<number[]> {
 
 describe('poll marks', () => {
   it("a plain lock that will retry raises the mark where another engine's plain lock refused it", async () => {
-    const rl = await checkedEngine({ handoff: false, retryDelay: 400, retryJitter: 0 });
-    const other = await checkedEngine({ handoff: false, retryDelay: 400, retryJitter: 0 });
+    const rl = await suite.checkedEngine({ handoff: false, retryDelay: 400, retryJitter: 0 });
+    const other = await suite.checkedEngine({ handoff: false, retryDelay: 400, retryJitter: 0 });
     const r = uniqueResource('poll-mark');
     const holder = await rl.acquire(r, { ttl: 5000 });
     expect(await pttls(pollKey(PREFIX, r))).toEqual([-2, -2, -2]);
@@ -72,11 +63,11 @@ describe('poll marks', () => {
   });
 
   it('holds no reader back: a shared lock is granted while the mark is up', async () => {
-    const rl = await checkedEngine({ handoff: false, retryDelay: 2000, retryJitter: 0 });
+    const rl = await suite.checkedEngine({ handoff: false, retryDelay: 2000, retryJitter: 0 });
     const r = uniqueResource('poll-reader');
     const holder = await rl.acquire(r, { ttl: 5000 });
     // The poller is another engine (a waiter of the same engine would be handed the lock).
-    const other = await checkedEngine({ handoff: false, retryDelay: 2000, retryJitter: 0 });
+    const other = await suite.checkedEngine({ handoff: false, retryDelay: 2000, retryJitter: 0 });
     const waiting = other.acquire(r, { retryCount: 1 }).catch(() => undefined);
     await waitUntil(async () => (await pttls(pollKey(PREFIX, r))).every((t) => t > 0), 2000);
     await holder.release();
@@ -100,8 +91,8 @@ describe('poll marks', () => {
       { ...FAIR_DEFAULTS, handoff: false, retryDelay: 5000, retryJitter: 0 },
     );
     try {
-      // Its masters checked first (see checkedEngine); the attempts counted from here.
-      await (await a.acquire(uniqueResource('checked'))).release();
+      // Its masters checked first (withCheckedMasters); the attempts counted from here.
+      await withCheckedMasters(a);
       attempts.length = 0;
       const r = uniqueResource('poll-handover');
       const first = await a.acquire(r, { ttl: 5000 });
@@ -114,7 +105,7 @@ describe('poll marks', () => {
       const third = a.acquire(r, { ttl: 5000 });
       const handed = await second;
       // Another engine's poller is refused by `handed`: its mark is up on every master.
-      const b = await checkedEngine({ handoff: false, retryDelay: 2000, retryJitter: 0 });
+      const b = await suite.checkedEngine({ handoff: false, retryDelay: 2000, retryJitter: 0 });
       const polling = b.acquire(r, { retryCount: 1, ttl: 5000 }).catch(() => undefined);
       await waitUntil(async () => (await pttls(pollKey(PREFIX, r))).every((t) => t > 0), 2000);
       await handed.release(); // handed over to `third`, which reads the mark
@@ -237,8 +228,8 @@ describe('poll marks', () => {
   it('an engine takes its mark down when its last waiter for the resource is done', async () => {
     // The mark lives retryDelay + 2 × requestTimeout = 3,500 ms; the retry comes after 1,500.
     const settings = { handoff: false, retryDelay: 1500, retryJitter: 0, requestTimeout: 1000 };
-    const rl = await checkedEngine(settings);
-    const other = await checkedEngine(settings);
+    const rl = await suite.checkedEngine(settings);
+    const other = await suite.checkedEngine(settings);
     const r = uniqueResource('unmark');
     const holder = await rl.acquire(r, { ttl: 5000 });
     const waiting = other.acquire(r, { ttl: 5000, retryCount: 1 });

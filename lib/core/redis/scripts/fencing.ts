@@ -26,7 +26,7 @@ export function fenceCountersLua(on: string, clock?: string): string {
   const time = clock === undefined ? undefined : `${clock} or redis.call('TIME')`;
   return `
 if ${on} then
-  local young = age >= 0 and age < ${YOUNG_DATA_SET_MS}
+  local young = ${youngDataSetLua('age')}
   for i = 1, n do
     if young then
       res[#res + 1] = 0
@@ -52,6 +52,16 @@ end
  * out before the restart.
  */
 export const YOUNG_DATA_SET_MS = 1000;
+
+/**
+ * Lua condition: the boot-marker age `age` (a Lua expression, ms; -1 not checked, -2 known old,
+ * other negatives a marker born after the server's clock) is that of a data set younger than
+ * {@link YOUNG_DATA_SET_MS}, on which no counter starts. The one statement of the rule, for the
+ * acquire scripts ({@link fenceCountersLua}) and the fair mode's installs (fair/install-scripts.ts).
+ */
+export function youngDataSetLua(age: string): string {
+  return `${age} >= 0 and ${age} < ${YOUNG_DATA_SET_MS}`;
+}
 
 /** {@link fenceCountersLua} when ARGV[3] == '1': shared by the acquire scripts of the other kinds. */
 export const FENCE_COUNTERS_LUA = fenceCountersLua("ARGV[3] == '1'");
