@@ -39,20 +39,24 @@ class InstantMaster extends EventEmitter {
   private readonly counters = new Map<string, number>();
 
   evalsha(sha: string, keyCount: number, ...rest: (string | string[])[]): Promise<unknown> {
-    if (sha === ACQUIRE_SCRIPT.sha)
-      return Promise.resolve(this.acquire(keyCount, rest as string[]));
+    // Our engine passes the keys and the arguments as two arrays (ioredis flattens them).
+    if (sha === ACQUIRE_SCRIPT.sha) {
+      if (Array.isArray(rest[0]))
+        return Promise.resolve(this.acquire(rest[0], rest[1] as string[]));
+      const flat = rest as string[];
+      return Promise.resolve(this.acquire(flat.slice(0, keyCount), flat.slice(keyCount)));
+    }
     // Our release; node-redlock's acquire and release (one key set or deleted).
     return Promise.resolve(1);
   }
 
-  private acquire(keyCount: number, rest: string[]): unknown {
-    const argv = rest.slice(keyCount);
+  private acquire(keys: string[], argv: string[]): unknown {
     const n = Number(argv[4]);
     const flags = argv[2];
     const reply: unknown[] = [1, -1];
     if (flags === '1' || flags === '3') {
       for (let i = 0; i < n; i++) {
-        const key = rest[n + i];
+        const key = keys[n + i];
         const v = (this.counters.get(key) ?? 1_700_000_000_000_000) + 1;
         this.counters.set(key, v);
         reply.push(v);

@@ -1,7 +1,7 @@
 import { afterPendingIo, monotonicNow } from '../base/clock';
 import { withFields } from '../base/fields';
 import type { NodeOutcome, NodeVote } from '../base/errors';
-import type { Timeline } from '../base/clock';
+import type { Timeline, TimelineEntry } from '../base/clock';
 
 /**
  * One voting round of the Redlock algorithm (docs/REDLOCK.md, "N masters", step 2):
@@ -72,116 +72,148 @@ export interface RoundSpec<M extends Voter, T> {
 
 /** Runs one round (see the file comment). Never rejects. */
 export function runRound<M extends Voter, T>(spec: RoundSpec<M, T>): Promise<Tally<T>> {
-  const { masters, quorum } = spec;
-  const n = masters.length;
-  const votes = new Array<NodeVote>(n);
-  const replies = new Array<Reply<T> | undefined>(n).fill(undefined);
-  const start = monotonicNow();
-  let ok = 0;
-  let notOk = 0;
-  let decided = false;
-  // lateVotes: the votes after the verdict (a copy: the tally's own never change), and when done.
-  let late: NodeVote[] | undefined;
-  let lateLeft = 0; // pending masters not yet answered
-  let settleFinal: ((votes: readonly NodeVote[]) => void) | undefined;
-  return new Promise<Tally<T>>((resolve) => {
-    const stopTimer = (): void => {
-      if (entry) deadlines?.remove(entry);
-      else clearTimeout(timer);
-    };
-    const finish = (): void => {
-      if (decided) return;
-      decided = true;
-      let pending = 0;
-      for (let i = 0; i < n; i++) {
-        if (votes[i]) continue;
-        votes[i] = vote(masters[i], 'pending', 0);
-        pending++;
-      }
-      if (!spec.lateVotes || pending === 0) stopTimer();
-      if (!spec.lateVotes) return resolve({ votes, replies, ok });
-      late = votes.slice();
-      lateLeft = pending;
-      const final =
-        pending === 0
-          ? Promise.resolve<readonly NodeVote[]>(late)
-          : new Promise<readonly NodeVote[]>((r) => (settleFinal = r));
-      resolve({ votes, replies, ok, final });
-    };
-    const timedOut = (): void => {
-      const latency = monotonicNow() - start;
-      if (decided) {
-        // (lateVotes) The masters still pending never answered in time.
-        if (!late || !settleFinal) return;
-        for (let i = 0; i < n; i++) {
-          if (late[i].outcome === 'pending') late[i] = vote(masters[i], 'timeout', latency);
-        }
-        settleFinal(late);
-        settleFinal = undefined;
-        return;
-      }
-      for (let i = 0; i < n; i++) {
-        if (replies[i]) continue;
-        replies[i] = { kind: 'timeout', latency };
-        votes[i] = vote(masters[i], 'timeout', latency);
-      }
-      finish();
-    };
-    // Replies already in the sockets are read first (base/clock.ts, afterPendingIo).
-    const expired = (): void => afterPendingIo(timedOut);
+  return new Promise<Tally<T>>((resolve) => new Round(spec, resolve).start());
+}
+
+/**
+ * The state of one running round: fields and methods rather than a closure per step, so a
+ * round allocates little besides its votes (two continuations per master).
+ */
+class Round<M extends Voter, T> {
+  private readonly n: number;
+  private readonly votes: NodeVote[];
+  private readonly replies: (Reply<T> | undefined)[];
+  private readonly began = monotonicNow();
+  private ok = 0;
+  private notOk = 0;
+  private decided = false;
+  /** lateVotes: the votes after the verdict (a copy: the tally's own never change). */
+  private late: NodeVote[] | undefined = undefined;
+  /** lateVotes: pending masters not yet answered. */
+  private lateLeft = 0;
+  private settleFinal: ((votes: readonly NodeVote[]) => void) | undefined = undefined;
+  private entry: TimelineEntry | undefined = undefined;
+  private timer: NodeJS.Timeout | undefined = undefined;
+
+  constructor(
+    private readonly spec: RoundSpec<M, T>,
+    private readonly resolve: (tally: Tally<T>) => void,
+  ) {
+    this.n = spec.masters.length;
+    this.votes = new Array<NodeVote>(this.n);
+    this.replies = new Array<Reply<T> | undefined>(this.n).fill(undefined);
+  }
+
+  start(): void {
+    const { spec, n, began } = this;
     const timeout = Math.max(1, spec.timeout);
-    const { deadlines } = spec;
-    const entry = deadlines?.add(start + timeout, expired);
-    const timer = entry ? undefined : setTimeout(expired, timeout);
-    const judged = (i: number, reply: Reply<T>): NodeVote => {
-      const master = masters[i];
-      const outcome = reply.kind === 'reply' ? spec.judge(reply.value, master) : reply.kind;
-      if (reply.kind === 'error')
-        return withFields(vote(master, outcome, reply.latency), { error: reply.error });
-      if (outcome === 'held' && reply.kind === 'reply' && spec.holderTtl) {
-        const ttl = spec.holderTtl(reply.value);
-        if (ttl !== undefined)
-          return withFields(vote(master, outcome, reply.latency), { holderTtl: ttl });
-      }
-      return vote(master, outcome, reply.latency);
-    };
-    const record = (i: number, reply: Reply<T>): void => {
-      if (decided) {
-        // (lateVotes) A late answer: into the final votes, the tally's stay as they were.
-        if (!late || !settleFinal || late[i].outcome !== 'pending') return;
-        late[i] = judged(i, reply);
-        if (--lateLeft === 0) {
-          stopTimer();
-          settleFinal(late);
-          settleFinal = undefined;
-        }
-        return;
-      }
-      replies[i] = reply;
-      const v = judged(i, reply);
-      votes[i] = v;
-      if (v.outcome === 'ok') ok++;
-      else notOk++;
-      if (ok + notOk === n || (!spec.waitAll && (ok >= quorum || n - notOk < quorum))) finish();
-    };
+    if (spec.deadlines) this.entry = spec.deadlines.add(began + timeout, this.expired);
+    else this.timer = setTimeout(this.expired, timeout);
     for (let i = 0; i < n; i++) {
       let sent: Promise<T>;
       try {
-        sent = spec.send(masters[i]);
+        sent = spec.send(spec.masters[i]);
       } catch (err) {
         sent = Promise.reject(err);
       }
       sent.then(
-        (value) => record(i, { kind: 'reply', value, latency: monotonicNow() - start }),
+        (value) => this.record(i, { kind: 'reply', value, latency: monotonicNow() - began }),
         (err: unknown) =>
-          record(i, {
+          this.record(i, {
             kind: 'error',
             error: spec.describeError(err),
-            latency: monotonicNow() - start,
+            latency: monotonicNow() - began,
           }),
       );
     }
-  });
+  }
+
+  private stopTimer(): void {
+    if (this.entry) this.spec.deadlines?.remove(this.entry);
+    else clearTimeout(this.timer);
+  }
+
+  private finish(): void {
+    if (this.decided) return;
+    this.decided = true;
+    const { votes, replies, ok, n, spec } = this;
+    let pending = 0;
+    for (let i = 0; i < n; i++) {
+      if (votes[i]) continue;
+      votes[i] = vote(spec.masters[i], 'pending', 0);
+      pending++;
+    }
+    if (!spec.lateVotes || pending === 0) this.stopTimer();
+    if (!spec.lateVotes) return this.resolve({ votes, replies, ok });
+    const late = (this.late = votes.slice());
+    this.lateLeft = pending;
+    const final =
+      pending === 0
+        ? Promise.resolve<readonly NodeVote[]>(late)
+        : new Promise<readonly NodeVote[]>((r) => (this.settleFinal = r));
+    this.resolve({ votes, replies, ok, final });
+  }
+
+  // Replies already in the sockets are read first (base/clock.ts, afterPendingIo).
+  private readonly expired = (): void => afterPendingIo(this.timedOut);
+
+  private readonly timedOut = (): void => {
+    const { n, spec, late } = this;
+    const latency = monotonicNow() - this.began;
+    if (this.decided) {
+      // (lateVotes) The masters still pending never answered in time.
+      if (!late || !this.settleFinal) return;
+      for (let i = 0; i < n; i++) {
+        if (late[i].outcome === 'pending') late[i] = vote(spec.masters[i], 'timeout', latency);
+      }
+      this.settleFinal(late);
+      this.settleFinal = undefined;
+      return;
+    }
+    for (let i = 0; i < n; i++) {
+      if (this.replies[i]) continue;
+      this.replies[i] = { kind: 'timeout', latency };
+      this.votes[i] = vote(spec.masters[i], 'timeout', latency);
+    }
+    this.finish();
+  };
+
+  private judged(i: number, reply: Reply<T>): NodeVote {
+    const { spec } = this;
+    const master = spec.masters[i];
+    const outcome = reply.kind === 'reply' ? spec.judge(reply.value, master) : reply.kind;
+    if (reply.kind === 'error')
+      return withFields(vote(master, outcome, reply.latency), { error: reply.error });
+    if (outcome === 'held' && reply.kind === 'reply' && spec.holderTtl) {
+      const ttl = spec.holderTtl(reply.value);
+      if (ttl !== undefined)
+        return withFields(vote(master, outcome, reply.latency), { holderTtl: ttl });
+    }
+    return vote(master, outcome, reply.latency);
+  }
+
+  private record(i: number, reply: Reply<T>): void {
+    if (this.decided) {
+      // (lateVotes) A late answer: into the final votes, the tally's stay as they were.
+      const { late } = this;
+      if (!late || !this.settleFinal || late[i].outcome !== 'pending') return;
+      late[i] = this.judged(i, reply);
+      if (--this.lateLeft === 0) {
+        this.stopTimer();
+        this.settleFinal(late);
+        this.settleFinal = undefined;
+      }
+      return;
+    }
+    this.replies[i] = reply;
+    const v = this.judged(i, reply);
+    this.votes[i] = v;
+    if (v.outcome === 'ok') this.ok++;
+    else this.notOk++;
+    const { ok, notOk, n } = this;
+    const { quorum, waitAll } = this.spec;
+    if (ok + notOk === n || (!waitAll && (ok >= quorum || n - notOk < quorum))) this.finish();
+  }
 }
 
 function vote(master: Voter, outcome: NodeOutcome, latency: number): NodeVote {

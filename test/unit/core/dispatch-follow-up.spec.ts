@@ -15,9 +15,17 @@ function stubMaster(replies: Record<string, unknown>): { node: MasterNode; sent:
   const sent: string[] = [];
   const node = {
     cluster: false,
-    evalScript: (s: LuaScript) => {
+    // As MasterNode.evalScript: the reply, or what `onReply` makes of it.
+    evalScript: (
+      s: LuaScript,
+      _keys: unknown,
+      _args: unknown,
+      _wanted: unknown,
+      onReply?: (reply: unknown) => unknown,
+    ) => {
       sent.push(s.name);
-      return Promise.resolve(replies[s.name]);
+      const reply = Promise.resolve(replies[s.name]);
+      return onReply ? reply.then(onReply) : reply;
     },
   } as unknown as MasterNode;
   return { node, sent };

@@ -4,6 +4,15 @@ import { configValue, timeMs } from './replies';
 import { clientSecrets } from '../../base/redact';
 import type { Connection, ConnectionEvent, Subscriber, SubscriberHandlers } from './connection';
 
+/** A script command of ioredis called with its keys and arguments as arrays (flattened by it). */
+type FlatCall = (
+  this: Redis | Cluster,
+  script: string,
+  keyCount: number,
+  keys: readonly string[],
+  args: readonly (string | Buffer)[],
+) => Promise<unknown>;
+
 /**
  * The {@link Connection} of an ioredis `Redis` or `Cluster` (5 or 6), and of an iovalkey one (a
  * fork of ioredis with the same interface). ioredis writes each command itself, so the engine
@@ -30,7 +39,15 @@ export class IoredisConnection implements Connection {
     keys: readonly string[],
     args: readonly (string | Buffer)[],
   ): Promise<unknown> {
-    return this.client.evalsha(sha, keys.length, ...keys, ...args);
+    // The keys and arguments as two arrays, not spread: ioredis (5 and 6) and iovalkey flatten a
+    // command's arguments once anyway (`args.flat()`), so a spread would only copy them twice.
+    return (this.client.evalsha as unknown as FlatCall).call(
+      this.client,
+      sha,
+      keys.length,
+      keys,
+      args,
+    );
   }
 
   eval(
@@ -38,7 +55,13 @@ export class IoredisConnection implements Connection {
     keys: readonly string[],
     args: readonly (string | Buffer)[],
   ): Promise<unknown> {
-    return this.client.eval(source, keys.length, ...keys, ...args);
+    return (this.client.eval as unknown as FlatCall).call(
+      this.client,
+      source,
+      keys.length,
+      keys,
+      args,
+    );
   }
 
   scriptLoad(source: string): Promise<unknown> {

@@ -54,7 +54,7 @@ export class Dispatch {
       // The hot path: one call, one continuation (a follow-up, when asked for, adds its own).
       const call = build(keys, resources);
       const sent = clocks ? monotonicNow() : 0;
-      const voted = node.evalScript(call.script, call.keys, call.args, wanted).then((raw) => {
+      const voted = node.evalScript(call.script, call.keys, call.args, wanted, (raw) => {
         const value = call.clocked ? unclocked(raw, call, node, sent, clocks) : raw;
         const next = nextCall(call, value, wanted);
         if (!next) return read([{ resources, value }]);
@@ -138,7 +138,7 @@ function sendFollowed(
   call: ScriptCall,
   wanted: (() => boolean) | undefined,
 ): Promise<unknown> {
-  return node.evalScript(call.script, call.keys, call.args, wanted).then((raw) => {
+  return node.evalScript(call.script, call.keys, call.args, wanted, (raw) => {
     const value = call.clocked ? unclocked(raw, call, node, 0, undefined) : raw;
     const next = nextCall(call, value, wanted);
     return next ? sendFollowed(node, next, wanted) : value;

@@ -329,9 +329,26 @@ export class MasterNode {
     keys: readonly string[],
     args: readonly string[],
     stillWanted?: () => boolean,
+  ): Promise<unknown>;
+  /** With the reply turned into the result in the same continuation (redis/scripts/lua.ts). */
+  evalScript<T>(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+    stillWanted: (() => boolean) | undefined,
+    onReply: (reply: unknown) => T | PromiseLike<T>,
+  ): Promise<T>;
+  evalScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+    stillWanted?: () => boolean,
+    onReply?: (reply: unknown) => unknown,
   ): Promise<unknown> {
     this.coalesce();
-    return evalScript(this.connection, script, keys, args, stillWanted, this.coalesceFallback);
+    return onReply
+      ? evalScript(this.connection, script, keys, args, stillWanted, this.coalesceFallback, onReply)
+      : evalScript(this.connection, script, keys, args, stillWanted, this.coalesceFallback);
   }
 
   /**
@@ -350,16 +367,18 @@ export class MasterNode {
   private inTick = false;
   /** The socket corked in the current tick, if any. */
   private corked: Writable | undefined;
-  private readonly endTick = (): void => {
+  /** Ends this master's tick (called by {@link endTicks}): uncorks what the tick corked. */
+  endTick(): void {
     this.inTick = false;
     const stream = this.corked;
     this.corked = undefined;
     stream?.uncork();
-  };
+  }
 
   /**
    * One write per master per tick. The first script call of a tick is written
-   * at once, as without coalescing (a lone call pays nothing but one `process.nextTick`); a
+   * at once, as without coalescing (a lone call pays nothing but its place in the one
+   * `process.nextTick` of the tick, shared by every master: {@link endTicks}); a
    * second call in the same tick corks the connection's socket, and the end of the tick uncorks
    * it, so every further acquire, release and extension of that tick leaves in one `writev`
    * instead of one syscall each. The tick ends after the promise continuations queued during it,
@@ -375,7 +394,7 @@ export class MasterNode {
     if (this.corked || this.cluster) return;
     if (!this.inTick) {
       this.inTick = true;
-      process.nextTick(this.endTick);
+      if (inTick.push(this) === 1) process.nextTick(endTicks);
       return;
     }
     const stream = this.connection.corkable();
@@ -421,6 +440,19 @@ export class MasterNode {
       );
     });
   }
+}
+
+/**
+ * The masters that got a script call in the current tick, of every engine: one `process.nextTick`
+ * ends the tick for all of them ({@link MasterNode.coalesce}) instead of one per master — a round
+ * sends to every master in the same tick.
+ */
+let inTick: MasterNode[] = [];
+
+function endTicks(): void {
+  const nodes = inTick;
+  inTick = [];
+  for (const node of nodes) node.endTick();
 }
 
 /** Causes in the order the marker-seed script numbers them. */
