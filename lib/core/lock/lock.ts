@@ -123,11 +123,13 @@ export function fencingTable(
   return Object.freeze(table);
 }
 
-const states = new WeakMap<Lock, LockState>();
 /** The lock an engine made from `grant`, if any (stores know grants; fault controls need locks). */
 export function lockOfGrant(grant: Grant): Lock | undefined {
   return grant.lock instanceof Lock ? grant.lock : undefined;
 }
+
+/** The state of `lock` when it is a lock an engine made; `undefined` for anything else. */
+let stateOf: (lock: unknown) => LockState | undefined;
 
 /** Set while an engine creates a lock: the only way a `Lock` can be constructed. */
 let minting = false;
@@ -138,7 +140,7 @@ let minting = false;
  * {@link InvalidArgumentError}.
  */
 export function lockState(lock: Lock): LockState {
-  const state = states.get(lock);
+  const state = stateOf(lock);
   if (!state) {
     throw new InvalidArgumentError('lock', 'is not a lock granted by a Redlock engine');
   }
@@ -206,8 +208,19 @@ export class Lock {
     this.limit = this.kind === 'semaphore' ? init.kind?.limit : undefined;
     this.tokens = init.fencingTokens;
     init.state.owner = owner;
-    states.set(this, init.state);
+    this.#state = init.state;
     if (init.state.grant) init.state.grant.lock = this;
+  }
+
+  /**
+   * The lock's mutable state, engine-internal (base of {@link lockState}). A private field, not a
+   * table keyed by lock: nothing to look up or to collect per lock.
+   */
+  readonly #state: LockState;
+
+  static {
+    stateOf = (lock) =>
+      typeof lock === 'object' && lock !== null && #state in lock ? lock.#state : undefined;
   }
 
   /** Fencing tokens in the order of {@link resources} (empty when fencing is off). */

@@ -100,8 +100,8 @@ class Round<M extends Voter, T> {
     private readonly resolve: (tally: Tally<T>) => void,
   ) {
     this.n = spec.masters.length;
-    this.votes = new Array<NodeVote>(this.n);
-    this.replies = new Array<Reply<T> | undefined>(this.n).fill(undefined);
+    this.votes = unset<NodeVote>(this.n);
+    this.replies = unset<Reply<T>>(this.n);
   }
 
   start(): void {
@@ -214,6 +214,17 @@ class Round<M extends Voter, T> {
     const { quorum, waitAll } = this.spec;
     if (ok + notOk === n || (!waitAll && (ok >= quorum || n - notOk < quorum))) this.finish();
   }
+}
+
+/**
+ * `n` empty slots (`undefined` until a vote or reply fills them), as a packed array of any
+ * value: `new Array(n)` is holey and of small integers, and storing the first object there
+ * converts it; `fill` runs in the runtime.
+ */
+function unset<E>(n: number): E[] {
+  const slots: (E | undefined)[] = [];
+  for (let i = 0; i < n; i++) slots.push(undefined);
+  return slots as E[];
 }
 
 function vote(master: Voter, outcome: NodeOutcome, latency: number): NodeVote {
