@@ -63,8 +63,10 @@ function benchWarn(message: string): void {
  * Which of our rows: the defaults; one guarantee turned off, the rest default (what each costs):
  * fencing off (`fencing: false`), the restart quarantine off (`quarantine: false`), wake-ups on
  * release off (`handoff: false`: waiters poll), the clock check off (`clockCheck: false`: what
- * reading each master's clock with every vote costs); `fairness: 'across-processes'`; or the
- * defaults over node-redis clients (`redis` 6, RESP3, one client per master, made for the row).
+ * reading each master's clock with every vote costs); all four of them off at once (`ours-bare`:
+ * our engine's own work beside node-redlock's and the raw floor's, with scripts that do no more
+ * than theirs); `fairness: 'across-processes'`; or the defaults over node-redis clients (`redis`
+ * 6, RESP3, one client per master, made for the row).
  */
 export type OursVariant =
   | 'ours'
@@ -72,6 +74,7 @@ export type OursVariant =
   | 'ours-noquarantine'
   | 'ours-nohandoff'
   | 'ours-noclock'
+  | 'ours-bare'
   | 'ours-fair'
   | 'ours-node-redis';
 
@@ -88,7 +91,8 @@ export function oursEngine(
   quick: boolean,
   closeClients: () => Promise<void> = () => Promise.resolve(),
 ): Contender {
-  const fencing = variant !== 'ours-nofence';
+  const bare = variant === 'ours-bare';
+  const fencing = variant !== 'ours-nofence' && !bare;
   const maxTtl = maxTtlFor(quick);
   const engine = new Redlock(clients, {
     ttl: BENCH_SETTINGS.ttl,
@@ -97,9 +101,9 @@ export function oursEngine(
     retryJitter: retry.retryJitter,
     driftFactor: BENCH_SETTINGS.driftFactor,
     fencing,
-    quarantine: variant !== 'ours-noquarantine',
-    handoff: variant !== 'ours-nohandoff',
-    clockCheck: variant !== 'ours-noclock',
+    quarantine: variant !== 'ours-noquarantine' && !bare,
+    handoff: variant !== 'ours-nohandoff' && !bare,
+    clockCheck: variant !== 'ours-noclock' && !bare,
     fairness: variant === 'ours-fair' ? 'across-processes' : 'local',
     ...(maxTtl === undefined ? {} : { maxTtl }),
     keyPrefix: `bench:${variant}:`,
@@ -135,6 +139,7 @@ export const OURS_LABELS: Readonly<Record<OursVariant, string>> = {
   'ours-noquarantine': 'nestjs-redlock, restart quarantine off',
   'ours-nohandoff': 'nestjs-redlock, wake-ups off (handoff: false)',
   'ours-noclock': 'nestjs-redlock, clock check off',
+  'ours-bare': 'nestjs-redlock, all four off',
   'ours-fair': "nestjs-redlock, fairness: 'across-processes'",
   'ours-node-redis': 'nestjs-redlock on node-redis clients',
 };
@@ -351,6 +356,7 @@ export const CONTENDER_IDS = [
   'ours-noquarantine',
   'ours-nohandoff',
   'ours-noclock',
+  'ours-bare',
   'ours-fair',
   'ours-node-redis',
   'node-redlock',
@@ -378,6 +384,7 @@ export async function makeContender(
     case 'ours-noquarantine':
     case 'ours-nohandoff':
     case 'ours-noclock':
+    case 'ours-bare':
     case 'ours-fair':
       return oursEngine(clients, id, retry, quick);
     case 'ours-node-redis':

@@ -149,6 +149,7 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
     'ours-noquarantine',
     'ours-nohandoff',
     'ours-noclock',
+    'ours-bare',
     'ours-fair',
     'ours-node-redis',
     'ours-nest',
@@ -157,9 +158,13 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
     'redis-semaphore',
     'redlock-universal',
   ];
-  // 64 parallel: without the quarantine-off and wake-ups-off rows (run time).
+  // 64 parallel: without the quarantine-off, wake-ups-off and all-off rows (run time).
   const parallelIds = all.filter(
-    (id) => id !== 'ours-noquarantine' && id !== 'ours-nohandoff' && !id.startsWith('raw-guarded'),
+    (id) =>
+      id !== 'ours-noquarantine' &&
+      id !== 'ours-nohandoff' &&
+      id !== 'ours-bare' &&
+      !id.startsWith('raw-guarded'),
   );
   const contendedIds = [
     'raw',

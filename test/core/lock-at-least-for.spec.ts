@@ -152,7 +152,12 @@ describe('lockAtLeastFor', () => {
     const ran = await rl.using(r, () => 'done', { lockAtLeastFor: 3000 });
     expect(ran).toBe('done');
     expect(await rl.isLocked(r)).toBe(true);
-    expect((await pttls(rl.keyOf(r))).every((t) => t > 0 && t <= 3000)).toBe(true);
+    // Kept for the remainder on a quorum, never longer anywhere. A new engine's first lock may
+    // reach the last master only after that master's checks (the master-checks gate): released
+    // before they answered, it was never set there (-2), as in the first test of this file.
+    const kept = await pttls(rl.keyOf(r));
+    expect(kept.every((t) => t === -2 || (t > 0 && t <= 3000))).toBe(true);
+    expect(kept.filter((t) => t > 0).length).toBeGreaterThanOrEqual(2);
     const pair = [uniqueResource('keep-a'), uniqueResource('keep-b')];
     const lock = await rl.tryAcquire(pair, { lockAtLeastFor: 3000 });
     await lock?.release();

@@ -3,8 +3,9 @@
  * judged on synthetic medians: both uncontended tables (fresh and reused names) get the same
  * targets, the fencing-off rate is judged on the `ours-nofence` row against node-redlock's, the
  * CPU targets against node-redlock's, the same goals are applied to the guarantees' floor
- * (`raw-guarded`: what the masters' work of the guarantees allows), and a target whose row is
- * missing reads n/a.
+ * (`raw-guarded`: what the masters' work of the guarantees allows), the client goal to our engine
+ * with all four guarantees off (`ours-bare`: its own work), and a target whose row is missing
+ * reads n/a.
  */
 import type { Row, ScenarioSummary } from '../../bench/report';
 import { PARALLEL_GOAL, UNCONTENDED_GOALS, targetsByScenario } from '../../bench/targets';
@@ -50,6 +51,8 @@ describe('bench targets', () => {
         cpuUsPerOp: 300,
         redisCpuUsPerOp: 480,
       }),
+      // All four guarantees off: client CPU 1.2× node-redlock's, over the 1.15× goal.
+      row('ours-bare', 'ours', { opsPerSec: 990, cpuUsPerOp: 480, redisCpuUsPerOp: 380 }),
     ];
     const t = targetsByScenario(
       report([summary('uncontended', rows), summary('uncontended-reused', rows)]),
@@ -62,6 +65,8 @@ describe('bench targets', () => {
         'Node CPU µs/op',
         'Redis CPU µs/op',
         "guarantees' floor: Redis CPU µs/op vs node-redlock",
+        "guarantees' floor: Node CPU µs/op vs node-redlock",
+        'all four off: Node CPU µs/op vs node-redlock',
         "guarantees' floor: ops/s vs node-redlock",
         'fencing off: ops/s vs node-redlock',
         "guarantees' floor, fencing off: ops/s vs node-redlock",
@@ -77,6 +82,16 @@ describe('bench targets', () => {
       expect(got["guarantees' floor: Redis CPU µs/op vs node-redlock"]).toMatchObject({
         ours: '520',
         measured: '1.30×',
+        pass: false,
+      });
+      expect(got["guarantees' floor: Node CPU µs/op vs node-redlock"]).toMatchObject({
+        ours: '300',
+        measured: '0.75×',
+        pass: true,
+      });
+      expect(got['all four off: Node CPU µs/op vs node-redlock']).toMatchObject({
+        ours: '480',
+        measured: '1.20×',
         pass: false,
       });
       expect(got["guarantees' floor: ops/s vs node-redlock"]).toMatchObject({
@@ -105,6 +120,7 @@ describe('bench targets', () => {
     const got = byName(targetsByScenario(report([summary('uncontended', rows)])).uncontended);
     expect(got['fencing off: ops/s vs node-redlock'].pass).toBeUndefined();
     expect(got["guarantees' floor: Redis CPU µs/op vs node-redlock"].pass).toBeUndefined();
+    expect(got['all four off: Node CPU µs/op vs node-redlock'].pass).toBeUndefined();
     expect(got['ops/s vs node-redlock'].pass).toBe(true);
   });
 
