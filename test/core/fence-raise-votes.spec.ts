@@ -21,7 +21,7 @@ describe('a fencing raise that too few masters confirm', () => {
       storeWith(suite.clients, (store) => {
         const grouped = store.dispatch.grouped.bind(store.dispatch);
         store.dispatch.grouped = (node, resources, keys, build, wanted) =>
-          build(keys, resources).script === FENCE_RAISE_SCRIPT
+          build(keys, resources, node).script === FENCE_RAISE_SCRIPT
             ? Promise.reject(new Error('raise refused by the test'))
             : grouped(node, resources, keys, build, wanted);
       }),
@@ -64,7 +64,7 @@ function raiseCounting(): { rl: Redlock; raises: number[] } {
     storeWith(suite.clients, (store) => {
       const grouped = store.dispatch.grouped.bind(store.dispatch);
       store.dispatch.grouped = (node, resources, keys, build, wanted) => {
-        if (build(keys, resources).script === FENCE_RAISE_SCRIPT) raises.push(node.index);
+        if (build(keys, resources, node).script === FENCE_RAISE_SCRIPT) raises.push(node.index);
         return grouped(node, resources, keys, build, wanted);
       };
     }),

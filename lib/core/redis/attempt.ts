@@ -110,30 +110,27 @@ export async function attemptOnMasters(
   const read =
     parts?.read(input, kind, resources) ??
     ((groups: readonly GroupReply[]) => kind.readAcquire(groups, resources));
+  // The call for a master: once per attempt (one standalone call), or per Cluster slot group.
+  const build = (
+    groupKeys: readonly string[],
+    group: readonly string[],
+    node: MasterNode,
+  ): ScriptCall => {
+    if (group === resources) return forNode(node);
+    const groupInput = withFields(input, {
+      keys: groupKeys,
+      fenceKeys: fencing ? groupKeys.map((k) => counterKeyOf(keyPrefix, k)) : undefined,
+      waitKeys: input.waitKeys && waitInput(kind, 1, keyPrefix, group).waitKeys,
+    });
+    return kind.acquire(parts ? parts.group(groupInput, group) : groupInput);
+  };
+  // The master's clock comes in the same round trip (redis/masters/clock-watch.ts).
+  const sendTo = (node: MasterNode): Promise<AcquireAnswer> =>
+    store.dispatch.read(node, resources, keys, build, read, wanted, store.clocks);
   const tally = await store.round<AcquireAnswer>({
     quorum,
     timeout: attemptTimeout(store.settings.requestTimeout, ttl, driftFactor),
-    send: (node) =>
-      store.dispatch.afterCheck(node, wanted, () =>
-        store.dispatch.read(
-          node,
-          resources,
-          keys,
-          (groupKeys, group) => {
-            if (group === resources) return forNode(node);
-            const groupInput = withFields(input, {
-              keys: groupKeys,
-              fenceKeys: fencing ? groupKeys.map((k) => counterKeyOf(keyPrefix, k)) : undefined,
-              waitKeys: input.waitKeys && waitInput(kind, 1, keyPrefix, group).waitKeys,
-            });
-            return kind.acquire(parts ? parts.group(groupInput, group) : groupInput);
-          },
-          read,
-          wanted,
-          // The master's clock comes in the same round trip (redis/masters/clock-watch.ts).
-          store.clocks,
-        ),
-      ),
+    send: (node) => store.dispatch.afterCheck(node, wanted, sendTo),
     judge: (a, node) => {
       if (a.markerAge !== undefined) store.noteMarkerAge(node);
       if (!a.granted) return 'held';

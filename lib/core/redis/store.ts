@@ -1,7 +1,7 @@
 import { Timeline } from '../base/clock';
 import { clientShape, connectionOf, isRedlockClient, refusedShape } from './connection/adapt';
 import { InvalidConfigurationError } from '../base/errors';
-import type { LockKind } from './kinds/kind';
+import type { GroupReply, LockKind, ScriptCall } from './kinds/kind';
 import { SHARED, semaphoreKind } from './kinds/holders';
 import { MUTEX } from './kinds/mutex';
 import type { LockKindSpec } from '../base/kind-spec';
@@ -309,19 +309,16 @@ export class RedisStore implements LockStore, RedisContext {
       options.call ?? ((ks: readonly string[]) => kind.release(token, ks, announce, keepFor));
     // One call for every standalone master; a Cluster master gets one per slot group.
     const whole = build(keys, resources);
+    const callFor = (groupKeys: readonly string[], group: readonly string[]): ScriptCall =>
+      group === resources ? whole : build(groupKeys, group);
+    const read = (groups: readonly GroupReply[]): boolean => kind.readRelease(groups);
     const tally = await this.round<boolean>({
       quorum: this.quorumFor(options.kind),
       timeout: this.settings.requestTimeout,
       send: (node) =>
         only && !only.includes(node)
           ? Promise.resolve(false)
-          : this.dispatch.read(
-              node,
-              resources,
-              keys,
-              (groupKeys, group) => (group === resources ? whole : build(groupKeys, group)),
-              (groups) => kind.readRelease(groups),
-            ),
+          : this.dispatch.read(node, resources, keys, callFor, read),
       judge: (deleted) => (deleted ? 'ok' : 'held'),
       waitAll,
     });

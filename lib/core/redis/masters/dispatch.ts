@@ -20,7 +20,7 @@ export class Dispatch {
   ) {}
 
   /**
-   * Runs the script call `build(keys, resources)` once per group of keys that may share a script
+   * Runs the script call `build(keys, resources, node)` once per group of keys that may share a script
    * on this master: one group on a standalone master, one per hash slot on a Cluster. Resolves
    * with the group replies. `wanted` guards the EVAL fallback (see redis/scripts/lua.ts).
    */
@@ -28,7 +28,7 @@ export class Dispatch {
     node: MasterNode,
     resources: readonly string[],
     keys: readonly string[],
-    build: (keys: readonly string[], resources: readonly string[]) => ScriptCall,
+    build: (keys: readonly string[], resources: readonly string[], node: MasterNode) => ScriptCall,
     wanted?: () => boolean,
     clocks?: ClockWatch,
   ): Promise<GroupReply[]> {
@@ -45,14 +45,14 @@ export class Dispatch {
     node: MasterNode,
     resources: readonly string[],
     keys: readonly string[],
-    build: (keys: readonly string[], resources: readonly string[]) => ScriptCall,
+    build: (keys: readonly string[], resources: readonly string[], node: MasterNode) => ScriptCall,
     read: (groups: GroupReply[]) => T,
     wanted?: () => boolean,
     clocks?: ClockWatch,
   ): Promise<T> {
     if (!node.cluster) {
       // The hot path: one call, one continuation (a follow-up, when asked for, adds its own).
-      const call = build(keys, resources);
+      const call = build(keys, resources, node);
       const sent = clocks ? monotonicNow() : 0;
       const voted = node.evalScript(call.script, call.keys, call.args, wanted, (raw) => {
         const value = call.clocked ? unclocked(raw, call, node, sent, clocks) : raw;
@@ -70,6 +70,7 @@ export class Dispatch {
         const call = build(
           group.map((r) => this.keyOf(r)),
           group,
+          node,
         );
         return sendFollowed(node, call, wanted).then((value): GroupReply => ({
           resources: group,
@@ -91,7 +92,11 @@ export class Dispatch {
    * {@link MasterNode.ready}), and with the cause when its votes must not count (a replica, a
    * duplicate, ...: redis/masters/master-checks.ts).
    */
-  afterCheck<T>(node: MasterNode, wanted: () => boolean, task: () => Promise<T>): Promise<T> {
+  afterCheck<T>(
+    node: MasterNode,
+    wanted: () => boolean,
+    task: (node: MasterNode) => Promise<T>,
+  ): Promise<T> {
     const checked = this.gate?.(node);
     if (checked) {
       return checked.then(() =>
@@ -106,11 +111,11 @@ export class Dispatch {
   private afterQuarantineCheck<T>(
     node: MasterNode,
     wanted: () => boolean,
-    task: () => Promise<T>,
+    task: (node: MasterNode) => Promise<T>,
   ): Promise<T> {
     const pending = node.ready();
-    if (!pending) return task();
-    return pending.then(() => (wanted() ? task() : Promise.reject(new Error('not sent'))));
+    if (!pending) return task(node);
+    return pending.then(() => (wanted() ? task(node) : Promise.reject(new Error('not sent'))));
   }
 }
 
