@@ -38,21 +38,33 @@ export interface EngineContext<W = unknown> {
  * released (policy/acquire.ts `refuseLate`).
  */
 export class InflightAttempts {
-  private readonly pending = new Set<Promise<unknown>>();
+  /** Attempts (with their clean-up) not yet settled. */
+  private pending = 0;
+  /** Callers of {@link settled} waiting for `pending` to reach 0. */
+  private idle: (() => void)[] = [];
 
   /** Tracks `attempt` until it and its clean-up settled; returns it unchanged. */
   track(attempt: Promise<AttemptResult>): Promise<AttemptResult> {
-    const settled: Promise<unknown> = attempt.then(
-      (r) => r.cleanup,
-      () => undefined,
-    );
-    this.pending.add(settled);
-    void settled.finally(() => this.pending.delete(settled));
+    this.pending++;
+    attempt.then(this.attempted, this.done);
     return attempt;
   }
 
   /** Resolves once no attempt is in flight (also those started while waiting). */
   async settled(): Promise<void> {
-    while (this.pending.size > 0) await Promise.all([...this.pending]);
+    while (this.pending > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
   }
+
+  // Shared by every attempt: a counter and two functions, no promise or closure per attempt.
+  private readonly attempted = (r: AttemptResult): void => {
+    if (r.cleanup) r.cleanup.then(this.done, this.done);
+    else this.done();
+  };
+
+  private readonly done = (): void => {
+    if (--this.pending > 0 || this.idle.length === 0) return;
+    const idle = this.idle;
+    this.idle = [];
+    for (const resolve of idle) resolve();
+  };
 }

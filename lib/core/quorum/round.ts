@@ -217,13 +217,13 @@ class Round<M extends Voter, T> {
 }
 
 /**
- * `n` empty slots (`undefined` until a vote or reply fills them), as a packed array of any
- * value: `new Array(n)` is holey and of small integers, and storing the first object there
- * converts it; `fill` runs in the runtime.
+ * `n` empty slots (`undefined` until a vote or reply fills them), made to hold any value at
+ * once: `new Array(n)` alone holds small integers until the first object converts it, and
+ * `fill` runs in the runtime.
  */
 function unset<E>(n: number): E[] {
-  const slots: (E | undefined)[] = [];
-  for (let i = 0; i < n; i++) slots.push(undefined);
+  const slots = new Array<E | undefined>(n);
+  for (let i = 0; i < n; i++) slots[i] = undefined;
   return slots as E[];
 }
 
