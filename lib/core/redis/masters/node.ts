@@ -394,7 +394,7 @@ export class MasterNode {
     if (this.corked || this.cluster) return;
     if (!this.inTick) {
       this.inTick = true;
-      if (inTick.push(this) === 1) process.nextTick(endTicks);
+      if (tickMasters.push(this) === 1) process.nextTick(endTicks);
       return;
     }
     const stream = this.connection.corkable();
@@ -447,11 +447,11 @@ export class MasterNode {
  * ends the tick for all of them ({@link MasterNode.coalesce}) instead of one per master — a round
  * sends to every master in the same tick.
  */
-let inTick: MasterNode[] = [];
+let tickMasters: MasterNode[] = [];
 
 function endTicks(): void {
-  const nodes = inTick;
-  inTick = [];
+  const nodes = tickMasters;
+  tickMasters = [];
   for (const node of nodes) node.endTick();
 }
 
