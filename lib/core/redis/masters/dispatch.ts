@@ -20,9 +20,9 @@ export class Dispatch {
   ) {}
 
   /**
-   * Runs the script call `build(keys, resources, node)` once per group of keys that may share a script
-   * on this master: one group on a standalone master, one per hash slot on a Cluster. Resolves
-   * with the group replies. `wanted` guards the EVAL fallback (see redis/scripts/lua.ts).
+   * Runs the script call `build(keys, resources, node)` once per group of keys that may share a
+   * script on this master: one group on a standalone master, one per hash slot on a Cluster.
+   * Resolves with the group replies. `wanted` guards the EVAL fallback (see redis/scripts/lua.ts).
    */
   grouped(
     node: MasterNode,
