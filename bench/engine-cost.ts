@@ -38,14 +38,10 @@ class InstantMaster extends EventEmitter {
   readonly options = { host: '127.0.0.1', port: 6379 };
   private readonly counters = new Map<string, number>();
 
-  evalsha(sha: string, keyCount: number, ...rest: (string | string[])[]): Promise<unknown> {
+  evalsha(sha: string, _keyCount: number, ...rest: (string | string[])[]): Promise<unknown> {
     // Our engine passes the keys and the arguments as two arrays (ioredis flattens them).
-    if (sha === ACQUIRE_SCRIPT.sha) {
-      if (Array.isArray(rest[0]))
-        return Promise.resolve(this.acquire(rest[0], rest[1] as string[]));
-      const flat = rest as string[];
-      return Promise.resolve(this.acquire(flat.slice(0, keyCount), flat.slice(keyCount)));
-    }
+    if (sha === ACQUIRE_SCRIPT.sha)
+      return Promise.resolve(this.acquire(rest[0] as string[], rest[1] as string[]));
     // Our release; node-redlock's acquire and release (one key set or deleted).
     return Promise.resolve(1);
   }

@@ -39,15 +39,7 @@ export class IoredisConnection implements Connection {
     keys: readonly string[],
     args: readonly (string | Buffer)[],
   ): Promise<unknown> {
-    // The keys and arguments as two arrays, not spread: ioredis (5 and 6) and iovalkey flatten a
-    // command's arguments once anyway (`args.flat()`), so a spread would only copy them twice.
-    return (this.client.evalsha as unknown as FlatCall).call(
-      this.client,
-      sha,
-      keys.length,
-      keys,
-      args,
-    );
+    return this.script('evalsha', sha, keys, args);
   }
 
   eval(
@@ -55,13 +47,22 @@ export class IoredisConnection implements Connection {
     keys: readonly string[],
     args: readonly (string | Buffer)[],
   ): Promise<unknown> {
-    return (this.client.eval as unknown as FlatCall).call(
-      this.client,
-      source,
-      keys.length,
-      keys,
-      args,
-    );
+    return this.script('eval', source, keys, args);
+  }
+
+  /**
+   * EVALSHA or EVAL with the keys and arguments as two arrays, not spread: ioredis (5 and 6) and
+   * iovalkey flatten a command's arguments once anyway (`args.flat()`), so a spread would only
+   * copy them twice.
+   */
+  private script(
+    command: 'evalsha' | 'eval',
+    script: string,
+    keys: readonly string[],
+    args: readonly (string | Buffer)[],
+  ): Promise<unknown> {
+    const call = this.client[command] as unknown as FlatCall;
+    return call.call(this.client, script, keys.length, keys, args);
   }
 
   scriptLoad(source: string): Promise<unknown> {

@@ -321,34 +321,27 @@ export class MasterNode {
   }
 
   /**
-   * Runs a script on this master (EVALSHA, EVAL on NOSCRIPT: see redis/scripts/lua.ts). Every call of
+   * Runs a script on this master (EVALSHA, EVAL on NOSCRIPT: see redis/scripts/lua.ts), with its
+   * reply turned into the result by `onReply` in the same continuation when given. Every call of
    * one tick leaves in one socket write (see {@link coalesce}).
    */
-  evalScript(
+  evalScript<T = unknown>(
     script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
     stillWanted?: () => boolean,
-  ): Promise<unknown>;
-  /** With the reply turned into the result in the same continuation (redis/scripts/lua.ts). */
-  evalScript<T>(
-    script: LuaScript,
-    keys: readonly string[],
-    args: readonly string[],
-    stillWanted: (() => boolean) | undefined,
-    onReply: (reply: unknown) => T | PromiseLike<T>,
-  ): Promise<T>;
-  evalScript(
-    script: LuaScript,
-    keys: readonly string[],
-    args: readonly string[],
-    stillWanted?: () => boolean,
-    onReply?: (reply: unknown) => unknown,
-  ): Promise<unknown> {
+    onReply?: (reply: unknown) => T | PromiseLike<T>,
+  ): Promise<T> {
     this.coalesce();
-    return onReply
-      ? evalScript(this.connection, script, keys, args, stillWanted, this.coalesceFallback, onReply)
-      : evalScript(this.connection, script, keys, args, stillWanted, this.coalesceFallback);
+    return evalScript(
+      this.connection,
+      script,
+      keys,
+      args,
+      stillWanted,
+      this.coalesceFallback,
+      onReply,
+    );
   }
 
   /**

@@ -87,33 +87,16 @@ export function loadScripts(client: Connection): Promise<void> {
  * the result in the same continuation: one promise less per call than a `.then` on the result
  * (the voting rounds' hot path, redis/masters/dispatch.ts). What it throws rejects the result.
  */
-export function evalScript(
+export function evalScript<T = unknown>(
   client: Connection,
   s: LuaScript,
   keys: readonly string[],
   args: readonly (string | Buffer)[],
   stillWanted?: () => boolean,
   beforeFallback?: () => void,
-): Promise<unknown>;
-export function evalScript<T>(
-  client: Connection,
-  s: LuaScript,
-  keys: readonly string[],
-  args: readonly (string | Buffer)[],
-  stillWanted: (() => boolean) | undefined,
-  beforeFallback: (() => void) | undefined,
-  onReply: (reply: unknown) => T | PromiseLike<T>,
-): Promise<T>;
-export function evalScript(
-  client: Connection,
-  s: LuaScript,
-  keys: readonly string[],
-  args: readonly (string | Buffer)[],
-  stillWanted?: () => boolean,
-  beforeFallback?: () => void,
-  onReply?: (reply: unknown) => unknown,
-): Promise<unknown> {
-  const fallback = (err: unknown): Promise<unknown> => {
+  onReply?: (reply: unknown) => T | PromiseLike<T>,
+): Promise<T> {
+  const fallback = (err: unknown): Promise<T> => {
     if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
     if (stillWanted && !stillWanted()) {
       if (!client.cluster) {
@@ -124,10 +107,11 @@ export function evalScript(
     }
     beforeFallback?.();
     const sent = client.eval(s.source, keys, args);
-    return onReply ? sent.then(onReply) : sent;
+    return (onReply ? sent.then(onReply) : sent) as Promise<T>;
   };
   const sent = client.evalsha(s.sha, keys, args);
-  return onReply ? sent.then(onReply, fallback) : sent.catch(fallback);
+  // (Without `onReply`, `T` is the reply's own `unknown`.)
+  return (onReply ? sent.then(onReply, fallback) : sent.catch(fallback)) as Promise<T>;
 }
 
 /**
