@@ -82,9 +82,11 @@ export function summarizeProfile(profile: CpuProfile, ops: number): ProfileSumma
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const selfOfNode = new Map<number, number>();
-  profile.samples.forEach((id, i) =>
-    selfOfNode.set(id, (selfOfNode.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)),
-  );
+  // The first delta is the time from the profiler's start to its first sample, not a sample's
+  // (the inspector's round trips, up to hundreds of ms): left out.
+  profile.samples.forEach((id, i) => {
+    if (i > 0) selfOfNode.set(id, (selfOfNode.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  });
   const selfFn = new Map<string, number>();
   const selfFile = new Map<string, number>();
   const incl = new Map<string, number>();

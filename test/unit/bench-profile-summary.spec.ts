@@ -26,9 +26,10 @@ const profile: CpuProfile = {
     { id: 7, callFrame: frame('(garbage collector)') },
     { id: 8, callFrame: frame('writeUtf8String') },
   ],
-  // Sample i lands on samples[i] and lasted timeDeltas[i] µs.
-  samples: [2, 3, 4, 5, 6, 6, 7, 8],
-  timeDeltas: [10, 20, 30, 40, 100, 100, 5, 60],
+  // Sample i lands on samples[i] and lasted timeDeltas[i] µs; the first delta is the time from
+  // the profiler's start to its first sample, not a sample's (it must not count).
+  samples: [2, 2, 3, 4, 5, 6, 6, 7, 8],
+  timeDeltas: [170_000, 10, 20, 30, 40, 100, 100, 5, 60],
 };
 
 describe('bench/profile-summary summarizeProfile', () => {
