@@ -146,6 +146,9 @@ async function main(): Promise<void> {
       console.log(`\nAllocated per operation (sampled, reused names): ${fmt(total / ops)} B`);
       for (const [where, b] of top.slice(0, 25))
         console.log(`${fmt(b / ops).padStart(6)} B  ${where}`);
+      const theirs = await allocations(() => loop(ops, true, true));
+      const theirTotal = theirs.reduce((sum, [, b]) => sum + b, 0);
+      console.log(`\nnode-redlock 5, the same: ${fmt(theirTotal / ops)} B per operation`);
     }
     if (profileOut) {
       const { profile } = await profiled(() => loop(ops, true));

@@ -51,8 +51,8 @@ export interface LockState {
   /** Observers want to hear of a loss when it happens: the expiry timer runs without a signal. */
   watched?: boolean;
   timer?: NodeJS.Timeout;
-  /** Told once when the lock is found lost (not on release). */
-  onLost?: (reason: LockLostError) => void;
+  /** Told once when the lock is found lost (not on release): the engine's observers. */
+  onLost?: LockLossListener;
   /** The engine that created the lock (set by the {@link Lock} constructor): the only one that may release or extend it. */
   owner?: LockOwner;
   /** What the store granted (told when the lock ends: see {@link Grant.ended}). */
@@ -64,9 +64,32 @@ export interface LockState {
   lockAtLeastFor?: number;
   /**
    * Told once when the lock ends — released by its holder (before the release is sent) or found
-   * lost: the engine's local queue wakes the next waiter (fair/fair-queue.ts).
+   * lost: the engine's local queue, which wakes the next waiter (waiting/fifo-queue.ts,
+   * fair/fair-queue.ts).
    */
-  onEnd?: () => void;
+  onEnd?: LockEndListener;
+}
+
+/*
+ * What a lock tells when it ends or is lost goes to objects shared by every lock of the engine
+ * (its observers, its local queue), each told which lock — never a closure made per lock. A
+ * closure kept in the lock's state made V8 allocate the states, their grants and what those hold
+ * straight in the old generation (allocation-site pretenuring: the closures were allocated there
+ * by optimized code, and the young states they held all survived the next scavenge). Those
+ * objects, garbage a few hundred µs later, then stayed until the next full collection and kept
+ * the young objects they pointed to alive through every scavenge: about 1 KB per lock promoted,
+ * a quarter more CPU per acquire + release (bench/engine-cost.ts, run under ts-node as the bench
+ * is; test/unit/core/lock-state-young.spec.ts).
+ */
+
+/** Told when a lock is found lost (see {@link LockState.onLost}). */
+export interface LockLossListener {
+  lost(lock: Lock, state: LockState, reason: LockLostError): void;
+}
+
+/** Told when a lock ends, released or lost (see {@link LockState.onEnd}). */
+export interface LockEndListener {
+  ended(lock: Lock): void;
 }
 
 /** The state of a lock for `grant`: valid from the time its request was sent (protocol step 2). */
@@ -101,12 +124,12 @@ export function applyExtension(
 }
 
 /** Marks a lock released (its holder's choice: the signal does not abort). */
-export function markReleased(s: LockState): void {
+export function markReleased(lock: Lock, s: LockState): void {
   const first = !s.released && !s.lostReason;
   s.released = true;
   if (s.grant) s.grant.ended = true;
   disarm(s);
-  if (first) s.onEnd?.();
+  if (first) s.onEnd?.ended(lock);
 }
 
 /**
@@ -452,8 +475,8 @@ export function expire(lock: Lock, s: LockState, why: string, cause?: unknown): 
   );
   s.lostReason = err;
   s.controller?.abort(err);
-  s.onLost?.(err);
-  s.onEnd?.();
+  s.onLost?.lost(lock, s, err);
+  s.onEnd?.ended(lock);
 }
 
 /** Stops the expiry timer (after release). */

@@ -113,7 +113,7 @@ export function createLock(ctx: EngineContext, grant: Grant, attempts: number): 
  * the holder next touches the lock.
  */
 export function track(ctx: EngineContext, lock: Lock, state: LockState): void {
-  reportLoss(ctx, lock, state);
+  reportLoss(ctx, state);
   ctx.held.add(lock);
   if (ctx.observers.active) {
     state.watched = true;
@@ -121,20 +121,9 @@ export function track(ctx: EngineContext, lock: Lock, state: LockState): void {
   }
 }
 
-/** Reports the loss of `lock` to the observers (a `lost` event) when it happens. */
-export function reportLoss(ctx: EngineContext, lock: Lock, state: LockState): void {
-  const { observers } = ctx;
-  state.onLost = (reason) => {
-    if (observers.active) {
-      observers.emit({
-        type: 'lost',
-        resources: lock.resources,
-        lock,
-        holdTime: monotonicNow() - state.acquiredAt,
-        reason,
-      });
-    }
-  };
+/** Reports the loss of the lock of `state` to the observers (a `lost` event) when it happens. */
+export function reportLoss(ctx: EngineContext, state: LockState): void {
+  state.onLost = ctx.observers; // (no closure per lock: lock/lock.ts, LockLossListener)
 }
 
 /**
@@ -169,7 +158,7 @@ export function granted(
   const s = lockState(lock);
   if (lockAtLeastFor !== undefined) s.lockAtLeastFor = lockAtLeastFor;
   // Its release (or loss) wakes the next local waiter of its resources at once.
-  s.onEnd ??= () => ctx.queue.ended(lock);
+  s.onEnd ??= ctx.queue; // (no closure per lock: lock/lock.ts, LockEndListener)
   if (ctx.observers.active) {
     ctx.observers.emit({
       type: 'acquired',

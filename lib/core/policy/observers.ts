@@ -1,6 +1,8 @@
 import { monotonicNow } from '../base/clock';
 import { LockOperationError, RedlockError } from '../base/errors';
 import type { RedlockEvent, RedlockObserver } from '../lock/events';
+import type { Lock, LockLossListener, LockState } from '../lock/lock';
+import type { LockLostError } from '../base/errors';
 import type { RedlockLogger } from '../base/settings';
 
 /**
@@ -8,7 +10,7 @@ import type { RedlockLogger } from '../base/settings';
  * ({@link active} is checked before any event object is built). An observer that throws is
  * logged, never fatal.
  */
-export class Observers {
+export class Observers implements LockLossListener {
   private readonly set = new Set<RedlockObserver>();
 
   constructor(
@@ -36,6 +38,18 @@ export class Observers {
         this.logger.warn(`Redlock: an observer threw: ${this.describe(err)}`);
       }
     }
+  }
+
+  /** Reports a lock found lost (a `lost` event): every lock of the engine tells it here. */
+  lost(lock: Lock, state: LockState, reason: LockLostError): void {
+    if (!this.active) return;
+    this.emit({
+      type: 'lost',
+      resources: lock.resources,
+      lock,
+      holdTime: monotonicNow() - state.acquiredAt,
+      reason,
+    });
   }
 
   /** Reports a failed acquire (only engine errors: a bad argument is not an attempt). */

@@ -94,7 +94,7 @@ export async function releaseLock(
       ? ctx.queue.handover?.(lock, grant)
       : undefined;
   if (handover) s.onEnd = undefined; // the queue woke its taker already
-  markReleased(s);
+  markReleased(lock, s);
   ctx.held.delete(lock);
   let result: ReleaseResult;
   if (handover) {

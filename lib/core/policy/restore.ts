@@ -68,11 +68,11 @@ export function restoreLock(ctx: EngineContext, data: unknown): Lock {
     state,
   });
   if (validUntil <= mono) {
-    reportLoss(ctx, lock, state);
+    reportLoss(ctx, state);
     expire(lock, state, 'its validity had ended when it was restored');
   } else {
     track(ctx, lock, state);
   }
-  state.onEnd ??= () => ctx.queue.ended(lock); // wakes local waiters, as a grant's end does
+  state.onEnd ??= ctx.queue; // wakes local waiters, as a grant's end does
   return lock;
 }
