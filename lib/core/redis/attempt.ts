@@ -200,11 +200,7 @@ export async function attemptOnMasters(
     // masters whose vote counts (not a quarantined one, which may have lost its counter).
     // A master whose data set is too young to count (0: redis/scripts/fencing.ts
     // YOUNG_DATA_SET_MS) is left out like one that did not grant.
-    const counters = tally.replies.map((r, i) => {
-      const c =
-        r?.kind === 'reply' && tally.votes[i].outcome === 'ok' ? r.value.counters : undefined;
-      return c && !c.includes(0) ? c : undefined;
-    });
+    const counters = countersOf(tally);
     const found = fencingTokensOf(counters, resources, store.quorum);
     if (found.settled) fencingTokens = found.tokens;
     else {
@@ -325,6 +321,22 @@ function waitInput(
   if (kind.name === 'shared') return { waitKeys: keys() };
   if (kind.name === 'mutex' && writerWait) return { waitKeys: keys(), waitTtl: writerWait };
   return {};
+}
+
+/**
+ * Each master's fencing counters from an acquire round, where its vote counts (`ok`: not a
+ * quarantined master, which may have lost its counter) and its data set is old enough (no 0:
+ * redis/scripts/fencing.ts YOUNG_DATA_SET_MS); `undefined` for the others.
+ */
+function countersOf(tally: Tally<AcquireAnswer>): (readonly number[] | undefined)[] {
+  const { replies, votes } = tally;
+  const counters = new Array<readonly number[] | undefined>(replies.length);
+  for (let i = 0; i < replies.length; i++) {
+    const r = replies[i];
+    const c = r?.kind === 'reply' && votes[i].outcome === 'ok' ? r.value.counters : undefined;
+    counters[i] = c && !c.includes(0) ? c : undefined;
+  }
+  return counters;
 }
 
 /** The number of `ok` votes. */

@@ -238,11 +238,7 @@ export const MUTEX: LockKind = {
         const holder = typeof v[3] === 'string' ? v[3] : undefined;
         return { granted: false, markerAge: age, holderTtl: ttl, counters: undefined, holder };
       }
-      let counters: number[] | undefined;
-      if (v.length === resources.length + 2) {
-        counters = v.slice(2).map(Number);
-        if (!counters.every(Number.isFinite)) counters = undefined;
-      }
+      const counters = countersIn(v, resources.length);
       return { granted: true, markerAge: age, holderTtl: undefined, counters };
     }
     let granted = true;
@@ -384,6 +380,22 @@ function amongKinds(
   args[3] = sent.args[3];
   if (waitKeys) args.push(String(input.waitTtl), input.clearFlags ? '1' : '0');
   return { script: ACQUIRE_AMONG_KINDS_SCRIPT, keys, args };
+}
+
+/**
+ * The fencing counters of a granted acquire reply `{1, age, counter per resource}` (`n`
+ * resources), as numbers; `undefined` when the reply has none (fencing off) or one is not a
+ * number.
+ */
+function countersIn(v: readonly unknown[], n: number): number[] | undefined {
+  if (v.length !== n + 2) return undefined;
+  const counters = new Array<number>(n);
+  for (let i = 0; i < n; i++) {
+    const c = Number(v[2 + i]);
+    if (!Number.isFinite(c)) return undefined;
+    counters[i] = c;
+  }
+  return counters;
 }
 
 /**

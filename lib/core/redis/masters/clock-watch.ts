@@ -127,7 +127,9 @@ export class ClockWatch {
    */
   counts(i: number): boolean {
     if (this.fresh[i]) this.peerCheck(i, false);
-    return !(this.until[i] > monotonicNow());
+    // (0 until a master is first distrusted: no clock read on every vote.)
+    const until = this.until[i];
+    return !(until > 0 && until > monotonicNow());
   }
 
   /** ms left of master `i`'s clock quarantine (0: none), and the jump that started it. */
