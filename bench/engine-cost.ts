@@ -57,7 +57,7 @@ class InstantMaster extends EventEmitter {
     }
     if (flags !== '2' && flags !== '3') return reply;
     const now = Date.now();
-    return [String(Math.floor(now / 1000)), String((now % 1000) * 1000), reply];
+    return [now * 1000, reply];
   }
 
   eval(): Promise<unknown> {

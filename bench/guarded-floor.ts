@@ -8,12 +8,12 @@
  * vote), `GET` of the boot marker (the restart quarantine), `SET key token NX PX ttl`, and on a
  * grant `INCR` of the resource's fencing counter (a counter that starts: `SET` from the clock,
  * with the counter's ttl); the reply carries the clock, the marker and the counter, as ours does
- * (`{seconds, microseconds, {1, marker, counter}}`). Granted as soon as a majority answered with a
+ * (`{time µs, {1, marker, counter}}`). Granted as soon as a majority answered with a
  * grant. Release = compare-and-delete plus the release announcement (`PUBLISH`), done at a
  * majority. The client reads nothing of the marker, the clock or the counter and judges no
  * validity: like the raw floor it is NOT a safe lock client, only the masters' work of the
  * guarantees and the round trips, as seen from Node with ioredis. Without fencing (the floor of
- * our fencing-off row), the acquire leaves out the counter: `{seconds, microseconds, {1, marker}}`.
+ * our fencing-off row), the acquire leaves out the counter: `{time µs, {1, marker}}`.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -22,15 +22,16 @@ import type { RawRetry } from './raw-floor';
 
 /** The acquire script (KEYS: lock key, [fencing counter,] boot marker; ARGV: token, ttl, counter ttl). */
 export const GUARDED_ACQUIRE_LUA = `local t = redis.call('TIME')
+local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local m = redis.call('GET', KEYS[#KEYS])
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {t[1], t[2], {0}} end
-if #KEYS == 2 then return {t[1], t[2], {1, m}} end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {us, {0}} end
+if #KEYS == 2 then return {us, {1, m}} end
 local v = redis.call('INCR', KEYS[2])
 if v == 1 then
   v = tonumber(t[1]) * 1000000 + 1
   redis.call('SET', KEYS[2], string.format('%.0f', v), 'PX', ARGV[3])
 end
-return {t[1], t[2], {1, m, v}}`;
+return {us, {1, m, v}}`;
 /** The release script: compare-and-delete and the announcement (KEYS: lock key; ARGV: token). */
 export const GUARDED_RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
@@ -83,7 +84,7 @@ export class GuardedFloor extends RawFloor {
           ? c.evalsha(ACQUIRE_SHA, 3, key, `${key}:fence`, this.marker, token, ttl, COUNTER_TTL)
           : c.evalsha(ACQUIRE_SHA, 2, key, this.marker, token, ttl),
       ),
-      (r) => Array.isArray(r) && Array.isArray(r[2]) && r[2][0] === 1,
+      (r) => Array.isArray(r) && Array.isArray(r[1]) && r[1][0] === 1,
     );
     if (granted) return token;
     await this.unlock(key, token);

@@ -209,8 +209,8 @@ describe.each(variants)('ioredis %s', (_label, options) => {
       ) =>
         evalsha(...a).then((reply) => {
           // A mutex acquire's reply comes wrapped with the master's clock (redis/scripts/lua.ts
-          // clockLua): {seconds, microseconds, reply}.
-          const inner = Array.isArray(reply) && Array.isArray(reply[2]) ? reply[2] : reply;
+          // clockLua): {time, reply}.
+          const inner = Array.isArray(reply) && Array.isArray(reply[1]) ? reply[1] : reply;
           if (Array.isArray(inner)) ages.push(inner[1]);
           return reply;
         });

@@ -151,9 +151,9 @@ function sendFollowed(
 }
 
 /**
- * The reply inside a clocked one (`{seconds, microseconds, reply}`: redis/scripts/lua.ts
- * `clockLua`); the master's clock goes to `clocks`, bracketed by `sent` and now. Throws on
- * another shape (the vote is then an error, never a grant).
+ * The reply inside a clocked one (`{time, reply}`, the time in µs since the epoch:
+ * redis/scripts/lua.ts `clockedReturn`); the master's clock goes to `clocks`, bracketed by `sent`
+ * and now. Throws on another shape (the vote is then an error, never a grant).
  */
 function unclocked(
   raw: unknown,
@@ -162,14 +162,14 @@ function unclocked(
   sent: number,
   clocks: ClockWatch | undefined,
 ): unknown {
-  if (!Array.isArray(raw) || raw.length !== 3) {
+  if (!Array.isArray(raw) || raw.length !== 2) {
     throw new Error(`Malformed reply of the ${call.script.name} script: no clock reading`);
   }
   if (clocks) {
-    const server = Number(raw[0]) * 1000 + Number(raw[1]) / 1000;
+    const server = Number(raw[0]) / 1000;
     if (Number.isFinite(server)) {
       clocks.record(node.index, { server, sent, received: monotonicNow() });
     }
   }
-  return raw[2];
+  return raw[1];
 }

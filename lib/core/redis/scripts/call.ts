@@ -23,7 +23,7 @@ export interface ScriptCall {
    */
   readonly followUp?: (reply: unknown, sent: ScriptCall) => ScriptCall | undefined;
   /**
-   * The script reads the master's clock and its reply comes as `{seconds, microseconds, reply}`
+   * The script reads the master's clock and its reply comes as `{time µs, reply}`
    * (redis/scripts/lua.ts `clockLua`): the masters layer unwraps it and records the reading
    * (redis/masters/dispatch.ts, the clock check).
    */
