@@ -41,6 +41,17 @@ export interface Tally<T> {
   readonly final?: Promise<readonly NodeVote[]>;
 }
 
+/**
+ * Where a sender that delivers a master's answer itself puts it (see {@link RoundSpec.send}): the
+ * round's own record, without a promise and two callbacks of the round's per master.
+ */
+export interface VoteSink<T> {
+  /** Master `i` (its position in the round) answered `value`. */
+  answered(i: number, value: T): void;
+  /** Master `i`'s request failed with `err`. */
+  failed(i: number, err: unknown): void;
+}
+
 /** How a round is run. */
 export interface RoundSpec<M extends Voter, T> {
   readonly masters: readonly M[];
@@ -48,8 +59,12 @@ export interface RoundSpec<M extends Voter, T> {
   readonly quorum: number;
   /** Per-node timeout in ms (one timer for the whole round). */
   readonly timeout: number;
-  /** Sends the request to one master; resolves with its decoded reply. */
-  send(master: M): Promise<T>;
+  /**
+   * Sends the request to one master (the `i`-th); resolves with its decoded reply — or returns
+   * `undefined`, having taken on to deliver the answer to `sink` itself: exactly once, at any time
+   * from this call on (even during it), never by throwing.
+   */
+  send(master: M, sink: VoteSink<T>, i: number): Promise<T> | undefined;
   /** Turns a reply into a vote. */
   judge(value: T, master: M): NodeOutcome;
   /** For `held` votes: the holder's remaining ttl, when the reply tells it. */
@@ -79,7 +94,7 @@ export function runRound<M extends Voter, T>(spec: RoundSpec<M, T>): Promise<Tal
  * The state of one running round: fields and methods rather than a closure per step, so a
  * round allocates little besides its votes (two continuations per master).
  */
-class Round<M extends Voter, T> {
+class Round<M extends Voter, T> implements VoteSink<T> {
   private readonly n: number;
   private readonly votes: NodeVote[];
   private readonly replies: (Reply<T> | undefined)[];
@@ -110,22 +125,26 @@ class Round<M extends Voter, T> {
     if (spec.deadlines) this.entry = spec.deadlines.add(began + timeout, this.expired);
     else this.timer = setTimeout(this.expired, timeout);
     for (let i = 0; i < n; i++) {
-      let sent: Promise<T>;
+      let sent: Promise<T> | undefined;
       try {
-        sent = spec.send(spec.masters[i]);
+        sent = spec.send(spec.masters[i], this, i);
       } catch (err) {
         sent = Promise.reject(err);
       }
-      sent.then(
-        (value) => this.record(i, { kind: 'reply', value, latency: monotonicNow() - began }),
-        (err: unknown) =>
-          this.record(i, {
-            kind: 'error',
-            error: spec.describeError(err),
-            latency: monotonicNow() - began,
-          }),
+      sent?.then(
+        (value) => this.answered(i, value),
+        (err: unknown) => this.failed(i, err),
       );
     }
+  }
+
+  answered(i: number, value: T): void {
+    this.record(i, { kind: 'reply', value, latency: monotonicNow() - this.began });
+  }
+
+  failed(i: number, err: unknown): void {
+    const error = this.spec.describeError(err);
+    this.record(i, { kind: 'error', error, latency: monotonicNow() - this.began });
   }
 
   private stopTimer(): void {
@@ -205,6 +224,7 @@ class Round<M extends Voter, T> {
       }
       return;
     }
+    if (this.replies[i]) return; // (one answer per master)
     this.replies[i] = reply;
     const v = this.judged(i, reply);
     this.votes[i] = v;

@@ -130,7 +130,9 @@ export async function attemptOnMasters(
   const tally = await store.round<AcquireAnswer>({
     quorum,
     timeout: attemptTimeout(store.settings.requestTimeout, ttl, driftFactor),
-    send: (node) => store.dispatch.afterCheck(node, wanted, sendTo),
+    send: (node, sink, i) =>
+      store.dispatch.afterCheckOrNow(node, wanted, sendTo) ??
+      store.dispatch.readInto(node, resources, keys, build, read, sink, i, wanted, store.clocks),
     judge: (a, node) => {
       if (a.markerAge !== undefined) store.noteMarkerAge(node);
       if (!a.granted) return 'held';

@@ -205,7 +205,7 @@ export class RedisStore implements LockStore, RedisContext {
       timeout: spec.timeout,
       // A master whose votes must not count gets nothing: its vote is the cause, as an error.
       send: this.checks.refusesAny
-        ? (node) => this.checks.refusal(node) ?? spec.send(node)
+        ? (node, sink, i) => this.checks.refusal(node) ?? spec.send(node, sink, i)
         : spec.send,
       judge: spec.judge,
       holderTtl: spec.holderTtl,
@@ -315,10 +315,10 @@ export class RedisStore implements LockStore, RedisContext {
     const tally = await this.round<boolean>({
       quorum: this.quorumFor(options.kind),
       timeout: this.settings.requestTimeout,
-      send: (node) =>
+      send: (node, sink, i) =>
         only && !only.includes(node)
           ? Promise.resolve(false)
-          : this.dispatch.read(node, resources, keys, callFor, read),
+          : this.dispatch.readInto(node, resources, keys, callFor, read, sink, i),
       judge: (deleted) => (deleted ? 'ok' : 'held'),
       waitAll,
     });

@@ -33,11 +33,18 @@ function* patterns(n: number): Generator<Answer[]> {
 
 const never = new Promise<never>(() => undefined);
 
+/**
+ * How a sender gives the round its answer: a promise, or delivered into the round's sink itself
+ * (quorum/round.ts `VoteSink`, the hot path's `Dispatch.readInto`) — later, or during the send.
+ */
+type Delivery = 'promise' | 'sink later' | 'sink at once';
+
 async function round(
   pattern: readonly Answer[],
   quorum: number,
   deadlines?: Timeline,
   lateVotes = false,
+  delivery: Delivery = 'promise',
 ) {
   const masters: Voter[] = pattern.map((_, i) => ({ index: i, name: `m${i}` }));
   return runRound<Voter, boolean>({
@@ -46,8 +53,17 @@ async function round(
     timeout: 1,
     deadlines,
     lateVotes,
-    send: (m) => {
+    send: (m, sink, i) => {
       const a = pattern[m.index];
+      if (delivery !== 'promise') {
+        const give = (): void => {
+          if (a === 'error') sink.failed(i, new Error('ECONNREFUSED'));
+          else if (a !== 'timeout') sink.answered(i, a === 'grant');
+        };
+        if (delivery === 'sink at once') give();
+        else void Promise.resolve().then(give);
+        return undefined;
+      }
       if (a === 'timeout') return never;
       if (a === 'error') return Promise.reject(new Error('ECONNREFUSED'));
       return Promise.resolve(a === 'grant');
@@ -64,13 +80,15 @@ describe('one voting round, every pattern on 1–5 masters (majority quorum)', (
   const shared = new Timeline(true);
   for (let n = 1; n <= 5; n++) {
     const quorum = MUTEX.quorum(n, Math.floor(n / 2) + 1);
-    for (const [clock, deadlines] of [
-      ['own timer', undefined],
-      ['shared timeline', shared],
+    for (const [clock, deadlines, delivery] of [
+      ['own timer', undefined, 'promise'],
+      ['shared timeline', shared, 'promise'],
+      ['own timer', undefined, 'sink later'],
+      ['shared timeline', shared, 'sink at once'],
     ] as const)
-      it(`${n} master(s), quorum ${quorum}: ${4 ** n} patterns (${clock})`, async () => {
+      it(`${n} master(s), quorum ${quorum}: ${4 ** n} patterns (${clock}, answers by ${delivery})`, async () => {
         for (const pattern of patterns(n)) {
-          const tally = await round(pattern, quorum, deadlines);
+          const tally = await round(pattern, quorum, deadlines, false, delivery);
           const grants = pattern.filter((a) => a === 'grant').length;
           const verdict = acquireVerdict(tally.votes, tally.ok, quorum);
           // Granted exactly when a quorum granted: a refusal, timeout or error never counts, and
@@ -206,6 +224,26 @@ describe('one voting round, every pattern on 1–5 masters (majority quorum)', (
     })();
     expect(Date.now() - started).toBeLessThan(30_000);
     expect(tally.votes.map((v) => v.outcome)).toEqual(['ok', 'ok', 'pending']);
+  });
+
+  it('a sink counts one answer per master: a second delivery changes nothing', async () => {
+    const masters: Voter[] = [0, 1, 2].map((i) => ({ index: i, name: `m${i}` }));
+    const tally = await runRound<Voter, boolean>({
+      masters,
+      quorum: 2,
+      timeout: 1000,
+      waitAll: true,
+      send: (_m, sink, i) => {
+        sink.answered(i, i !== 1);
+        sink.answered(i, true); // ignored: master 1 refused
+        sink.failed(i, new Error('late')); // ignored
+        return undefined;
+      },
+      judge: (granted) => (granted ? 'ok' : 'held'),
+      describeError: (err) => (err as Error).message,
+    });
+    expect(tally.votes.map((v) => v.outcome)).toEqual(['ok', 'held', 'ok']);
+    expect(tally.ok).toBe(2);
   });
 
   it('a send that throws synchronously is an error vote, not a crash', async () => {

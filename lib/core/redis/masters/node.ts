@@ -4,7 +4,7 @@ import { afterPendingIo, monotonicNow } from '../../base/clock';
 import { errorMessage } from '../../base/validate';
 import { connectionOf } from '../connection/adapt';
 import type { Connection } from '../connection/connection';
-import { evalScript, loadScripts } from '../scripts/lua';
+import { evalScript, evalScriptInto, loadScripts } from '../scripts/lua';
 import type { LuaScript } from '../scripts/lua';
 import { MARKER_READ_SCRIPT, MARKER_SEED_SCRIPT } from '../scripts/marker';
 import type { RedlockClient, RedlockLogger } from '../../base/settings';
@@ -341,6 +341,31 @@ export class MasterNode {
       stillWanted,
       this.coalesceFallback,
       onReply,
+    );
+  }
+
+  /**
+   * {@link evalScript} delivering its outcome to `onReply` or `onError` instead of a promise
+   * (redis/scripts/lua.ts `evalScriptInto`). `onReply` must not throw.
+   */
+  evalScriptInto(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+    stillWanted: (() => boolean) | undefined,
+    onReply: (reply: unknown) => void,
+    onError: (err: unknown) => void,
+  ): void {
+    this.coalesce();
+    evalScriptInto(
+      this.connection,
+      script,
+      keys,
+      args,
+      stillWanted,
+      this.coalesceFallback,
+      onReply,
+      onError,
     );
   }
 

@@ -115,6 +115,38 @@ export function evalScript<T = unknown>(
 }
 
 /**
+ * {@link evalScript} with its outcome delivered instead of returned: `onReply` gets the reply (of
+ * the EVALSHA, or of the EVAL after the same fallback), `onError` the error (a NOSCRIPT not sent
+ * again included) — one of them exactly once, in the EVALSHA's (or the EVAL's) own continuation,
+ * without a promise of the caller's per call (the voting rounds' hot path:
+ * redis/masters/dispatch.ts `readInto`). `onReply` must not throw.
+ */
+export function evalScriptInto(
+  client: Connection,
+  s: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | Buffer)[],
+  stillWanted: (() => boolean) | undefined,
+  beforeFallback: (() => void) | undefined,
+  onReply: (reply: unknown) => void,
+  onError: (err: unknown) => void,
+): void {
+  const fallback = (err: unknown): void => {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) return onError(err);
+    if (stillWanted && !stillWanted()) {
+      if (!client.cluster) {
+        beforeFallback?.();
+        client.scriptLoad(s.source).catch(() => undefined);
+      }
+      return onError(err);
+    }
+    beforeFallback?.();
+    client.eval(s.source, keys, args).then(onReply, onError);
+  };
+  client.evalsha(s.sha, keys, args).then(onReply, fallback);
+}
+
+/**
  * Lua shared by the scripts that check a master's boot marker (restart quarantine, see
  * lib/core/redis/masters/node.ts): sets `age` to how long ago (ms, server clock) the master's data set
  * was born, reading the marker at `markerKey` (a Lua expression); a missing marker is born now
