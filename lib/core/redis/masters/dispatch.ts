@@ -85,9 +85,9 @@ export class Dispatch {
    * {@link read} into a voting round's `sink` (as the `i`-th master) instead of a promise: on a
    * standalone master whose call carries the clock (or needs none), the reply is read and
    * delivered in the EVALSHA's own continuation — one promise and two callbacks less per master
-   * and round than the round waiting on {@link read}'s promise. Anything else (a Cluster's slot
-   * groups, a TIME sent after the call, a follow-up call) goes through {@link read}. Returns
-   * `undefined` (a round's `send` that delivers itself).
+   * and round than the round waiting on {@link read}'s promise. A Cluster's slot groups and a
+   * call that needs a TIME after it go through {@link read}; a follow-up call's answer is
+   * delivered when its reply comes. Returns `undefined` (a round's `send` that delivers itself).
    */
   readInto<T>(
     node: MasterNode,
@@ -146,13 +146,11 @@ export class Dispatch {
     if (checked) {
       return checked.then(() =>
         wanted()
-          ? this.afterQuarantineCheck(node, wanted, task)
+          ? (this.afterQuarantineCheck(node, wanted, task) ?? task(node))
           : Promise.reject(new Error('not sent')),
       );
     }
-    const pending = node.ready();
-    if (!pending) return undefined;
-    return pending.then(() => (wanted() ? task(node) : Promise.reject(new Error('not sent'))));
+    return this.afterQuarantineCheck(node, wanted, task);
   }
 
   /**
@@ -172,24 +170,17 @@ export class Dispatch {
     wanted: () => boolean,
     task: (node: MasterNode) => Promise<T>,
   ): Promise<T> {
-    const checked = this.gate?.(node);
-    if (checked) {
-      return checked.then(() =>
-        wanted()
-          ? this.afterQuarantineCheck(node, wanted, task)
-          : Promise.reject(new Error('not sent')),
-      );
-    }
-    return this.afterQuarantineCheck(node, wanted, task);
+    return this.afterCheckOrNow(node, wanted, task) ?? task(node);
   }
 
+  /** `task` once the restart quarantine's check is done; `undefined` when it is done already. */
   private afterQuarantineCheck<T>(
     node: MasterNode,
     wanted: () => boolean,
     task: (node: MasterNode) => Promise<T>,
-  ): Promise<T> {
+  ): Promise<T> | undefined {
     const pending = node.ready();
-    if (!pending) return task(node);
+    if (!pending) return undefined;
     return pending.then(() => (wanted() ? task(node) : Promise.reject(new Error('not sent'))));
   }
 }
