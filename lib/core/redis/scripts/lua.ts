@@ -188,10 +188,10 @@ export function bootMarkerAge(markerKey: string, knownBirth?: string, clock?: st
  * The clock check's part of a script (redis/masters/clock-watch.ts): when `flag` (a Lua
  * condition) holds, `local clock` is the master's `TIME`, read once at the start, and every reply
  * goes out as `{time, reply}`, the time in µs since the epoch ({@link clockedReturn}); else
- * `clock` is nil and replies go out as they are. Dispatch (redis/masters/dispatch.ts) unwraps a call sent with the
- * flag (`ScriptCall.clocked`) and records the reading, bracketed by the request's round trip: the
- * master's clock comes with the vote, at the cost of one TIME inside the script instead of a
- * command of its own.
+ * `clock` is nil and replies go out as they are. Dispatch (redis/masters/dispatch.ts) unwraps a
+ * call sent with the flag (`ScriptCall.clocked`) and records the reading, bracketed by the
+ * request's round trip: the master's clock comes with the vote, at the cost of one TIME inside
+ * the script instead of a command of its own.
  */
 export function clockLua(flag: string): string {
   return `
