@@ -27,6 +27,18 @@ function stubMaster(replies: Record<string, unknown>): { node: MasterNode; sent:
       const reply = Promise.resolve(replies[s.name]);
       return onReply ? reply.then(onReply) : reply;
     },
+    // As MasterNode.evalScriptInto: the reply delivered to `onReply`.
+    evalScriptInto: (
+      s: LuaScript,
+      _keys: unknown,
+      _args: unknown,
+      _wanted: unknown,
+      onReply: (reply: unknown) => void,
+      onError: (err: unknown) => void,
+    ) => {
+      sent.push(s.name);
+      Promise.resolve(replies[s.name]).then(onReply, onError);
+    },
   } as unknown as MasterNode;
   return { node, sent };
 }

@@ -8,7 +8,8 @@ import { slotGroups } from './slots';
 /**
  * Per-master sending, in one place: the readiness gate of the restart quarantine
  * ({@link afterCheck}), Cluster slot groups ({@link grouped}) and the script call itself (EVALSHA
- * with the one EVAL fallback of redis/scripts/lua.ts, through {@link MasterNode.evalScript}).
+ * with the one EVAL fallback of redis/scripts/lua.ts, through {@link MasterNode.evalScriptInto}
+ * and {@link MasterNode.evalScript}).
  */
 export class Dispatch {
   constructor(
@@ -51,21 +52,8 @@ export class Dispatch {
     wanted?: () => boolean,
     clocks?: ClockWatch,
   ): Promise<T> {
-    if (!node.cluster) {
-      // The hot path: one call, one continuation (a follow-up, when asked for, adds its own).
-      const call = build(keys, resources, node);
-      const sent = clocks ? monotonicNow() : 0;
-      const voted = node.evalScript(call.script, call.keys, call.args, wanted, (raw) => {
-        const value = call.clocked ? unclocked(raw, call, node, sent, clocks) : raw;
-        const next = nextCall(call, value, wanted);
-        if (!next) return read([{ resources, value }]);
-        return sendFollowed(node, next, wanted).then((v) => read([{ resources, value: v }]));
-      });
-      // A call that cannot carry the clock: a TIME right after it, so that a jump between the
-      // two shows in the reading (one before it would vouch for a vote cast after a jump).
-      const sampled = clocks && !call.clocked ? clocks.sample(node) : undefined;
-      return sampled ? Promise.all([sampled, voted]).then((both) => both[1]) : voted;
-    }
+    if (!node.cluster)
+      return this.standalone(node, build(keys, resources, node), resources, read, wanted, clocks);
     return Promise.all(
       slotGroups(resources, this.keyOf).map((group) => {
         const call = build(
@@ -84,10 +72,10 @@ export class Dispatch {
   /**
    * {@link read} into a voting round's `sink` (as the `i`-th master) instead of a promise: on a
    * standalone master whose call carries the clock (or needs none), the reply is read and
-   * delivered in the EVALSHA's own continuation — one promise and two callbacks less per master
-   * and round than the round waiting on {@link read}'s promise. A Cluster's slot groups and a
-   * call that needs a TIME after it go through {@link read}; a follow-up call's answer is
-   * delivered when its reply comes. Returns `undefined` (a round's `send` that delivers itself).
+   * delivered in the EVALSHA's own continuation ({@link vote}) — one promise and two callbacks
+   * less per master and round than the round waiting on {@link read}'s promise. A Cluster's slot
+   * groups and a call that needs a TIME after it are delivered when {@link read}'s promise
+   * settles. Returns `undefined` (a round's `send` that delivers itself).
    */
   readInto<T>(
     node: MasterNode,
@@ -100,12 +88,52 @@ export class Dispatch {
     wanted?: () => boolean,
     clocks?: ClockWatch,
   ): undefined {
-    const call = node.cluster ? undefined : build(keys, resources, node);
-    if (!call || (clocks && !call.clocked)) {
-      const rebuilt = call ? () => call : build;
-      deliver(this.read(node, resources, keys, rebuilt, read, wanted, clocks), sink, i);
+    if (node.cluster) {
+      deliver(this.read(node, resources, keys, build, read, wanted, clocks), sink, i);
       return undefined;
     }
+    const call = build(keys, resources, node);
+    if (clocks && !call.clocked) {
+      deliver(this.standalone(node, call, resources, read, wanted, clocks), sink, i);
+    } else this.vote(node, call, resources, read, sink, i, wanted, clocks);
+    return undefined;
+  }
+
+  /**
+   * `call` on a standalone master, its reply read by `read`, as a promise ({@link vote}'s). With
+   * `clocks`, a call that cannot carry the clock gets a TIME right after it, so that a jump
+   * between the two shows in the reading (one before it would vouch for a vote cast after a jump).
+   */
+  private standalone<T>(
+    node: MasterNode,
+    call: ScriptCall,
+    resources: readonly string[],
+    read: (groups: GroupReply[]) => T,
+    wanted: (() => boolean) | undefined,
+    clocks: ClockWatch | undefined,
+  ): Promise<T> {
+    const voted = new Promise<T>((resolve, reject) =>
+      this.vote(node, call, resources, read, settling(resolve, reject), 0, wanted, clocks),
+    );
+    const sampled = clocks && !call.clocked ? clocks.sample(node) : undefined;
+    return sampled ? Promise.all([sampled, voted]).then((both) => both[1]) : voted;
+  }
+
+  /**
+   * Sends `call` to a standalone master and delivers its reply, read by `read`, into `sink` as
+   * the `i`-th answer, in the EVALSHA's own continuation (one continuation; a follow-up, when the
+   * reply asks for one, adds its own). A clocked reply's reading goes to `clocks` first.
+   */
+  private vote<T>(
+    node: MasterNode,
+    call: ScriptCall,
+    resources: readonly string[],
+    read: (groups: GroupReply[]) => T,
+    sink: VoteSink<T>,
+    i: number,
+    wanted: (() => boolean) | undefined,
+    clocks: ClockWatch | undefined,
+  ): void {
     const sent = clocks ? monotonicNow() : 0;
     node.evalScriptInto(
       call.script,
@@ -129,7 +157,6 @@ export class Dispatch {
       },
       (err) => sink.failed(i, err),
     );
-    return undefined;
   }
 
   /**
@@ -183,6 +210,11 @@ export class Dispatch {
     if (!pending) return undefined;
     return pending.then(() => (wanted() ? task(node) : Promise.reject(new Error('not sent'))));
   }
+}
+
+/** A sink for one answer that settles a promise with it. */
+function settling<T>(resolve: (value: T) => void, reject: (err: unknown) => void): VoteSink<T> {
+  return { answered: (_i, value) => resolve(value), failed: (_i, err) => reject(err) };
 }
 
 /** Delivers `value`'s outcome into `sink` as the `i`-th master's answer. */

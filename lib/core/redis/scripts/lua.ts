@@ -83,43 +83,11 @@ export function loadScripts(client: Connection): Promise<void> {
  * coalescing, redis/masters/node.ts: the fallbacks of many calls answered NOSCRIPT together leave in
  * one write too).
  *
- * `onReply`, when given, turns the reply (of the EVALSHA, or of the EVAL after a fallback) into
- * the result in the same continuation: one promise less per call than a `.then` on the result
- * (the voting rounds' hot path, redis/masters/dispatch.ts). What it throws rejects the result.
- */
-export function evalScript<T = unknown>(
-  client: Connection,
-  s: LuaScript,
-  keys: readonly string[],
-  args: readonly (string | Buffer)[],
-  stillWanted?: () => boolean,
-  beforeFallback?: () => void,
-  onReply?: (reply: unknown) => T | PromiseLike<T>,
-): Promise<T> {
-  const fallback = (err: unknown): Promise<T> => {
-    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-    if (stillWanted && !stillWanted()) {
-      if (!client.cluster) {
-        beforeFallback?.();
-        client.scriptLoad(s.source).catch(() => undefined);
-      }
-      throw err;
-    }
-    beforeFallback?.();
-    const sent = client.eval(s.source, keys, args);
-    return (onReply ? sent.then(onReply) : sent) as Promise<T>;
-  };
-  const sent = client.evalsha(s.sha, keys, args);
-  // (Without `onReply`, `T` is the reply's own `unknown`.)
-  return (onReply ? sent.then(onReply, fallback) : sent.catch(fallback)) as Promise<T>;
-}
-
-/**
- * {@link evalScript} with its outcome delivered instead of returned: `onReply` gets the reply (of
- * the EVALSHA, or of the EVAL after the same fallback), `onError` the error (a NOSCRIPT not sent
- * again included) — one of them exactly once, in the EVALSHA's (or the EVAL's) own continuation,
- * without a promise of the caller's per call (the voting rounds' hot path:
- * redis/masters/dispatch.ts `readInto`). `onReply` must not throw.
+ * The outcome is delivered, not returned: `onReply` gets the reply (of the EVALSHA, or of the EVAL
+ * after a fallback), `onError` the error (a NOSCRIPT not sent again included) — one of them
+ * exactly once, in the EVALSHA's (or the EVAL's) own continuation, without a promise of the
+ * caller's per call (the voting rounds' hot path: redis/masters/dispatch.ts). `onReply` must not
+ * throw. {@link evalScript} is the same as a promise.
  */
 export function evalScriptInto(
   client: Connection,
@@ -144,6 +112,40 @@ export function evalScriptInto(
     client.eval(s.source, keys, args).then(onReply, onError);
   };
   client.evalsha(s.sha, keys, args).then(onReply, fallback);
+}
+
+/**
+ * {@link evalScriptInto} (the one EVALSHA → EVAL fallback) as a promise: the reply, or — with
+ * `onReply` — what `onReply` turns it into (what it throws rejects the result).
+ */
+export function evalScript<T = unknown>(
+  client: Connection,
+  s: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | Buffer)[],
+  stillWanted?: () => boolean,
+  beforeFallback?: () => void,
+  onReply?: (reply: unknown) => T | PromiseLike<T>,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) =>
+    evalScriptInto(
+      client,
+      s,
+      keys,
+      args,
+      stillWanted,
+      beforeFallback,
+      (raw) => {
+        try {
+          // (Without `onReply`, `T` is the reply's own `unknown`.)
+          resolve(onReply ? onReply(raw) : (raw as T));
+        } catch (err) {
+          reject(err);
+        }
+      },
+      reject,
+    ),
+  );
 }
 
 /**
