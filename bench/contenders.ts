@@ -10,7 +10,7 @@ import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { RedlockMutex } from 'redis-semaphore';
 import { createClient } from 'redis';
 import { Redlock } from '../lib/core';
-import type { RedlockClient } from '../lib/core';
+import type { RedlockClient, ReleaseOptions } from '../lib/core';
 import { BENCH_SETTINGS, RetryProfile, maxTtlFor } from './config';
 import { GuardedFloor } from './guarded-floor';
 import { RawFloor } from './raw-floor';
@@ -65,8 +65,10 @@ function benchWarn(message: string): void {
  * release off (`handoff: false`: waiters poll), the clock check off (`clockCheck: false`: what
  * reading each master's clock with every vote costs); all four of them off at once (`ours-bare`:
  * our engine's own work beside node-redlock's and the raw floor's, with scripts that do no more
- * than theirs); `fairness: 'across-processes'`; or the defaults over node-redis clients (`redis`
- * 6, RESP3, one client per master, made for the row).
+ * than theirs); `fairness: 'across-processes'`; the defaults with releases that resolve at a
+ * quorum (`release({ wait: 'quorum' })`, as node-redlock's and the floors' do; the default waits
+ * for every master's answer); or the defaults over node-redis clients (`redis` 6, RESP3, one
+ * client per master, made for the row).
  */
 export type OursVariant =
   | 'ours'
@@ -76,6 +78,7 @@ export type OursVariant =
   | 'ours-noclock'
   | 'ours-bare'
   | 'ours-fair'
+  | 'ours-quorumrelease'
   | 'ours-node-redis';
 
 /**
@@ -109,13 +112,15 @@ export function oursEngine(
     keyPrefix: `bench:${variant}:`,
     logger: { warn: benchWarn },
   });
+  const releaseOptions: ReleaseOptions | undefined =
+    variant === 'ours-quorumrelease' ? { wait: 'quorum' } : undefined;
   return {
     id: variant,
     label: OURS_LABELS[variant],
     kind: 'ours',
     async lock(resource) {
       const lock = await engine.acquire(resource);
-      return { release: () => lock.release().then(() => undefined) };
+      return { release: () => lock.release(releaseOptions).then(() => undefined) };
     },
     close: () => engine.close().then(closeClients),
     ready: async (deadlineMs) => {
@@ -141,6 +146,7 @@ export const OURS_LABELS: Readonly<Record<OursVariant, string>> = {
   'ours-noclock': 'nestjs-redlock, clock check off',
   'ours-bare': 'nestjs-redlock, all four off',
   'ours-fair': "nestjs-redlock, fairness: 'across-processes'",
+  'ours-quorumrelease': "nestjs-redlock, release at a quorum (wait: 'quorum')",
   'ours-node-redis': 'nestjs-redlock on node-redis clients',
 };
 
@@ -358,6 +364,7 @@ export const CONTENDER_IDS = [
   'ours-noclock',
   'ours-bare',
   'ours-fair',
+  'ours-quorumrelease',
   'ours-node-redis',
   'node-redlock',
   'sesamecare',
@@ -386,6 +393,7 @@ export async function makeContender(
     case 'ours-noclock':
     case 'ours-bare':
     case 'ours-fair':
+    case 'ours-quorumrelease':
       return oursEngine(clients, id, retry, quick);
     case 'ours-node-redis':
       return oursOnNodeRedis(clients, retry, quick);

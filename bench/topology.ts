@@ -151,6 +151,7 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
     'ours-noclock',
     'ours-bare',
     'ours-fair',
+    'ours-quorumrelease',
     'ours-node-redis',
     'ours-nest',
     'node-redlock',

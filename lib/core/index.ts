@@ -21,6 +21,7 @@ export type {
   RedlockFootprint,
   ResourceInspection,
   ReleaseOptions,
+  ReleaseWait,
 } from './base/types';
 export { DEFAULT_SETTINGS } from './base/settings';
 export type {

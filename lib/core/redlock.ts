@@ -199,7 +199,8 @@ export class Redlock {
    * Releases a lock: compare-and-delete on **every** master, each bounded by the request timeout.
    * Resolves once every master answered or its request timed out (a majority's deletes free the
    * lock for others as they land; the result says whether every master deleted its key:
-   * `complete`). Never throws because
+   * `complete`) — or, with `options.wait: 'quorum'`, once a quorum deleted it (see
+   * {@link ReleaseOptions.wait}). Never throws because
    * the lock expired. While the lock's `lockAtLeastFor` (or `options.lockAtLeastFor`, which
    * overrides it) has not passed since the grant, the keys are kept until then instead
    * (compare-and-pexpire to the remainder, no hand-off announcement); the lock is released on
@@ -210,8 +211,8 @@ export class Redlock {
    */
   async release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult> {
     const s = ownedState(lock, this);
-    const { lockAtLeastFor } = checkReleaseOptions(options, this.settings);
-    return releaseLock(this.ctx, lock, s, false, lockAtLeastFor ?? s.lockAtLeastFor);
+    const { lockAtLeastFor, atQuorum } = checkReleaseOptions(options, this.settings);
+    return releaseLock(this.ctx, lock, s, false, lockAtLeastFor ?? s.lockAtLeastFor, atQuorum);
   }
 
   /**

@@ -3,12 +3,16 @@
  * master deleted its key (or had nothing of ours), once every master answered or its request
  * timed out — on three healthy masters every release is complete, and nothing is logged; with a
  * master paused, the release still resolves (bounded by the request timeout), reports the
- * master that did not answer, and `using()` logs it once.
+ * master that did not answer, and `using()` logs it once. With `wait: 'quorum'` a release resolves
+ * once a quorum deleted the keys: a paused master costs no wait, its vote is `pending`, and its
+ * delete lands when it answers again.
  */
 import { jest } from '@jest/globals';
 import type { ReleasedEvent } from '../../lib/core/lock/events';
 import { useMasters } from '../harness/engines';
-import { uniqueResource } from '../harness/util';
+import { InvalidArgumentError } from '../../lib/core/base/errors';
+import { lockKey } from '../../lib/core/base/keys';
+import { uniqueResource, valuesOn, waitUntil } from '../harness/util';
 
 const suite = useMasters(3, { keyPrefix: 'rel:' });
 
@@ -50,5 +54,55 @@ describe('release results', () => {
     } finally {
       paused.resume();
     }
+  });
+
+  it("with wait: 'quorum' a release resolves at a quorum; a paused master's delete lands when it answers", async () => {
+    // A long request timeout: waiting for the paused master, the vote would be a `timeout`.
+    const rl = suite.engine({ ttl: 50_000, requestTimeout: 45_000 });
+    const events: ReleasedEvent[] = [];
+    rl.observe((e) => {
+      if (e.type === 'released') events.push(e);
+    });
+    const r = uniqueResource('quorum');
+    const key = lockKey('rel:', r);
+    const lock = await rl.acquire(r);
+    expect((await valuesOn(suite.probe, key)).every((v) => v !== null)).toBe(true);
+    const paused = suite.masters.masters[2];
+    paused.pause();
+    try {
+      const result = await lock.release({ wait: 'quorum' });
+      expect(result.deleted).toBe(2);
+      expect(result.complete).toBe(false);
+      expect(result.votes.map((v) => v.outcome)).toEqual(['ok', 'ok', 'pending']);
+      expect(lock.released).toBe(true);
+      expect(events.map((e) => e.result)).toEqual([result]);
+      expect(await valuesOn(suite.probe.slice(0, 2), key)).toEqual([null, null]);
+    } finally {
+      paused.resume();
+    }
+    // The delete was sent with the others: it lands once the master runs again.
+    await waitUntil(async () => (await suite.probe[2].exists(key)) === 0);
+  });
+
+  it("with wait: 'quorum' on healthy masters every key is deleted; 'all' stays the default", async () => {
+    const rl = suite.engine();
+    const r = uniqueResource('quorum-healthy');
+    const key = lockKey('rel:', r);
+    const lock = await rl.acquire(r);
+    const result = await lock.release({ wait: 'quorum' });
+    expect(result.deleted).toBeGreaterThanOrEqual(2);
+    await waitUntil(async () => (await valuesOn(suite.probe, key)).every((v) => v === null));
+    const other = await rl.acquire(r);
+    expect(await other.release({ wait: 'all' })).toMatchObject({ deleted: 3, complete: true });
+  });
+
+  it('refuses an unknown wait with a typed error and keeps the lock', async () => {
+    const rl = suite.engine();
+    const lock = await rl.acquire(uniqueResource('quorum-bad'));
+    await expect(lock.release({ wait: 'most' as never })).rejects.toThrow(InvalidArgumentError);
+    await expect(lock.release({ wait: 'most' as never })).rejects.toThrow(/'all' or 'quorum'/);
+    expect(lock.released).toBe(false);
+    expect(lock.isValid).toBe(true);
+    expect((await lock.release()).complete).toBe(true);
   });
 });

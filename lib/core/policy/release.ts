@@ -2,12 +2,15 @@ import { monotonicNow } from '../base/clock';
 import { expire, markReleased } from '../lock/lock';
 import type { Lock, LockState, ReleaseResult } from '../lock/lock';
 import type { ResolvedSettings } from '../base/settings';
-import type { ReleaseOptions } from '../base/types';
-import { argError, checkInteger, checkNames, checkObject } from '../base/validate';
+import type { ReleaseOptions, ReleaseWait } from '../base/types';
+import { argError, checkInteger, checkNames, checkObject, describe } from '../base/validate';
 import type { EngineContext } from './context';
 import type { Grant } from '../store';
 
-const RELEASE_OPTION_NAMES = Object.freeze(['lockAtLeastFor'] as const);
+const RELEASE_OPTION_NAMES = Object.freeze(['lockAtLeastFor', 'wait'] as const);
+
+/** The values of `ReleaseOptions.wait`. */
+const RELEASE_WAITS: readonly ReleaseWait[] = ['all', 'quorum'];
 
 /**
  * Checks a `lockAtLeastFor` value: an integer in [0, maxTtl]. The restart quarantine is sized
@@ -44,11 +47,14 @@ export function takeLockAtLeastFor<T extends object>(
   };
 }
 
-/** Checks the options of `release` (typed errors); the `lockAtLeastFor` in force, if any. */
+/**
+ * Checks the options of `release` (typed errors): the `lockAtLeastFor` in force, if any, and
+ * whether the release resolves at a quorum (`wait: 'quorum'`).
+ */
 export function checkReleaseOptions(
   options: unknown,
   s: ResolvedSettings,
-): { lockAtLeastFor?: number } {
+): { lockAtLeastFor?: number; atQuorum?: boolean } {
   if (options === undefined) return {};
   checkNames(
     checkObject('options', options, argError),
@@ -57,10 +63,15 @@ export function checkReleaseOptions(
     '',
     'option',
   );
-  const value = (options as ReleaseOptions).lockAtLeastFor;
-  return value === undefined
-    ? {}
-    : { lockAtLeastFor: checkLockAtLeastFor('lockAtLeastFor', value, s) };
+  const { lockAtLeastFor: value, wait } = options as ReleaseOptions;
+  if (wait !== undefined && !RELEASE_WAITS.includes(wait)) {
+    throw argError('wait', `must be 'all' or 'quorum', got ${describe(wait)}`);
+  }
+  return {
+    lockAtLeastFor:
+      value === undefined ? undefined : checkLockAtLeastFor('lockAtLeastFor', value, s),
+    atQuorum: wait === 'quorum',
+  };
 }
 
 /**
@@ -70,7 +81,8 @@ export function checkReleaseOptions(
  * passed since the grant, compare-and-pexpire of its keys to the remainder, not announced (the
  * resource stays locked until then; keys no longer ours are untouched). A plain lock that the
  * next local waiter may take is handed over to it instead, where the waiting policy does that
- * (`WaitingPolicy.handover`; fair mode: fair/handover.ts).
+ * (`WaitingPolicy.handover`; fair mode: fair/handover.ts). `waitAll`: no hand-over (closing, the
+ * clean-up of an attempt); `atQuorum`: resolve once a quorum deleted (`ReleaseOptions.wait`).
  */
 export async function releaseLock(
   ctx: EngineContext,
@@ -78,6 +90,7 @@ export async function releaseLock(
   s: LockState,
   waitAll: boolean,
   lockAtLeastFor = s.lockAtLeastFor,
+  atQuorum = false,
 ): Promise<ReleaseResult> {
   const now = monotonicNow();
   if (!s.released && s.validUntil <= now) {
@@ -100,14 +113,15 @@ export async function releaseLock(
   if (handover) {
     result = await handover.finish(grant); // (no hand-over with waitAll)
   } else {
-    // Every master's answer (or its timeout), not a quorum's: the result — and the `released`
-    // event, and what callers log from it — says whether every master deleted its key. The
-    // waiting policy may send it its own way (fair mode: a yield or a pass); kept keys are a
-    // plain compare-and-pexpire.
+    // By default every master's answer (or its timeout), not a quorum's: the result — and the
+    // `released` event, and what callers log from it — says whether every master deleted its
+    // key; `atQuorum`, a quorum's (the other deletes are on the wire already). The waiting
+    // policy may send it its own way (fair mode: a yield or a pass); kept keys are a plain
+    // compare-and-pexpire.
     result =
       keepFor === undefined && ctx.queue.release
         ? await ctx.queue.release(lock, grant)
-        : await ctx.store.release(grant, true, keepFor);
+        : await ctx.store.release(grant, waitAll || !atQuorum, keepFor);
   }
   if (ctx.observers.active) {
     const end = monotonicNow();
