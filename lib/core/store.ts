@@ -182,6 +182,12 @@ export interface LockStore {
    * bad (the in-memory table) have none.
    */
   watchMasters?(listener: (e: MasterDistrust) => void): () => void;
+  /**
+   * Why master `node`'s votes do not count now (see {@link watchMasters}); `undefined` while they
+   * count. Asked when a lock is handed out: a distrust learned after its votes were counted and
+   * before it was held reached no re-check of the held locks (policy/distrust.ts).
+   */
+  distrustOf?(node: number): Pick<MasterDistrust, 'node' | 'name' | 'jump' | 'cause'> | undefined;
   readonly footprint: StoreFootprint;
   /** An error's message without credentials (for logs). */
   describe(err: unknown): string;

@@ -24,6 +24,7 @@ import type { AttemptOutcome, Grant } from '../store';
 import type { AttemptResult } from '../waiting/attempt-result';
 import type { EngineContext } from './context';
 import { releaseLock } from './release';
+import { recheckHanded } from './distrust';
 import type { AttemptHints, WaitingPolicy } from '../waiting/waiting';
 
 /**
@@ -147,7 +148,8 @@ export function attempt(
 
 /**
  * Hands a grant to its caller: its `lockAtLeastFor`, the wake-up of the next local waiter when
- * it ends, and the `acquired` event.
+ * it ends, the `acquired` event — and the lock lost at once when a master whose vote it needed
+ * is distrusted by now (policy/distrust.ts `recheckHanded`).
  */
 export function granted(
   ctx: EngineContext,
@@ -169,6 +171,8 @@ export function granted(
       votes: lock.votes,
     });
   }
+  // A master's distrust learned after the votes were counted: lost now (policy/distrust.ts).
+  recheckHanded(ctx, lock, s);
   return lock;
 }
 

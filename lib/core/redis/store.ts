@@ -12,6 +12,7 @@ import type { ChannelWatcher } from './masters/handoff';
 import { MasterNode } from './masters/node';
 import { MasterChecks } from './masters/master-checks';
 import { ClockWatch } from './masters/clock-watch';
+import type { ClockDistrust } from './masters/clock-watch';
 import { QuarantineNotice, annotateQuarantined } from './masters/quarantine-notice';
 import type {
   AnnouncementListener,
@@ -244,6 +245,10 @@ export class RedisStore implements LockStore, RedisContext {
         distrusted: this.nodes.filter((n) => !this.clocks.counts(n.index)).map((n) => n.index),
       }),
     );
+  }
+
+  distrustOf(node: number): ClockDistrust | undefined {
+    return this.clocks.distrustOf(node);
   }
 
   /** Annotates `quarantined` votes with the time left and tells the logger (once per master). */

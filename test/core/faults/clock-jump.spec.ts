@@ -23,7 +23,7 @@ import {
 } from '../../../lib/core';
 import type { Lock, RedlockEvent, RedlockSettings } from '../../../lib/core';
 import { ClockMasters } from '../../harness/faults/clock-shift';
-import { SUITE_DEFAULTS } from '../../harness/engines';
+import { SUITE_DEFAULTS, storeWith } from '../../harness/engines';
 import { RedisMasters, freePort, lockClients } from '../../harness/redis-masters';
 import { closeRedis } from '../../harness/faults/link-proxy';
 import { recordingLogger, sleep, uniqueResource, waitUntil } from '../../harness/util';
@@ -184,6 +184,53 @@ describe('a master whose clock jumps +30 s while A holds a lock', () => {
     expect(jump).toMatchObject({ node: M3, cause: 'jumped', lost: 1 });
     held.done();
     await held.ended;
+  });
+
+  it('a jump learned after the votes were counted, before the lock is handed out: lost at once', async () => {
+    // The gap of the soak's fair-mode overlap: the engine learned M3's jump after a grant had
+    // counted M3's vote and before the lock was held, so no re-check of the held locks saw it.
+    const R = uniqueResource('clock-handed');
+    const clients = await partialClients([0, 1, 2]);
+    let armed = true;
+    let found: unknown;
+    const a: Redlock = new Redlock(
+      storeWith(clients, (store) => {
+        const attempt = store.attempt.bind(store);
+        store.attempt = async (req) => {
+          const outcome = await attempt(req);
+          if (armed && outcome.grant && req.resources[0] === R) {
+            armed = false;
+            // Counted with M3's vote; now M3 jumps, and a reply read before the hand-out shows it.
+            await jumpM3(JUMP, a.keyOf(R));
+            const other = await attempt({ ...req, resources: [uniqueResource('clock-handed-x')] });
+            if (!other.grant) await other.cleanup;
+            found = store.distrustOf(M3);
+          }
+          return outcome;
+        };
+      }),
+      { ...BASE, logger: recordingLogger() },
+    );
+    engines.push(a);
+    const events: RedlockEvent[] = [];
+    a.observe((e) => events.push(e));
+    const lock = await a.acquire(R);
+    expect(found).toMatchObject({ node: M3, cause: 'jumped' });
+    expect(lock.votes.filter((v) => v.outcome === 'ok').map((v) => v.node)).toEqual([0, 1, 2]);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.isValid).toBe(false);
+    const reason = lock.signal.reason as LockLostError;
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(reason.message).toMatch(/clock jumped \+(29|30|31)(\.\d)? s/);
+    expect(reason.message).toContain(set.masters[M3].url.split('//')[1]);
+    expect(reason.message).toContain(
+      '2 of the masters that granted the lock still count, 3 needed',
+    );
+    expect(
+      events.filter((e) => e.type === 'acquired' || e.type === 'lost').map((e) => e.type),
+    ).toEqual(['acquired', 'lost']);
+    // The holder's release goes through as usual (keys deleted where they are still ours).
+    await expect(lock.release()).resolves.toMatchObject({ deleted: 2 });
   });
 
   it('control: with clockCheck off, B is granted while A holds the lock; only fencing stops A', async () => {

@@ -44,6 +44,8 @@ export class ClockWatch {
   private readonly until: number[];
   /** The jump (or disagreement) that started it, ms. */
   private readonly jumps: number[];
+  /** Per master, the report of its current (or last) distrust episode. */
+  private readonly episodes: (ClockDistrust | undefined)[];
   /** Whether the log said so since the master was last found in line with the others. */
   private readonly said: boolean[];
   /** Whether the log said its clock cannot be checked (no majority agrees) since then. */
@@ -67,6 +69,7 @@ export class ClockWatch {
     this.inLine = new Array<boolean>(n).fill(false);
     this.until = new Array<number>(n).fill(0);
     this.jumps = new Array<number>(n).fill(0);
+    this.episodes = new Array<ClockDistrust | undefined>(n).fill(undefined);
     this.said = new Array<boolean>(n).fill(false);
     this.saidUnsettled = new Array<boolean>(n).fill(false);
   }
@@ -130,6 +133,14 @@ export class ClockWatch {
     // (0 until a master is first distrusted: no clock read on every vote.)
     const until = this.until[i];
     return !(until > 0 && until > monotonicNow());
+  }
+
+  /**
+   * Why master `i`'s votes do not count now (the report its listeners were given when the
+   * episode began); `undefined` while they count.
+   */
+  distrustOf(i: number): ClockDistrust | undefined {
+    return this.counts(i) ? undefined : this.episodes[i];
   }
 
   /** ms left of master `i`'s clock quarantine (0: none), and the jump that started it. */
@@ -238,6 +249,7 @@ export class ClockWatch {
     this.jumps[i] = jump;
     const node = this.nodes[i];
     const event: ClockDistrust = { node: i, name: node.name, jump, cause, quarantine: duration };
+    this.episodes[i] = event;
     for (const l of this.listeners) l(event);
     if (this.said[i]) return;
     this.said[i] = true;
