@@ -84,7 +84,8 @@ export class RedlockService
 
   /**
    * Releases a lock on every master (or, before its `lockAtLeastFor` has passed, keeps the keys
-   * until then; `options.lockAtLeastFor` overrides the lock's own value).
+   * until then; `options.lockAtLeastFor` overrides the lock's own value). Resolves once every
+   * master answered, or with `options.wait: 'quorum'` once a quorum deleted it.
    */
   release(lock: Lock, options?: ReleaseOptions): Promise<ReleaseResult> {
     return this.engine.release(lock, options);

@@ -14,12 +14,15 @@ import { InvalidArgumentError } from '../../lib/core/base/errors';
 import { lockKey } from '../../lib/core/base/keys';
 import { uniqueResource, valuesOn, waitUntil } from '../harness/util';
 
+// Engines whose masters were checked already: a fresh engine's first acquire goes only to the
+// masters whose checks answered (redis/masters/master-checks.ts), and a lock released at once
+// then finds nothing of its own on the others (`held`, not `ok`).
 const suite = useMasters(3, { keyPrefix: 'rel:' });
 
 describe('release results', () => {
   it('on healthy masters every release is complete, deleted everywhere, and nothing is logged', async () => {
     const debug = jest.fn();
-    const rl = suite.engine({ logger: { warn: () => undefined, debug } });
+    const rl = await suite.checkedEngine({ logger: { warn: () => undefined, debug } });
     const events: ReleasedEvent[] = [];
     rl.observe((e) => {
       if (e.type === 'released') events.push(e);
@@ -38,7 +41,10 @@ describe('release results', () => {
 
   it('a master that does not answer makes the release incomplete, reported after its timeout', async () => {
     const debug = jest.fn();
-    const rl = suite.engine({ requestTimeout: 200, logger: { warn: () => undefined, debug } });
+    const rl = await suite.checkedEngine({
+      requestTimeout: 200,
+      logger: { warn: () => undefined, debug },
+    });
     const r = uniqueResource('paused');
     const lock = await rl.acquire(r, { ttl: 5_000 });
     const paused = suite.masters.masters[2];
@@ -58,7 +64,7 @@ describe('release results', () => {
 
   it("with wait: 'quorum' a release resolves at a quorum; a paused master's delete lands when it answers", async () => {
     // A long request timeout: waiting for the paused master, the vote would be a `timeout`.
-    const rl = suite.engine({ ttl: 50_000, requestTimeout: 45_000 });
+    const rl = await suite.checkedEngine({ ttl: 50_000, requestTimeout: 45_000 });
     const events: ReleasedEvent[] = [];
     rl.observe((e) => {
       if (e.type === 'released') events.push(e);
@@ -85,7 +91,7 @@ describe('release results', () => {
   });
 
   it("with wait: 'quorum' on healthy masters every key is deleted; 'all' stays the default", async () => {
-    const rl = suite.engine();
+    const rl = await suite.checkedEngine();
     const r = uniqueResource('quorum-healthy');
     const key = lockKey('rel:', r);
     const lock = await rl.acquire(r);
@@ -97,7 +103,7 @@ describe('release results', () => {
   });
 
   it('refuses an unknown wait with a typed error and keeps the lock', async () => {
-    const rl = suite.engine();
+    const rl = await suite.checkedEngine();
     const lock = await rl.acquire(uniqueResource('quorum-bad'));
     await expect(lock.release({ wait: 'most' as never })).rejects.toThrow(InvalidArgumentError);
     await expect(lock.release({ wait: 'most' as never })).rejects.toThrow(/'all' or 'quorum'/);

@@ -331,7 +331,7 @@ export class Lock {
 
   /**
    * Releases the lock on every master. Same as `redlock.release(lock, options)` (see there for
-   * `lockAtLeastFor`).
+   * `lockAtLeastFor` and `wait`).
    */
   release(options?: ReleaseOptions): Promise<ReleaseResult> {
     return this.owner.release(this, options);
