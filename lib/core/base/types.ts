@@ -51,10 +51,11 @@ export interface ReleaseOptions {
    * keys — as node-redlock does, and all the algorithm needs (docs/REDLOCK.md, "N masters"):
    * the deletes on the other masters are already sent and land as their answers come (or those
    * keys expire with their ttl), so a slow or unreachable master costs no wait — or as soon as
-   * so many answered otherwise (nothing of ours there, an error) that no quorum can. Its result describes the masters that had answered by then: the others are
-   * `pending` votes, and `complete` is `true` only when every master had answered; the
-   * `released` event carries the same result. A hand-over to a local waiter and the fair mode's
-   * release are not affected. The lock is released on the holder's side at once either way.
+   * so many answered otherwise (nothing of ours there, an error) that no quorum can. Its result
+   * describes the masters that had answered by then: the others are `pending` votes, and
+   * `complete` is `true` only when every master had answered; the `released` event carries the
+   * same result. A hand-over to a local waiter and the fair mode's release are not affected.
+   * The lock is released on the holder's side at once either way.
    */
   wait?: ReleaseWait;
 }
