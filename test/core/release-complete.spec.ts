@@ -90,7 +90,7 @@ describe('release results', () => {
     await waitUntil(async () => (await suite.probe[2].exists(key)) === 0);
   });
 
-  it("with wait: 'quorum' on healthy masters every key is deleted; 'all' stays the default", async () => {
+  it("with wait: 'quorum' on healthy masters every key is deleted; wait: 'all' waits for every master", async () => {
     const rl = await suite.checkedEngine();
     const r = uniqueResource('quorum-healthy');
     const key = lockKey('rel:', r);
