@@ -179,15 +179,15 @@ export interface LockStore {
    * Calls `listener` whenever the store stops trusting a master's votes while running (a clock
    * jump: redis/masters/clock-watch.ts), so that the policy re-checks the locks it holds that
    * needed that master. Returns a function that stops it. Optional: stores whose votes cannot go
-   * bad (the in-memory table) have none.
+   * bad (the in-memory table) have none; a store that has it has {@link distrustOf} too.
    */
   watchMasters?(listener: (e: MasterDistrust) => void): () => void;
   /**
    * Why master `node`'s votes do not count now (see {@link watchMasters}); `undefined` while they
-   * count. Asked when a lock is handed out: a distrust learned after its votes were counted and
-   * before it was held reached no re-check of the held locks (policy/distrust.ts).
+   * count. The policy's re-checks count a lock's granting masters with it: the held locks'
+   * after a distrust, and each lock's as it is handed out (policy/distrust.ts).
    */
-  distrustOf?(node: number): Pick<MasterDistrust, 'node' | 'name' | 'jump' | 'cause'> | undefined;
+  distrustOf?(node: number): MasterDistrust | undefined;
   readonly footprint: StoreFootprint;
   /** An error's message without credentials (for logs). */
   describe(err: unknown): string;
@@ -207,8 +207,6 @@ export interface MasterDistrust {
   readonly cause: 'jumped' | 'disagrees';
   /** How long its votes do not count, ms. */
   readonly quarantine: number;
-  /** Every master whose votes do not count now for the same reason (this one included). */
-  readonly distrusted: readonly number[];
 }
 
 /** Marks a {@link StoreFactory} (an array of clients never has it). */

@@ -24,7 +24,7 @@ import type { AttemptOutcome, Grant } from '../store';
 import type { AttemptResult } from '../waiting/attempt-result';
 import type { EngineContext } from './context';
 import { releaseLock } from './release';
-import { recheckHanded } from './distrust';
+import { recheckLock } from './distrust';
 import type { AttemptHints, WaitingPolicy } from '../waiting/waiting';
 
 /**
@@ -149,7 +149,7 @@ export function attempt(
 /**
  * Hands a grant to its caller: its `lockAtLeastFor`, the wake-up of the next local waiter when
  * it ends, the `acquired` event — and the lock lost at once when a master whose vote it needed
- * is distrusted by now (policy/distrust.ts `recheckHanded`).
+ * is distrusted by now (policy/distrust.ts `recheckLock`).
  */
 export function granted(
   ctx: EngineContext,
@@ -172,7 +172,7 @@ export function granted(
     });
   }
   // A master's distrust learned after the votes were counted: lost now (policy/distrust.ts).
-  recheckHanded(ctx, lock, s);
+  recheckLock(ctx, lock, s);
   return lock;
 }
 

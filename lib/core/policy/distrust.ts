@@ -15,15 +15,12 @@ import type { EngineContext } from './context';
 /** Re-checks the held locks after `e`, then tells the observers. */
 export function distrusted(ctx: EngineContext, e: MasterDistrust): void {
   const { held, observers } = ctx;
-  const out = new Set(e.distrusted);
   let lost = 0;
   for (const lock of held.list()) {
     const s = lockState(lock);
     if (s.released || s.lostReason) continue;
     if (!s.votes.some((v) => v.node === e.node && v.outcome === 'ok')) continue;
-    let counted = 0;
-    for (const v of s.votes) if (v.outcome === 'ok' && !out.has(v.node)) counted++;
-    if (lostOver(ctx, lock, s, counted, e)) lost++;
+    if (recheckLock(ctx, lock, s, e)) lost++;
   }
   if (!observers.active) return;
   observers.emit({
@@ -38,49 +35,40 @@ export function distrusted(ctx: EngineContext, e: MasterDistrust): void {
 }
 
 /**
- * A lock being handed out (policy/acquire.ts `granted`), against the masters whose votes do
- * not count now. {@link distrusted} re-checks the held locks only, and a distrust may be learned
- * between a grant's votes and its hand-out: from a reply read after the votes were counted
- * (another round's, or a late one of the same attempt), or — in the fair mode — after an install
- * was heard on the pub/sub connection before the command reply that showed its master's jump
- * (fair/installs.ts). Such a lock is lost at once (its signal aborted, the same reason) when the
- * masters that granted it no longer make its quorum. A lock whose votes all still count pays a
- * trust check per granting master.
+ * Re-checks `lock`: counts the masters that granted it (its last acquire or extension) whose
+ * votes still count (`LockStore.distrustOf`). When a distrusted one is among them and the rest
+ * fall short of the lock's quorum, the lock is lost now, naming `named` (the master just found)
+ * or the first distrusted one; returns whether it was. Run over the held locks by
+ * {@link distrusted}, and over each lock as it is handed out (policy/acquire.ts `granted`): a
+ * distrust may be learned between a grant's votes and its hand-out — from a reply read after the
+ * votes were counted (another round's, or a late one of the same attempt), or in the fair mode
+ * after an install was heard on the pub/sub connection before the command reply that showed its
+ * master's jump (fair/installs.ts). A lock whose votes all still count pays a trust check per
+ * granting master.
  */
-export function recheckHanded(ctx: EngineContext, lock: Lock, s: LockState): void {
-  const { distrustOf } = ctx.store;
-  if (!distrustOf) return;
-  let counted = 0;
-  let cause: DistrustCause | undefined;
-  for (const v of s.votes) {
-    if (v.outcome !== 'ok') continue;
-    const d = distrustOf.call(ctx.store, v.node);
-    if (d) cause ??= d;
-    else counted++;
-  }
-  if (cause) lostOver(ctx, lock, s, counted, cause);
-}
-
-/** What a master's distrust says about itself (its name, its jump or disagreement). */
-type DistrustCause = Pick<MasterDistrust, 'name' | 'jump' | 'cause'>;
-
-/**
- * Expires `lock` when `counted` of its granting masters (those that still count after `e`) fall
- * short of its quorum; whether it did.
- */
-function lostOver(
+export function recheckLock(
   ctx: EngineContext,
   lock: Lock,
   s: LockState,
-  counted: number,
-  e: DistrustCause,
+  named?: MasterDistrust,
 ): boolean {
-  const need = ctx.store.quorumFor?.(s.grant?.kind) ?? ctx.store.quorum;
+  const { store } = ctx;
+  if (!store.distrustOf) return false;
+  let counted = 0;
+  let cause = named;
+  for (const v of s.votes) {
+    if (v.outcome !== 'ok') continue;
+    const d = store.distrustOf(v.node);
+    if (d) cause ??= d;
+    else counted++;
+  }
+  if (!cause) return false;
+  const need = store.quorumFor?.(s.grant?.kind) ?? store.quorum;
   if (counted >= need) return false;
   expire(
     lock,
     s,
-    `master ${e.name}'s ${describeJump(e)}, so it may have dropped the key early; ` +
+    `master ${cause.name}'s ${describeJump(cause)}, so it may have dropped the key early; ` +
       `${counted} of the masters that granted the lock still count, ${need} needed`,
   );
   return true;

@@ -12,7 +12,6 @@ import type { ChannelWatcher } from './masters/handoff';
 import { MasterNode } from './masters/node';
 import { MasterChecks } from './masters/master-checks';
 import { ClockWatch } from './masters/clock-watch';
-import type { ClockDistrust } from './masters/clock-watch';
 import { QuarantineNotice, annotateQuarantined } from './masters/quarantine-notice';
 import type {
   AnnouncementListener,
@@ -232,22 +231,13 @@ export class RedisStore implements LockStore, RedisContext {
 
   /**
    * Masters whose clock the engine stopped trusting (redis/masters/clock-watch.ts): `listener` is
-   * told of each, with the masters whose votes do not count now. Returns a function that stops it.
+   * told of each. Returns a function that stops it.
    */
   watchMasters(listener: (e: MasterDistrust) => void): () => void {
-    return this.clocks.listen((e) =>
-      listener({
-        node: e.node,
-        name: e.name,
-        jump: e.jump,
-        cause: e.cause,
-        quarantine: e.quarantine,
-        distrusted: this.nodes.filter((n) => !this.clocks.counts(n.index)).map((n) => n.index),
-      }),
-    );
+    return this.clocks.listen(listener);
   }
 
-  distrustOf(node: number): ClockDistrust | undefined {
+  distrustOf(node: number): MasterDistrust | undefined {
     return this.clocks.distrustOf(node);
   }
 
