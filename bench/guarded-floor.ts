@@ -79,11 +79,12 @@ export class GuardedFloor extends RawFloor {
     const token = randomBytes(16).toString('hex');
     const ttl = String(this.ttl);
     const granted = await this.majority(
-      this.clients.map((c) =>
-        this.fencing
+      this.clients.map((c, i) => {
+        this.coalesce(i);
+        return this.fencing
           ? c.evalsha(ACQUIRE_SHA, 3, key, `${key}:fence`, this.marker, token, ttl, COUNTER_TTL)
-          : c.evalsha(ACQUIRE_SHA, 2, key, this.marker, token, ttl),
-      ),
+          : c.evalsha(ACQUIRE_SHA, 2, key, this.marker, token, ttl);
+      }),
       (r) => Array.isArray(r) && Array.isArray(r[1]) && r[1][0] === 1,
     );
     if (granted) return token;
@@ -94,7 +95,10 @@ export class GuardedFloor extends RawFloor {
   /** Compare-and-delete with the announcement on every master; resolves at a majority. */
   override async unlock(key: string, token: string): Promise<void> {
     await this.majority(
-      this.clients.map((c) => c.evalsha(RELEASE_SHA, 1, key, token)),
+      this.clients.map((c, i) => {
+        this.coalesce(i);
+        return c.evalsha(RELEASE_SHA, 1, key, token);
+      }),
       () => true,
     );
   }

@@ -159,7 +159,20 @@ export function targetsByScenario(rep: Summaries): Record<string, Target[]> {
   for (const key of ['uncontended', 'uncontended-reused'])
     if (has(key)) out[key] = uncontendedTargets(s[key]);
   if (has('parallel'))
-    out.parallel = [ratioTarget(s.parallel, 'ops/s', 'opsPerSec', true, PARALLEL_GOAL)];
+    out.parallel = [
+      ratioTarget(s.parallel, 'ops/s', 'opsPerSec', true, PARALLEL_GOAL),
+      // The same goal on the guarantees' floor (bench/guarded-floor.ts, writing as ours does):
+      // where the floor misses it, it lies beyond what the guarantees' masters' work allows.
+      ratioTarget(
+        s.parallel,
+        "guarantees' floor: ops/s",
+        'opsPerSec',
+        true,
+        PARALLEL_GOAL,
+        0,
+        'raw-guarded',
+      ),
+    ];
   for (const p of RETRY_PROFILES) {
     const c = s[`contended-${p.id}`];
     if (c && has(c.key))

@@ -161,11 +161,7 @@ function plans(opts: Options, libs: Map<string, Lib>, clients: Redis[], pools: P
   ];
   // 64 parallel: without the quarantine-off, wake-ups-off and all-off rows (run time).
   const parallelIds = all.filter(
-    (id) =>
-      id !== 'ours-noquarantine' &&
-      id !== 'ours-nohandoff' &&
-      id !== 'ours-bare' &&
-      !id.startsWith('raw-guarded'),
+    (id) => id !== 'ours-noquarantine' && id !== 'ours-nohandoff' && id !== 'ours-bare',
   );
   const contendedIds = [
     'raw',

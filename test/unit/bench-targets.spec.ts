@@ -4,8 +4,8 @@
  * targets, the fencing-off rate is judged on the `ours-nofence` row against node-redlock's, the
  * CPU targets against node-redlock's, the same goals are applied to the guarantees' floor
  * (`raw-guarded`: what the masters' work of the guarantees allows), the client goal to our engine
- * with all four guarantees off (`ours-bare`: its own work), and a target whose row is missing
- * reads n/a.
+ * with all four guarantees off (`ours-bare`: its own work), the 64-parallel goal to our defaults
+ * and to the guarantees' floor, and a target whose row is missing reads n/a.
  */
 import type { Row, ScenarioSummary } from '../../bench/report';
 import { PARALLEL_GOAL, UNCONTENDED_GOALS, targetsByScenario } from '../../bench/targets';
@@ -132,5 +132,23 @@ describe('bench targets', () => {
     expect(PARALLEL_GOAL).toBe(1.3);
     expect(at(1430).pass).toBe(true);
     expect(at(1420).pass).toBe(false);
+  });
+
+  it("64 parallel: the same goal on the guarantees' floor, n/a without its row", () => {
+    const floorAt = (ops?: number) =>
+      byName(
+        targetsByScenario(
+          report([
+            summary('parallel', [
+              ...others(),
+              row('ours', 'ours', { opsPerSec: 1500 }),
+              ...(ops === undefined ? [] : [row('raw-guarded', 'floor', { opsPerSec: ops })]),
+            ]),
+          ]),
+        ).parallel,
+      )["guarantees' floor: ops/s"];
+    expect(floorAt(1430).pass).toBe(true);
+    expect(floorAt(1420).pass).toBe(false);
+    expect(floorAt().pass).toBeUndefined();
   });
 });
