@@ -24,7 +24,7 @@ import type { AttemptOutcome, Grant } from '../store';
 import type { AttemptResult } from '../waiting/attempt-result';
 import type { EngineContext } from './context';
 import { releaseLock } from './release';
-import { recheckLock } from './distrust';
+import { recheckLock, shortfallOf } from './distrust';
 import type { AttemptHints, WaitingPolicy } from '../waiting/waiting';
 
 /**
@@ -63,7 +63,8 @@ function resultOf(
   startedAt: number,
 ): AttemptResult {
   if (outcome.grant) {
-    return { lock: createLock(ctx, outcome.grant, attemptNo), grant: outcome.grant };
+    const lock = createLock(ctx, outcome.grant, attemptNo);
+    return refuseDistrusted(ctx, lock, req, attemptNo, startedAt) ?? { lock, grant: outcome.grant };
   }
   const detail: LockErrorDetail = {
     resources: req.resources,
@@ -91,6 +92,46 @@ function resultOf(
     heldBy: outcome.heldBy,
     outcome,
   };
+}
+
+/**
+ * A grant whose votes were counted before the engine learned that one of its granting masters
+ * jumped, so that the masters that still count fall short of its quorum (policy/distrust.ts
+ * `shortfallOf`): never handed out. Its keys are released at once and the attempt fails with a
+ * {@link NoQuorumError} (`unavailable`) whose votes show those masters `quarantined`, as the
+ * next attempt would see them: `acquire` retries like after any attempt without a quorum,
+ * `tryAcquire` throws it, and `using()` never runs its routine on a lock already lost.
+ */
+function refuseDistrusted(
+  ctx: EngineContext,
+  lock: Lock,
+  req: CheckedAcquire,
+  attemptNo: number,
+  startedAt: number,
+): AttemptResult | undefined {
+  const s = lockState(lock);
+  const short = shortfallOf(ctx, s);
+  if (!short) return undefined;
+  const { store } = ctx;
+  const votes = lock.votes.map((v) => {
+    const d = v.outcome === 'ok' ? store.distrustOf?.(v.node) : undefined;
+    return d
+      ? withFields(v, { outcome: 'quarantined' as const, quarantineRemaining: d.quarantine })
+      : v;
+  });
+  const cleanup = releaseLock(ctx, lock, s, true).then(
+    () => undefined,
+    () => undefined,
+  );
+  const error = new NoQuorumError({
+    resources: req.resources,
+    votes,
+    attempts: attemptNo,
+    elapsed: monotonicNow() - startedAt,
+    reason: 'unavailable',
+    quorum: short.need,
+  });
+  return { error, cleanup };
 }
 
 /** Wraps a grant in a lock the engine tracks (held locks, 'lost' events). */
@@ -148,8 +189,9 @@ export function attempt(
 
 /**
  * Hands a grant to its caller: its `lockAtLeastFor`, the wake-up of the next local waiter when
- * it ends, the `acquired` event — and the lock lost at once when a master whose vote it needed
- * is distrusted by now (policy/distrust.ts `recheckLock`).
+ * it ends, the `acquired` event — and, for a grant that came by a local or fair-mode hand-over
+ * (an attempt's own was checked by {@link refuseDistrusted}), the lock lost at once when a
+ * master whose vote it needed is distrusted by now (policy/distrust.ts `recheckLock`).
  */
 export function granted(
   ctx: EngineContext,

@@ -34,26 +34,29 @@ export function distrusted(ctx: EngineContext, e: MasterDistrust): void {
   });
 }
 
+/** Why a lock's grant no longer stands: a distrusted master among its granting ones, too few left. */
+export interface Shortfall {
+  /** The master named in the reason: the one just found, or the first distrusted one. */
+  readonly cause: MasterDistrust;
+  /** The granting masters whose votes still count. */
+  readonly counted: number;
+  /** The lock's quorum. */
+  readonly need: number;
+}
+
 /**
- * Re-checks `lock`: counts the masters that granted it (its last acquire or extension) whose
- * votes still count (`LockStore.distrustOf`). When a distrusted one is among them and the rest
- * fall short of the lock's quorum, the lock is lost now, naming `named` (the master just found)
- * or the first distrusted one; returns whether it was. Run over the held locks by
- * {@link distrusted}, and over each lock as it is handed out (policy/acquire.ts `granted`): a
- * distrust may be learned between a grant's votes and its hand-out — from a reply read after the
- * votes were counted (another round's, or a late one of the same attempt), or in the fair mode
- * after an install was heard on the pub/sub connection before the command reply that showed its
- * master's jump (fair/installs.ts). A lock whose votes all still count pays a trust check per
- * granting master.
+ * Counts the masters that granted the lock of `s` (its last acquire or extension) whose votes
+ * still count (`LockStore.distrustOf`): the {@link Shortfall} when a distrusted one is among them
+ * (`named`, or found) and the rest fall short of the lock's quorum, otherwise `undefined`. A lock
+ * whose votes all still count pays a trust check per granting master.
  */
-export function recheckLock(
+export function shortfallOf(
   ctx: EngineContext,
-  lock: Lock,
   s: LockState,
   named?: MasterDistrust,
-): boolean {
+): Shortfall | undefined {
   const { store } = ctx;
-  if (!store.distrustOf) return false;
+  if (!store.distrustOf) return undefined;
   let counted = 0;
   let cause = named;
   for (const v of s.votes) {
@@ -62,14 +65,35 @@ export function recheckLock(
     if (d) cause ??= d;
     else counted++;
   }
-  if (!cause) return false;
+  if (!cause) return undefined;
   const need = store.quorumFor?.(s.grant?.kind) ?? store.quorum;
-  if (counted >= need) return false;
+  return counted >= need ? undefined : { cause, counted, need };
+}
+
+/**
+ * Re-checks `lock` ({@link shortfallOf}): lost now when its granting masters that still count
+ * fall short of its quorum, naming `named` (the master just found) or the first distrusted one;
+ * returns whether it was. Run over the held locks by {@link distrusted}, and over each lock
+ * handed out by a local or fair-mode hand-over (policy/acquire.ts `granted`). An attempt's own
+ * grant is checked before it becomes the caller's lock (policy/acquire.ts `refuseDistrusted`):
+ * a distrust may be learned between a grant's votes and its hand-out — from a reply read after
+ * the votes were counted (another round's, a late one of the same attempt, the fencing raise's),
+ * or in the fair mode after an install was heard on the pub/sub connection before the command
+ * reply that showed its master's jump (fair/installs.ts).
+ */
+export function recheckLock(
+  ctx: EngineContext,
+  lock: Lock,
+  s: LockState,
+  named?: MasterDistrust,
+): boolean {
+  const short = shortfallOf(ctx, s, named);
+  if (!short) return false;
   expire(
     lock,
     s,
-    `master ${cause.name}'s ${describeJump(cause)}, so it may have dropped the key early; ` +
-      `${counted} of the masters that granted the lock still count, ${need} needed`,
+    `master ${short.cause.name}'s ${describeJump(short.cause)}, so it may have dropped the key early; ` +
+      `${short.counted} of the masters that granted the lock still count, ${short.need} needed`,
   );
   return true;
 }
