@@ -189,9 +189,10 @@ export function attempt(
 
 /**
  * Hands a grant to its caller: its `lockAtLeastFor`, the wake-up of the next local waiter when
- * it ends, the `acquired` event — and, for a grant that came by a local or fair-mode hand-over
- * (an attempt's own was checked by {@link refuseDistrusted}), the lock lost at once when a
- * master whose vote it needed is distrusted by now (policy/distrust.ts `recheckLock`).
+ * it ends, the `acquired` event — and the lock lost at once when a master whose vote it needed
+ * is distrusted by now (policy/distrust.ts `recheckLock`): a grant that came by a local or
+ * fair-mode hand-over, or an attempt's whose distrust became known after that attempt's own check
+ * ({@link refuseDistrusted}; replies read together resolve in one run of promise reactions).
  */
 export function granted(
   ctx: EngineContext,

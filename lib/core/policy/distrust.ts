@@ -73,9 +73,9 @@ export function shortfallOf(
 /**
  * Re-checks `lock` ({@link shortfallOf}): lost now when its granting masters that still count
  * fall short of its quorum, naming `named` (the master just found) or the first distrusted one;
- * returns whether it was. Run over the held locks by {@link distrusted}, and over each lock
- * handed out by a local or fair-mode hand-over (policy/acquire.ts `granted`). An attempt's own
- * grant is checked before it becomes the caller's lock (policy/acquire.ts `refuseDistrusted`):
+ * returns whether it was. Run over the held locks by {@link distrusted}, and over each lock as
+ * it is handed out (policy/acquire.ts `granted`). An attempt's own grant is checked before it
+ * becomes a lock for the caller (policy/acquire.ts `refuseDistrusted`, which refuses it instead):
  * a distrust may be learned between a grant's votes and its hand-out — from a reply read after
  * the votes were counted (another round's, a late one of the same attempt, the fencing raise's),
  * or in the fair mode after an install was heard on the pub/sub connection before the command
