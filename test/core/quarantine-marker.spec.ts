@@ -112,3 +112,35 @@ it('still quarantines a master restarted with (possibly old) data: another run_i
   });
   expect(Number(await probe[0].get(marker))).toBeGreaterThan(before);
 });
+
+it('quarantines a master flushed before an engine first checked it, however long its process has run', async () => {
+  // FLUSHALL on a running master loses its locks now and leaves no trace of when (the marker and
+  // the run_id record go with it). An engine whose post-connect check is the first to find the
+  // marker missing must date the new data set from now, not from the server process's start:
+  // dated from the start, a master up longer than the quarantine was trusted at once (seen as a
+  // granted acquire with two of three masters flushed a moment before).
+  const { masters, probe } = await agedMasters();
+  const uptime = async (): Promise<number> =>
+    Number(/uptime_in_seconds:(\d+)/.exec(await probe[1].info('server'))?.[1]);
+  // Older than the quarantine by more than the check's rounding (a second off the uptime).
+  await waitUntil(async () => (await uptime()) * 1000 >= DURATION + 2000, 10_000);
+  const [sec] = await probe[1].time();
+  const flushedAt = Number(sec) * 1000;
+  await probe[1].flushall();
+  const clients = masters.createClients();
+  await RedisMasters.ready(clients);
+  const fresh = new Redlock(clients, { ...settings, logger: recordingLogger() });
+  cleanups.push(async () => {
+    await fresh.close();
+    await Promise.all(clients.map((c) => closeClient(c)));
+  });
+  // Its first acquire waits for the checks, which seed the missing marker.
+  const lock = await fresh.acquire(uniqueResource('flushed-first'));
+  await lock.release();
+  const marker = `${fresh.settings.keyPrefix}boot`;
+  await waitUntil(async () => (await probe[1].get(marker)) !== null);
+  expect(Number(await probe[1].get(marker))).toBeGreaterThanOrEqual(flushedAt);
+  const health = await fresh.health();
+  expect(health.masters[1]).toMatchObject({ reachable: true, quarantined: true });
+  expect(health.masters[0].quarantined).toBe(false);
+});

@@ -4,7 +4,11 @@ import { script } from './lua';
 /**
  * Seed the boot marker: its birth can never be earlier than the server process's start
  * (server time − uptime). This catches a master restarted from an old RDB snapshot, whose
- * restored marker would otherwise claim an old birth.
+ * restored marker would otherwise claim an old birth. A missing marker is dated now, not from
+ * the process's start: the data set may have been flushed a moment ago (its locks lost then),
+ * and a flush leaves no trace of when — dated from the start, a master up longer than the
+ * quarantine was trusted at once when an engine's check was the first to find it flushed. A
+ * server that never held a marker is quarantined once, from its first check.
  *
  * Done once per server process: KEYS[2] records the `run_id` (from INFO) of the process whose
  * start is already accounted for, and a check of the same process changes nothing. The uptime is
@@ -24,10 +28,11 @@ if birth and ARGV[2] ~= '' and redis.call('GET', KEYS[2]) == ARGV[2] then
   return {nowMs - birth, 0, redis.call('GET', KEYS[1])}
 end
 local cause = 2
+local floor = nowMs - tonumber(ARGV[1])
 if not birth then
   cause = 1
+  floor = nowMs
 end
-local floor = nowMs - tonumber(ARGV[1])
 if (not birth) or birth < floor then
   birth = floor
   redis.call('SET', KEYS[1], string.format('%.0f', birth))
