@@ -52,7 +52,9 @@ function pingCalls(port: number): number {
 
 it('grants a free lock whose replies came in while the event loop was blocked', async () => {
   const rl = engine();
-  await (await rl.acquire(uniqueResource('warm'))).release(); // connected, scripts loaded
+  // Connected, masters checked, scripts loaded. With retries: the first attempt waits for the
+  // masters' post-connect checks, which a loaded machine can hold past the 20 ms timeout.
+  await (await rl.acquire(uniqueResource('warm'), { retryCount: 100 })).release();
   const resource = uniqueResource('busy');
   const key = rl.keyOf(resource);
   const acquired = rl.acquire(resource, { ttl: 30_000 });
