@@ -309,23 +309,28 @@ export async function rawFloor(clients: Redis[], retry: RetryProfile): Promise<C
   };
 }
 
+/** The ids of the guarantees' floors. */
+export type GuardedFloorId = 'raw-guarded' | 'raw-guarded-nofence' | 'raw-guarded-waitall';
+
 /**
  * The guarantees' floor (see guarded-floor.ts): the raw floor with our default guarantees'
- * commands (`raw-guarded`), or with those of the fencing-off row (`raw-guarded-nofence`).
+ * commands (`raw-guarded`), with those of the fencing-off row (`raw-guarded-nofence`), or with
+ * our defaults' commands and a release that waits for every master as our default release does
+ * (`raw-guarded-waitall`).
  */
 export async function guardedFloor(
   clients: Redis[],
   retry: RetryProfile,
-  fencing: boolean,
+  id: GuardedFloorId,
 ): Promise<Contender> {
-  const id = fencing ? 'raw-guarded' : 'raw-guarded-nofence';
   const prefix = `bench:${id}:`;
   const floor = new GuardedFloor(
     clients,
     BENCH_SETTINGS.ttl,
     { ...retry, retryCount: BENCH_SETTINGS.retryCount },
     `${prefix}marker`,
-    fencing,
+    id !== 'raw-guarded-nofence',
+    id === 'raw-guarded-waitall' ? 'all' : 'quorum',
   );
   await floor.init();
   return {
@@ -345,6 +350,7 @@ export async function guardedFloor(
 export const GUARDED_FLOOR_LABELS = Object.freeze({
   'raw-guarded': "guarantees' floor (raw + marker GET, TIME, INCR, PUBLISH)",
   'raw-guarded-nofence': "guarantees' floor, fencing off (raw + marker GET, TIME, PUBLISH)",
+  'raw-guarded-waitall': "guarantees' floor, release waits for every master (as our default's)",
 });
 
 /** Whether a value is an {@link Unavailable} marker. */
@@ -357,6 +363,7 @@ export const CONTENDER_IDS = [
   'raw',
   'raw-guarded',
   'raw-guarded-nofence',
+  'raw-guarded-waitall',
   'ours',
   'ours-nofence',
   'ours-noquarantine',
@@ -385,7 +392,8 @@ export async function makeContender(
       return rawFloor(clients, retry);
     case 'raw-guarded':
     case 'raw-guarded-nofence':
-      return guardedFloor(clients, retry, id === 'raw-guarded');
+    case 'raw-guarded-waitall':
+      return guardedFloor(clients, retry, id);
     case 'ours':
     case 'ours-nofence':
     case 'ours-noquarantine':

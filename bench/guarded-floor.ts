@@ -14,6 +14,11 @@
  * validity: like the raw floor it is NOT a safe lock client, only the masters' work of the
  * guarantees and the round trips, as seen from Node with ioredis. Without fencing (the floor of
  * our fencing-off row), the acquire leaves out the counter: `{time µs, {1, marker}}`.
+ *
+ * With `releaseWait: 'all'` the release resolves once every master answered (or failed), not at
+ * a majority: what our default release waits for (its result says whether every master deleted
+ * its key, lib/core/policy/release.ts), so that floor is the least our defaults can cost —
+ * the guarantees' commands and the default release's wait, nothing else.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -58,6 +63,7 @@ export class GuardedFloor extends RawFloor {
     retry: RawRetry,
     private readonly marker: string,
     private readonly fencing = true,
+    private readonly releaseWait: 'quorum' | 'all' = 'quorum',
   ) {
     super(clients, ttl, retry);
   }
@@ -92,14 +98,16 @@ export class GuardedFloor extends RawFloor {
     return null;
   }
 
-  /** Compare-and-delete with the announcement on every master; resolves at a majority. */
+  /**
+   * Compare-and-delete with the announcement on every master; resolves at a majority, or with
+   * `releaseWait: 'all'` once every master answered.
+   */
   override async unlock(key: string, token: string): Promise<void> {
-    await this.majority(
-      this.clients.map((c, i) => {
-        this.coalesce(i);
-        return c.evalsha(RELEASE_SHA, 1, key, token);
-      }),
-      () => true,
-    );
+    const requests = this.clients.map((c, i) => {
+      this.coalesce(i);
+      return c.evalsha(RELEASE_SHA, 1, key, token);
+    });
+    if (this.releaseWait === 'all') await Promise.allSettled(requests);
+    else await this.majority(requests, () => true);
   }
 }

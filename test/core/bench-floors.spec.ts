@@ -4,7 +4,8 @@
  * written at once (no cork), 64 callers' commands of one tick cork each master's socket until the
  * tick ends — and every lock is still granted, released and gone from the masters afterwards, so
  * the floors stay floors at 64 parallel (without the coalescing every command was its own write
- * and the raw floor ran below our engine).
+ * and the raw floor ran below our engine). The guarantees' floor's release resolves at a majority,
+ * or — the floor of our default release — only once every master answered.
  */
 import type { Writable } from 'node:stream';
 import type { Redis } from 'ioredis';
@@ -67,5 +68,53 @@ describe.each(floors)('%s', (_name, make) => {
     } finally {
       restore();
     }
+  });
+});
+
+describe("guarantees' floor: when its release resolves", () => {
+  /** Locks a key, pauses the third master, unlocks; `whilePaused` reads the unlock's promise. */
+  const unlockWithOnePaused = async (
+    releaseWait: 'quorum' | 'all',
+    whilePaused: (unlocked: Promise<string>) => Promise<string>,
+  ): Promise<{ whilePaused: string; after: string }> => {
+    const floor = new GuardedFloor(
+      suite.clients,
+      10_000,
+      RETRY,
+      uniqueResource('marker'),
+      true,
+      releaseWait,
+    );
+    await floor.init();
+    const key = uniqueResource(`wait-${releaseWait}`);
+    const token = await floor.tryLock(key);
+    expect(token).not.toBeNull();
+    const paused = suite.masters.masters[2];
+    paused.pause();
+    try {
+      const unlocked = floor.unlock(key, token as string).then(() => 'resolved');
+      const seen = await whilePaused(unlocked);
+      paused.resume();
+      return { whilePaused: seen, after: await unlocked };
+    } finally {
+      paused.resume();
+    }
+  };
+
+  it('at a majority by default, while a master does not answer', async () => {
+    // Resolves with the third master stopped (waiting for it would time the test out).
+    expect(await unlockWithOnePaused('quorum', (unlocked) => unlocked)).toEqual({
+      whilePaused: 'resolved',
+      after: 'resolved',
+    });
+  });
+
+  it("with releaseWait 'all', once every master answered", async () => {
+    // A stopped master cannot answer: the release is still pending when the timer fires, however
+    // slow the machine, and resolves once the master runs again.
+    const timer = () => new Promise<string>((r) => setTimeout(() => r('pending'), 300));
+    expect(
+      await unlockWithOnePaused('all', (unlocked) => Promise.race([unlocked, timer()])),
+    ).toEqual({ whilePaused: 'pending', after: 'resolved' });
   });
 });

@@ -3,9 +3,11 @@
  * judged on synthetic medians: both uncontended tables (fresh and reused names) get the same
  * targets, the fencing-off rate is judged on the `ours-nofence` row against node-redlock's, the
  * CPU targets against node-redlock's, the same goals are applied to the guarantees' floor
- * (`raw-guarded`: what the masters' work of the guarantees allows), the client goal to our engine
- * with all four guarantees off (`ours-bare`: its own work), the 64-parallel goal to our defaults
- * and to the guarantees' floor, and a target whose row is missing reads n/a.
+ * (`raw-guarded`: what the masters' work of the guarantees allows), the rate and client goals to
+ * the floor whose release waits for every master (`raw-guarded-waitall`: what our default
+ * release's wait allows) and to our release at a quorum (`ours-quorumrelease`), the client goal
+ * to our engine with all four guarantees off (`ours-bare`: its own work), the 64-parallel goal to
+ * our defaults and to the guarantees' floor, and a target whose row is missing reads n/a.
  */
 import type { Row, ScenarioSummary } from '../../bench/report';
 import { PARALLEL_GOAL, UNCONTENDED_GOALS, targetsByScenario } from '../../bench/targets';
@@ -53,6 +55,14 @@ describe('bench targets', () => {
       }),
       // All four guarantees off: client CPU 1.2× node-redlock's, over the 1.15× goal.
       row('ours-bare', 'ours', { opsPerSec: 990, cpuUsPerOp: 480, redisCpuUsPerOp: 380 }),
+      // The floor whose release waits for every master: 0.8× the rate, 1.2× the client CPU.
+      row('raw-guarded-waitall', 'floor', {
+        opsPerSec: 800,
+        cpuUsPerOp: 480,
+        redisCpuUsPerOp: 520,
+      }),
+      // Ours released at a quorum: 0.89× the rate (under 0.9×), 1.15× the client CPU (met).
+      row('ours-quorumrelease', 'ours', { opsPerSec: 890, cpuUsPerOp: 460, redisCpuUsPerOp: 500 }),
     ];
     const t = targetsByScenario(
       report([summary('uncontended', rows), summary('uncontended-reused', rows)]),
@@ -68,6 +78,10 @@ describe('bench targets', () => {
         "guarantees' floor: Node CPU µs/op vs node-redlock",
         'all four off: Node CPU µs/op vs node-redlock',
         "guarantees' floor: ops/s vs node-redlock",
+        "guarantees' floor, release waits for every master: ops/s vs node-redlock",
+        "guarantees' floor, release waits for every master: Node CPU µs/op vs node-redlock",
+        'release at a quorum: ops/s vs node-redlock',
+        'release at a quorum: Node CPU µs/op vs node-redlock',
         'fencing off: ops/s vs node-redlock',
         "guarantees' floor, fencing off: ops/s vs node-redlock",
       ]);
@@ -102,6 +116,21 @@ describe('bench targets', () => {
         ours: '960',
         pass: true,
       });
+      expect(
+        got["guarantees' floor, release waits for every master: ops/s vs node-redlock"],
+      ).toMatchObject({ ours: '800', measured: '0.80×', pass: false });
+      expect(
+        got["guarantees' floor, release waits for every master: Node CPU µs/op vs node-redlock"],
+      ).toMatchObject({ ours: '480', measured: '1.20×', pass: false });
+      expect(got['release at a quorum: ops/s vs node-redlock']).toMatchObject({
+        ours: '890',
+        pass: false,
+      });
+      expect(got['release at a quorum: Node CPU µs/op vs node-redlock']).toMatchObject({
+        ours: '460',
+        measured: '1.15×',
+        pass: true,
+      });
     }
     expect(UNCONTENDED_GOALS).toEqual({
       opsVsBestOther: 0.9,
@@ -121,6 +150,10 @@ describe('bench targets', () => {
     expect(got['fencing off: ops/s vs node-redlock'].pass).toBeUndefined();
     expect(got["guarantees' floor: Redis CPU µs/op vs node-redlock"].pass).toBeUndefined();
     expect(got['all four off: Node CPU µs/op vs node-redlock'].pass).toBeUndefined();
+    expect(
+      got["guarantees' floor, release waits for every master: ops/s vs node-redlock"].pass,
+    ).toBeUndefined();
+    expect(got['release at a quorum: Node CPU µs/op vs node-redlock'].pass).toBeUndefined();
     expect(got['ops/s vs node-redlock'].pass).toBe(true);
   });
 
