@@ -66,6 +66,36 @@ export function maxTtlFor(quick: boolean): number | undefined {
   return quick ? BENCH_SETTINGS.ttl : undefined;
 }
 
+/**
+ * The key prefix of the HTTP scenario's server (bench/http-server.ts). The restart quarantine is
+ * per key prefix (its boot marker lives under the prefix), and a prefix that never held a marker
+ * on a master is quarantined from the first check of it, however long the master has run: the
+ * runner makes that first check while it waits out the other libraries' quarantine
+ * (topology.ts), and the server waits until none of its masters is quarantined before it takes
+ * load (without both, every `@Locked` request of the scenario was answered 503).
+ */
+export const HTTP_KEY_PREFIX = 'bench:http:';
+
+/** What {@link untilTrusted} reads: an engine's `health()`. */
+export interface HealthSource {
+  health(): Promise<{ readonly masters: readonly { reachable: boolean; quarantined: boolean }[] }>;
+}
+
+/**
+ * Polls `engine.health()` until every master is reachable and out of restart quarantine; throws
+ * after `deadlineMs`.
+ */
+export async function untilTrusted(engine: HealthSource, deadlineMs: number): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const h = await engine.health();
+    if (h.masters.every((m) => m.reachable && !m.quarantined)) return;
+    if (Date.now() > deadline)
+      throw new Error(`masters still in restart quarantine after ${deadlineMs} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 /** Quick mode: `--quick` or `BENCH_QUICK=1`. */
 export function quickFromEnv(): boolean {
   const v = process.env.BENCH_QUICK;

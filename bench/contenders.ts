@@ -11,10 +11,12 @@ import { RedlockMutex } from 'redis-semaphore';
 import { createClient } from 'redis';
 import { Redlock } from '../lib/core';
 import type { RedlockClient, ReleaseOptions } from '../lib/core';
-import { BENCH_SETTINGS, RetryProfile, maxTtlFor } from './config';
+import { BENCH_SETTINGS, RetryProfile, maxTtlFor, untilTrusted } from './config';
 import { GuardedFloor } from './guarded-floor';
 import { RawFloor } from './raw-floor';
-import type { ContenderKind } from './report';
+import type { ContenderKind, Unavailable } from './report';
+
+export type { Unavailable } from './report';
 
 export { BENCH_SETTINGS } from './config';
 
@@ -38,14 +40,6 @@ export interface Contender {
   close(): Promise<void>;
   /** Resolves once the contender can lock (ours: no master left in restart quarantine). */
   ready?(deadlineMs: number): Promise<void>;
-}
-
-/** A library that could not be run here, and why. */
-export interface Unavailable {
-  readonly id: string;
-  readonly label: string;
-  readonly kind: ContenderKind;
-  readonly reason: string;
 }
 
 let quarantineNoted = false;
@@ -123,17 +117,8 @@ export function oursEngine(
       return { release: () => lock.release(releaseOptions).then(() => undefined) };
     },
     close: () => engine.close().then(closeClients),
-    ready: async (deadlineMs) => {
-      // Poll until no master is in restart quarantine (its votes would not count yet).
-      const deadline = Date.now() + deadlineMs;
-      for (;;) {
-        const h = await engine.health();
-        if (h.masters.every((m) => m.reachable && !m.quarantined)) return;
-        if (Date.now() > deadline)
-          throw new Error(`masters still in restart quarantine after ${deadlineMs} ms`);
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    },
+    // Until no master is in restart quarantine (its votes would not count yet).
+    ready: (deadlineMs) => untilTrusted(engine, deadlineMs),
   };
 }
 

@@ -4,9 +4,9 @@
  * `@Locked`, interleaved over rounds. Local only: 127.0.0.1, bounded in time.
  */
 import { ChildProcess, fork } from 'node:child_process';
-import { join } from 'node:path';
 import autocannon from 'autocannon';
-import type { Unavailable } from './contenders';
+import { repoPath } from '../test/harness/paths';
+import type { Unavailable } from './report';
 import { median } from './stats';
 
 /** One endpoint's medians over rounds. */
@@ -47,7 +47,8 @@ const ENDPOINTS = [
 
 function startServer(urls: string[]): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
-    const child = fork(join(__dirname, 'http-server.ts'), [], {
+    // (repoPath, not __dirname: test/core/bench-http.spec.ts runs this as an ES module.)
+    const child = fork(repoPath('bench', 'http-server.ts'), [], {
       // BENCH_CPU_PROF_DIR=dir: the server writes a V8 CPU profile there when it stops.
       execArgv: [
         '-r',
@@ -61,8 +62,8 @@ function startServer(urls: string[]): Promise<{ child: ChildProcess; port: numbe
     });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error('HTTP bench server did not start within 60 s'));
-    }, 60_000);
+      reject(new Error('HTTP bench server was not ready within 240 s'));
+    }, 240_000);
     child.once('message', (m: { port?: number }) => {
       clearTimeout(timer);
       if (typeof m?.port === 'number') resolve({ child, port: m.port });

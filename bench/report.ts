@@ -8,6 +8,14 @@ import { fmt, fmtRatio } from './stats';
 /** Whose row it is in the tables. */
 export type ContenderKind = 'ours' | 'other' | 'floor';
 
+/** A library that could not be run here, and why. */
+export interface Unavailable {
+  readonly id: string;
+  readonly label: string;
+  readonly kind: ContenderKind;
+  readonly reason: string;
+}
+
 /** Keys on one master grouped by `bench:<library>:` (or `lock:`) prefix, `fence:` counters apart. */
 export interface Footprint {
   master: number;

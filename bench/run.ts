@@ -110,12 +110,18 @@ async function main(): Promise<void> {
   const reports: TopologyReport[] = [];
   let http: HttpResult | undefined;
   for (const [i, n] of opts.masters.entries()) {
-    // HTTP runs once, on the first topology's masters (already out of restart quarantine).
+    // HTTP runs once, on the first topology's masters (out of restart quarantine, its own key
+    // prefix included: runTopology's `http`).
     const withHttp = i === 0 && opts.only.has('http');
     reports.push(
-      await runTopology(n, opts, async (urls) => {
-        if (withHttp) http = await runHttp(urls, opts.httpSeconds, opts.quick ? 1 : 2);
-      }),
+      await runTopology(
+        n,
+        opts,
+        async (urls) => {
+          if (withHttp) http = await runHttp(urls, opts.httpSeconds, opts.quick ? 1 : 2);
+        },
+        withHttp,
+      ),
     );
   }
 

@@ -5,14 +5,18 @@
  * scenario (one child process per library), the keyspace footprint, and `extra` (HTTP).
  */
 import type { Redis } from 'ioredis';
+import { Redlock } from '../lib/core';
 import { RedisMasters } from '../test/harness/redis-masters';
 import {
   CALLERS_PER_PROCESS,
   FEW_CALLERS,
+  HTTP_KEY_PREFIX,
   PROCESSES,
   RETRY_PROFILES,
   RetryProfile,
   SLOW_RETRY,
+  maxTtlFor,
+  untilTrusted,
 } from './config';
 import {
   CONTENDER_IDS,
@@ -297,11 +301,17 @@ function summarize(
   };
 }
 
-/** Runs every selected scenario on `n` masters; `extra(urls)` runs before the masters stop. */
+/**
+ * Runs every selected scenario on `n` masters; `extra(urls)` runs before the masters stop. With
+ * `http`, the HTTP scenario's key prefix (config.ts `HTTP_KEY_PREFIX`) is first checked on every
+ * master while the libraries' restart quarantine is waited out, so that its own quarantine is
+ * over by then too.
+ */
 export async function runTopology(
   n: number,
   opts: Options,
   extra: (urls: string[]) => Promise<void>,
+  http = false,
 ): Promise<TopologyReport> {
   const report: TopologyReport = { masters: n, rounds: {}, summary: {}, notes: {}, footprint: [] };
   const masters = await RedisMasters.start(n);
@@ -322,12 +332,25 @@ export async function runTopology(
     const multi = opts.only.has('multiproc')
       ? ProcessPool.start(PROCESSES, masters.urls, warmMs)
       : undefined;
+    // The HTTP server's prefix: its first check starts its quarantine now, beside the others'.
+    const maxTtl = maxTtlFor(opts.quick);
+    const httpPrefix = http
+      ? new Redlock(clients, {
+          keyPrefix: HTTP_KEY_PREFIX,
+          ...(maxTtl === undefined ? {} : { maxTtl }),
+          logger: { warn: () => undefined },
+        })
+      : undefined;
     libs = await buildLibs(clients, opts);
     const t0 = Date.now();
     console.error(
       `# ${n} masters: waiting until no master is in restart quarantine (our engine's default)…`,
     );
     for (const c of libs.values()) if (!isUnavailable(c)) await c.ready?.(180_000);
+    if (httpPrefix) {
+      await untilTrusted(httpPrefix, 180_000);
+      await httpPrefix.close();
+    }
     console.error(`  … ${((Date.now() - t0) / 1000).toFixed(0)} s`);
     pools.single = await single;
     pools.multi = await multi;
