@@ -7,6 +7,7 @@
  * before it reports its port. Quick mode (`BENCH_QUICK=1`: `maxTtl` = the bench ttl, a ~10 s
  * quarantine).
  */
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { runHttp } from '../../bench/http';
 import { useMasters } from '../harness/engines';
 
@@ -14,11 +15,15 @@ const suite = useMasters(3);
 
 describe('bench: HTTP scenario', () => {
   let quick: string | undefined;
+  let progress: { mockRestore(): void } | undefined;
   beforeAll(() => {
     quick = process.env.BENCH_QUICK;
     process.env.BENCH_QUICK = '1';
+    // The scenario's progress lines (console.error, as in a bench run) stay out of the test log.
+    progress = jest.spyOn(console, 'error').mockImplementation(() => undefined);
   });
   afterAll(() => {
+    progress?.mockRestore();
     if (quick === undefined) delete process.env.BENCH_QUICK;
     else process.env.BENCH_QUICK = quick;
   });
