@@ -149,3 +149,36 @@ it('quarantines a master flushed before an engine first checked it, however long
   const health = await fresh.health();
   expect(health.masters[1]).toMatchObject({ reachable: true, quarantined: true });
 });
+
+it('quarantines masters for a key prefix they never held, however long they have run', async () => {
+  // The boot marker lives under the key prefix: a prefix new to the masters (a new application,
+  // a changed keyPrefix) finds no marker, which looks exactly like a flush, and waits out the
+  // quarantine once — while engines of the prefix already in use stay trusted.
+  const { masters, probe, rl } = await agedMasters();
+  const uptime = async (): Promise<number> =>
+    Number(/uptime_in_seconds:(\d+)/.exec(await probe[0].info('server'))?.[1]);
+  await waitUntil(async () => (await uptime()) * 1000 >= DURATION + 2000, 10_000);
+  const clients = masters.createClients();
+  await RedisMasters.ready(clients);
+  const logger = recordingLogger();
+  const other = new Redlock(clients, {
+    ...settings,
+    keyPrefix: `${uniqueResource('prefix')}:`,
+    quarantine: { duration: 60_000 },
+    logger,
+  });
+  cleanups.push(async () => {
+    await other.close();
+    await Promise.all(clients.map((c) => closeClient(c)));
+  });
+  // Its first attempt starts every master's check, which seeds the prefix's marker.
+  const lock = await other.tryAcquire(uniqueResource('new-prefix')).catch(() => null);
+  expect(lock).toBeNull();
+  const marker = `${other.settings.keyPrefix}boot`;
+  await waitUntil(async () => (await valuesOn(probe, marker)).every((v) => v !== null));
+  const health = await other.health();
+  expect(health.masters.map((m) => m.quarantined)).toEqual([true, true, true]);
+  expect((await rl.health()).masters.map((m) => m.quarantined)).toEqual([false, false, false]);
+  // The operator is told why, the new prefix included.
+  await waitUntil(async () => logger.messages.some((m) => m.includes('key prefix new to it')));
+});

@@ -8,10 +8,14 @@ import type { RedlockLogger } from '../../base/settings';
 export type QuarantineCause = SeedCause | 'young';
 
 const WHY: Record<QuarantineCause, string> = {
-  new: 'never seen before by any engine: new, restarted without its data, or flushed',
+  new:
+    'never seen before by any engine with this key prefix: new, restarted without its data, ' +
+    'flushed, or a key prefix new to it',
   restarted: 'restarted since an engine last checked it: its data may be an old snapshot',
   known: 'restarted recently',
-  young: 'data set younger than the quarantine: restarted without its data, or flushed',
+  young:
+    'data set younger than the quarantine: restarted without its data, flushed, or a key ' +
+    'prefix new to it',
 };
 
 interface Entry {
