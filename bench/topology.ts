@@ -318,6 +318,7 @@ export async function runTopology(
   let libs = new Map<string, Lib>();
   const pools: Pools = {};
   const reasons = new Map<string, string>();
+  let httpPrefix: Redlock | undefined;
   try {
     const clients = masters.createClients();
     await RedisMasters.ready(clients);
@@ -334,7 +335,7 @@ export async function runTopology(
       : undefined;
     // The HTTP server's prefix: its first check starts its quarantine now, beside the others'.
     const maxTtl = maxTtlFor(opts.quick);
-    const httpPrefix = http
+    httpPrefix = http
       ? new Redlock(clients, {
           keyPrefix: HTTP_KEY_PREFIX,
           ...(maxTtl === undefined ? {} : { maxTtl }),
@@ -347,10 +348,8 @@ export async function runTopology(
       `# ${n} masters: waiting until no master is in restart quarantine (our engine's default)…`,
     );
     for (const c of libs.values()) if (!isUnavailable(c)) await c.ready?.(180_000);
-    if (httpPrefix) {
-      await untilTrusted(httpPrefix, 180_000);
-      await httpPrefix.close();
-    }
+    if (httpPrefix) await untilTrusted(httpPrefix, 180_000);
+    await httpPrefix?.close();
     console.error(`  … ${((Date.now() - t0) / 1000).toFixed(0)} s`);
     pools.single = await single;
     pools.multi = await multi;
@@ -442,6 +441,7 @@ export async function runTopology(
     report.footprint = await footprint(clients);
     await extra(masters.urls);
   } finally {
+    await httpPrefix?.close(); // (closing twice is harmless)
     pools.single?.close();
     pools.multi?.close();
     for (const c of libs.values()) if (!isUnavailable(c)) await c.close().catch(() => undefined);
