@@ -103,8 +103,9 @@ async function load(port: number, path: string, seconds: number): Promise<autoca
 }
 
 /**
- * Runs the HTTP scenario on the given masters (already out of restart quarantine, started by the
- * runner): `rounds` × (plain, locked), `seconds` each, after a warm-up.
+ * Runs the HTTP scenario on the given masters: `rounds` × (plain, locked), `seconds` each, after a
+ * warm-up, once the server found none of them in restart quarantine for its key prefix (the
+ * runner checks that prefix early, runTopology's `http`, so that the server's wait is short).
  */
 export async function runHttp(
   urls: string[],
